@@ -1,0 +1,32 @@
+# dualpath_component(NAME [DEPS ...]): one static library per folder, built from every
+# .cpp in it. Files are globbed with CONFIGURE_DEPENDS so adding a file needs no edit here.
+function(dualpath_component name)
+  cmake_parse_arguments(arg "" "" "DEPS" ${ARGN})
+  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  if(sources)
+    add_library(dualpath_${name} STATIC ${sources})
+    target_include_directories(dualpath_${name} PUBLIC ${PROJECT_SOURCE_DIR})
+    target_link_libraries(dualpath_${name} PUBLIC ${arg_DEPS})
+    target_compile_options(dualpath_${name} PRIVATE -Wall -Wextra)
+  else()
+    add_library(dualpath_${name} INTERFACE)
+    target_include_directories(dualpath_${name} INTERFACE ${PROJECT_SOURCE_DIR})
+    target_link_libraries(dualpath_${name} INTERFACE ${arg_DEPS})
+  endif()
+  add_library(dualpath::${name} ALIAS dualpath_${name})
+endfunction()
+
+# dualpath_test(NAME [DEPS ...]): one doctest binary per tests/ subfolder, registered with ctest.
+function(dualpath_test name)
+  cmake_parse_arguments(arg "" "" "DEPS" ${ARGN})
+  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  if(NOT sources)
+    return()
+  endif()
+  add_executable(test_${name} ${sources})
+  target_link_libraries(test_${name} PRIVATE dualpath_test_main ${arg_DEPS})
+  target_include_directories(test_${name} PRIVATE ${DOCTEST_INCLUDE_DIR} ${PROJECT_SOURCE_DIR})
+  add_test(NAME ${name} COMMAND test_${name} --force-colors=0)
+  set_tests_properties(${name} PROPERTIES TIMEOUT 600
+    ENVIRONMENT "DUALPATH_SOURCE_DIR=${PROJECT_SOURCE_DIR};DUALPATH_BINARY=$<TARGET_FILE:dualpath>")
+endfunction()

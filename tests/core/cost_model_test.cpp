@@ -1,0 +1,40 @@
+#include <doctest/doctest.h>
+
+#include "core/cost_model.hpp"
+#include "core/errors.hpp"
+#include "core/model_catalog.hpp"
+
+using namespace dualpath;
+
+TEST_CASE("cache-compute ratio reproduces DESIGN §6 for deepseek-v3.2 and qwen2.5-32b") {
+  const auto& v32 = find_model("deepseek-v3.2");
+  CHECK(v32.kv_bytes_per_token() == 40016);
+  CHECK(cache_compute_ratio_gb_per_pflop(v32, 16384, 429) == doctest::Approx(12.2).epsilon(0.02));
+  CHECK(cache_compute_ratio_gb_per_pflop(v32, 32721, 429) == doctest::Approx(21.6).epsilon(0.02));
+  CHECK(cache_compute_ratio_gb_per_pflop(v32, 65536, 429) == doctest::Approx(35.1).epsilon(0.02));
+
+  const auto& qwen = find_model("qwen2.5-32b");
+  CHECK(qwen.kv_bytes_per_token() == 262144);
+  CHECK(cache_compute_ratio_gb_per_pflop(qwen, 16384, 429) == doctest::Approx(115.8).epsilon(0.02));
+  CHECK(cache_compute_ratio_gb_per_pflop(qwen, 65536, 429) == doctest::Approx(265.4).epsilon(0.02));
+}
+
+TEST_CASE("prefill FLOPs sum the causal growth of attention") {
+  const auto& tiny = find_model("tiny");
+  double by_token = 0;
+  for (uint64_t i = 0; i < 100; ++i) by_token += flops_per_token(tiny, 50 + i + 1);
+  CHECK(prefill_flops(tiny, 50, 100) == doctest::Approx(by_token).epsilon(1e-9));
+  const auto& v32 = find_model("deepseek-v3.2");
+  double dsa = 0;
+  for (uint64_t i = 0; i < 300; ++i) dsa += flops_per_token(v32, 1900 + i + 1);
+  CHECK(prefill_flops(v32, 1900, 300) == doctest::Approx(dsa).epsilon(1e-9));
+}
+
+TEST_CASE("unknown model names are refused with the known list") {
+  CHECK_THROWS_AS(find_model("gpt-7"), user_error);
+  try {
+    find_model("gpt-7");
+  } catch (const user_error& e) {
+    CHECK(std::string(e.what()).find("deepseek-v3.2") != std::string::npos);
+  }
+}
