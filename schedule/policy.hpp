@@ -1,0 +1,100 @@
+#pragma once
+// Scheduling policies (DESIGN §7): snapshots of the cluster in, assignments out. Plain C++: no actors,
+// no I/O, no clocks, so every decision can be tested and benchmarked on its own.
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dualpath::schedule {
+
+enum class role : uint8_t { prefill, decode };
+
+// One engine's load as last reported by its leader (§7.1) and updated by the scheduler as it assigns.
+struct engine_snapshot {
+  uint32_t engine = 0;     // global engine id
+  uint32_t node = 0;       // node (group) of the engine
+  uint32_t seq = 0;        // seq_e: requests on the engine
+  uint64_t tok = 0;        // tok_e: tokens the engine still has to process
+  uint64_t free_hbm = 0;   // free KV bytes in the engine's HBM
+};
+
+// One node = one group (8 engines, rank 0 the leader) with its storage NIC queue.
+struct node_snapshot {
+  uint32_t node = 0;
+  role kind = role::prefill;
+  uint64_t read_q = 0;                   // bytes waiting on the node's SNIC
+  std::vector<engine_snapshot> engines;  // the group's engines
+
+  uint64_t total_tok() const;
+};
+
+// The scheduler's view of the whole cluster. Nodes are kept sorted by id (find is a binary search).
+struct cluster_snapshot {
+  std::vector<node_snapshot> nodes;
+
+  node_snapshot* find(uint32_t node);
+  const node_snapshot* find(uint32_t node) const;
+  // Inserts or returns the node `node`; a node never changes role once created.
+  node_snapshot& upsert(uint32_t node, role kind);
+  // Replaces the engine's numbers (inserting it into its node's group when new).
+  void update_engine(role kind, const engine_snapshot& e);
+  void update_read_q(uint32_t node, role kind, uint64_t read_q);
+  size_t engine_count(role kind) const;
+};
+
+// What the scheduler knows about a waiting request.
+struct request_info {
+  uint64_t id = 0;
+  uint64_t hit_tokens = 0;     // context whose KV is in storage
+  uint64_t append_tokens = 0;  // tokens the PE computes this turn
+  uint64_t hit_bytes = 0;      // bytes of hit KV to read from storage
+  uint64_t len = 0;            // total tokens (hit + append): what the DE will hold
+  uint64_t kv_bytes = 0;       // HBM the request needs on its DE
+  uint32_t hit_blocks = 0;     // Full Blocks of hit KV
+};
+
+enum class read_path : uint8_t { pe, de, split };
+const char* to_string(read_path p);
+
+struct assignment {
+  request_info request;
+  uint32_t pe = 0, pe_node = 0;
+  uint32_t de = 0, de_node = 0;
+  read_path path = read_path::pe;
+  // split: blocks [0, pe_blocks) are read through the PE node's SNIC, the rest through the DE node's.
+  // pe: pe_blocks == hit_blocks; de: pe_blocks == 0.
+  uint32_t pe_blocks = 0;
+};
+
+// Thresholds of §7.2/§7.3; see calibration.hpp for α and β from the hardware profile.
+struct policy_params {
+  uint64_t alpha_tokens = 0;        // α: tokens a SNIC reads in 3 s (compared with read_q in tokens)
+  uint64_t beta_tokens = 0;         // β: tokens one engine prefills in 5 s
+  uint64_t kv_bytes_per_token = 1;  // converts read_q (bytes) into tokens
+  double z_slack = 1.05;            // Z = z_slack × mean load (§7.3)
+
+  uint64_t alpha_bytes() const { return alpha_tokens * kv_bytes_per_token; }
+};
+
+class policy {
+ public:
+  virtual ~policy() = default;
+  virtual std::string_view name() const = 0;
+  // The PE group on node `pe_node` fetches work: assign requests FIFO from the head of `waiting`, choosing
+  // for each its PE (in that group), its DE (anywhere) and its read path. Assigned requests are popped;
+  // the first request that cannot be placed stops the pass and stays at the head. `snap` is updated as
+  // requests are assigned (tok_e, seq_e, free HBM, read_q), so one call never overloads an engine.
+  virtual std::vector<assignment> assign(cluster_snapshot& snap, uint32_t pe_node,
+                                         std::deque<request_info>& waiting, const policy_params& params) = 0;
+};
+
+// The registered names, in display order: dualpath, basic, round_robin, split.
+const std::vector<std::string>& policy_names();
+bool is_policy_name(std::string_view name);
+// Throws user_error listing the known names when `name` is unknown.
+std::unique_ptr<policy> make_policy(std::string_view name);
+
+}  // namespace dualpath::schedule
