@@ -1,0 +1,44 @@
+#include "schedule/calibration.hpp"
+
+#include <cmath>
+
+#include "core/cost_model.hpp"
+#include "core/errors.hpp"
+
+namespace dualpath::schedule {
+
+flops_fit fit_flops_to_time(const std::vector<std::pair<double, double>>& samples) {
+  const double n = double(samples.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [x, y] : samples) {
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+  }
+  const double den = n * sxx - sx * sx;
+  if (samples.size() < 2 || !(std::fabs(den) > 1e-12 * std::max(1.0, sxx * n)))
+    throw user_error("FLOPs→time fit: need at least two samples with different FLOPs, got " +
+                     std::to_string(samples.size()));
+  flops_fit f;
+  f.b = (n * sxy - sx * sy) / den;
+  f.a = (sy - f.b * sx) / n;
+  return f;
+}
+
+double prefill_tokens_per_s(const model_spec& m, const flops_fit& fit, uint64_t cached, uint64_t append) {
+  const double t = fit.seconds(prefill_flops(m, cached, append));
+  if (!(t > 0)) throw user_error("FLOPs→time fit gives a non-positive time for model " + m.name);
+  return double(append) / t;
+}
+
+uint64_t alpha_tokens(double snic_bytes_per_s, uint64_t kv_bytes_per_token, double seconds) {
+  if (kv_bytes_per_token == 0) throw user_error("alpha: KV bytes per token must be positive");
+  return uint64_t(snic_bytes_per_s * seconds / double(kv_bytes_per_token));
+}
+
+uint64_t beta_tokens(double prefill_tokens_per_s, double seconds) {
+  return uint64_t(prefill_tokens_per_s * seconds);
+}
+
+}  // namespace dualpath::schedule

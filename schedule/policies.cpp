@@ -1,0 +1,237 @@
+// The policies by name (DESIGN §7.5): dualpath, basic, round_robin, split. Each is a small class; the
+// rules themselves live in selection.cpp.
+#include <algorithm>
+#include <numeric>
+
+#include "core/errors.hpp"
+#include "schedule/selection.hpp"
+
+namespace dualpath::schedule {
+
+namespace {
+
+assignment make_assignment(const request_info& r, const node_snapshot& pe_node, uint32_t pe,
+                           const node_snapshot& de_node, uint32_t de) {
+  assignment a;
+  a.request = r;
+  a.pe = pe;
+  a.pe_node = pe_node.node;
+  a.de = de;
+  a.de_node = de_node.node;
+  return a;
+}
+
+void set_path(assignment& a, read_path p) {
+  a.path = p;
+  a.pe_blocks = p == read_path::pe ? a.request.hit_blocks : 0;
+}
+
+// §7.2 then §7.3 (both levels) then a read-path rule. Passes over the fetched requests:
+//  1. PE per request, FIFO, until the group is overloaded (tok_e += append).
+//  2. level 1: each request to the DE group with the smallest Σ tok_e (private queues).
+//  3. level 2: inside each DE group in private-queue order; a request that finds no HBM, and the
+//     rest of its private queue, go back to the head of the global queue (order kept, PE load undone).
+//  4. read path in FIFO order, charging read_q as it goes.
+// With one node per PE group every engine of the group shares one read_q, so C2/C3 does not change
+// during pass 1 and charging read_q in pass 4 gives the same choices as charging it per request.
+class dualpath_policy : public policy {
+ public:
+  std::string_view name() const override { return "dualpath"; }
+
+  std::vector<assignment> assign(cluster_snapshot& snap, uint32_t pe_node_id, std::deque<request_info>& waiting,
+                                 const policy_params& params) override {
+    std::vector<assignment> out;
+    node_snapshot* pe_node = snap.find(pe_node_id);
+    if (!pe_node || pe_node->kind != role::prefill || waiting.empty()) return out;
+
+    // Pass 1.
+    const std::vector<node_snapshot*> group{pe_node};
+    struct candidate {
+      request_info r;
+      engine_snapshot* pe;
+      int de_group = -1, de_index = -1;
+    };
+    std::vector<candidate> cands;
+    while (!waiting.empty()) {
+      const prefill_choice c = select_prefill(group, params);
+      if (!c.engine) break;
+      const request_info& r = waiting.front();
+      c.engine->tok += r.append_tokens;
+      c.engine->seq += 1;
+      cands.push_back({r, c.engine});
+      waiting.pop_front();
+    }
+    if (cands.empty()) return out;
+
+    // Pass 2.
+    de_groups_.clear();
+    totals_.clear();
+    for (auto& n : snap.nodes) {
+      if (n.kind != role::decode || n.engines.empty()) continue;
+      de_groups_.push_back(&n);
+      totals_.push_back(n.total_tok());
+    }
+    for (auto& c : cands) {
+      c.de_group = select_decode_group(de_groups_, totals_, c.r);
+      if (c.de_group >= 0) totals_[size_t(c.de_group)] += c.r.len;
+    }
+
+    // Pass 3.
+    std::vector<size_t> order(cands.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return cands[a].de_group < cands[b].de_group; });
+    std::vector<const request_info*> queue;
+    for (size_t i = 0; i < order.size();) {
+      const int g = cands[order[i]].de_group;
+      size_t j = i;
+      queue.clear();
+      while (j < order.size() && cands[order[j]].de_group == g) queue.push_back(&cands[order[j++]].r);
+      if (g >= 0) {
+        const auto placed = place_in_decode_group(*de_groups_[size_t(g)], queue, params.z_slack);
+        for (size_t k = 0; k < placed.size(); ++k) cands[order[i + k]].de_index = placed[k];
+      }
+      i = j;
+    }
+
+    // Pass 4, and the requests that found no DE go back in their original order.
+    std::vector<request_info> back;
+    for (auto& c : cands) {
+      if (c.de_index < 0) {
+        c.pe->tok -= c.r.append_tokens;
+        c.pe->seq -= 1;
+        back.push_back(c.r);
+        continue;
+      }
+      node_snapshot& de_node = *de_groups_[size_t(c.de_group)];
+      assignment a = make_assignment(c.r, *pe_node, c.pe->engine, de_node, de_node.engines[size_t(c.de_index)].engine);
+      choose_path(a, *pe_node, de_node);
+      charge_reads(a, *pe_node, de_node);
+      out.push_back(a);
+    }
+    waiting.insert(waiting.begin(), back.begin(), back.end());
+    return out;
+  }
+
+ protected:
+  virtual void choose_path(assignment& a, const node_snapshot& pe, const node_snapshot& de) const {
+    set_path(a, shorter_read_q(pe, de));
+  }
+
+ private:
+  std::vector<node_snapshot*> de_groups_;  // reused between calls: no allocation per fetch
+  std::vector<uint64_t> totals_;
+};
+
+// Baseline: the same engine choices, every hit block read through the PE node's SNIC.
+class basic_policy final : public dualpath_policy {
+ public:
+  std::string_view name() const override { return "basic"; }
+
+ protected:
+  void choose_path(assignment& a, const node_snapshot&, const node_snapshot&) const override {
+    set_path(a, read_path::pe);
+  }
+};
+
+// Extension §7.5: one request's hit blocks divided between both SNICs.
+class split_policy final : public dualpath_policy {
+ public:
+  std::string_view name() const override { return "split"; }
+
+ protected:
+  void choose_path(assignment& a, const node_snapshot& pe, const node_snapshot& de) const override {
+    const uint32_t n = split_pe_blocks(a.request, pe.read_q, de.read_q);
+    a.pe_blocks = n;
+    a.path = n == a.request.hit_blocks ? read_path::pe : n == 0 ? read_path::de : read_path::split;
+  }
+};
+
+// Baseline: engines in turn (PE within the fetching group, DE over the whole cluster), skipping only
+// engines that cannot take work (PE above β, DE without HBM); read path by the shorter queue.
+class round_robin_policy final : public policy {
+ public:
+  std::string_view name() const override { return "round_robin"; }
+
+  std::vector<assignment> assign(cluster_snapshot& snap, uint32_t pe_node_id, std::deque<request_info>& waiting,
+                                 const policy_params& params) override {
+    std::vector<assignment> out;
+    node_snapshot* pe_node = snap.find(pe_node_id);
+    if (!pe_node || pe_node->kind != role::prefill || pe_node->engines.empty()) return out;
+    std::vector<std::pair<node_snapshot*, size_t>> des;
+    for (auto& n : snap.nodes)
+      if (n.kind == role::decode)
+        for (size_t i = 0; i < n.engines.size(); ++i) des.emplace_back(&n, i);
+    if (des.empty()) return out;
+    auto& pe_cursor = pe_cursor_[pe_node_id];
+    while (!waiting.empty()) {
+      const request_info& r = waiting.front();
+      engine_snapshot* pe = nullptr;
+      for (size_t k = 0; k < pe_node->engines.size() && !pe; ++k) {
+        auto& e = pe_node->engines[(pe_cursor + k) % pe_node->engines.size()];
+        if (e.tok <= params.beta_tokens) {
+          pe = &e;
+          pe_cursor = (pe_cursor + k + 1) % pe_node->engines.size();
+        }
+      }
+      if (!pe) break;
+      std::pair<node_snapshot*, size_t> de{nullptr, 0};
+      for (size_t k = 0; k < des.size() && !de.first; ++k) {
+        const auto& cand = des[(de_cursor_ + k) % des.size()];
+        if (cand.first->engines[cand.second].free_hbm >= r.kv_bytes) {
+          de = cand;
+          de_cursor_ = (de_cursor_ + k + 1) % des.size();
+        }
+      }
+      if (!de.first) break;
+      auto& de_engine = de.first->engines[de.second];
+      pe->tok += r.append_tokens;
+      pe->seq += 1;
+      de_engine.tok += r.len;
+      de_engine.seq += 1;
+      de_engine.free_hbm -= r.kv_bytes;
+      assignment a = make_assignment(r, *pe_node, pe->engine, *de.first, de_engine.engine);
+      set_path(a, shorter_read_q(*pe_node, *de.first));
+      charge_reads(a, *pe_node, *de.first);
+      out.push_back(a);
+      waiting.pop_front();
+    }
+    return out;
+  }
+
+ private:
+  struct cursor_map {
+    std::vector<std::pair<uint32_t, size_t>> items;
+    size_t& operator[](uint32_t node) {
+      for (auto& [n, c] : items)
+        if (n == node) return c;
+      items.emplace_back(node, 0);
+      return items.back().second;
+    }
+  } pe_cursor_;
+  size_t de_cursor_ = 0;
+};
+
+}  // namespace
+
+const std::vector<std::string>& policy_names() {
+  static const std::vector<std::string> names{"dualpath", "basic", "round_robin", "split"};
+  return names;
+}
+
+bool is_policy_name(std::string_view name) {
+  const auto& names = policy_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::unique_ptr<policy> make_policy(std::string_view name) {
+  if (name == "dualpath") return std::make_unique<dualpath_policy>();
+  if (name == "basic") return std::make_unique<basic_policy>();
+  if (name == "round_robin") return std::make_unique<round_robin_policy>();
+  if (name == "split") return std::make_unique<split_policy>();
+  std::string known;
+  for (const auto& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
+  throw user_error("unknown scheduling policy '" + std::string(name) + "' (known: " + known + ")");
+}
+
+}  // namespace dualpath::schedule

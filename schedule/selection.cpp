@@ -1,0 +1,105 @@
+// DESIGN §7.2–§7.5, one function per rule.
+#include "schedule/selection.hpp"
+
+#include <limits>
+
+namespace dualpath::schedule {
+
+prefill_choice select_prefill(const std::vector<node_snapshot*>& group, const policy_params& params) {
+  prefill_choice c2, c3;
+  const uint64_t alpha = params.alpha_bytes();
+  for (auto* node : group) {
+    prefill_choice& cls = node->read_q <= alpha ? c2 : c3;
+    for (auto& e : node->engines) {
+      if (e.tok > params.beta_tokens) continue;  // C1: overloaded
+      if (!cls.engine || e.tok < cls.engine->tok) cls = {node, &e};
+    }
+  }
+  return c2.engine ? c2 : c3;
+}
+
+int select_decode_group(const std::vector<node_snapshot*>& groups, const std::vector<uint64_t>& totals,
+                        const request_info& r) {
+  int best = -1;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (best >= 0 && totals[i] >= totals[size_t(best)]) continue;
+    for (const auto& e : groups[i]->engines) {
+      if (e.free_hbm >= r.kv_bytes) {
+        best = int(i);
+        break;
+      }
+    }
+  }
+  return best;
+}
+
+double decode_threshold(const node_snapshot& group, const std::vector<const request_info*>& queue,
+                        double z_slack) {
+  if (group.engines.empty()) return 0;
+  uint64_t free_hbm = 0, tok = 0;
+  for (const auto& e : group.engines) {
+    free_hbm += e.free_hbm;
+    tok += e.tok;
+  }
+  uint64_t used = 0, len = 0;
+  for (const auto* r : queue) {
+    if (used + r->kv_bytes > free_hbm) break;  // R ends at the first request that no longer fits
+    used += r->kv_bytes;
+    len += r->len;
+  }
+  return z_slack * double(len + tok) / double(group.engines.size());
+}
+
+std::vector<int> place_in_decode_group(node_snapshot& group, const std::vector<const request_info*>& queue,
+                                       double z_slack) {
+  std::vector<int> placed(queue.size(), -1);
+  const double z = decode_threshold(group, queue, z_slack);
+  for (size_t q = 0; q < queue.size(); ++q) {
+    const request_info& r = *queue[q];
+    int under = -1, other = -1;
+    for (size_t i = 0; i < group.engines.size(); ++i) {
+      const auto& e = group.engines[i];
+      if (e.free_hbm < r.kv_bytes) continue;
+      if (double(e.tok + r.len) <= z) {
+        if (under < 0 || e.seq < group.engines[size_t(under)].seq) under = int(i);
+      } else if (other < 0 || e.tok < group.engines[size_t(other)].tok) {
+        other = int(i);
+      }
+    }
+    const int pick = under >= 0 ? under : other;
+    if (pick < 0) break;  // no engine has HBM for this request: stop, keep the order
+    auto& e = group.engines[size_t(pick)];
+    e.seq += 1;
+    e.tok += r.len;
+    e.free_hbm -= r.kv_bytes;
+    placed[q] = pick;
+  }
+  return placed;
+}
+
+read_path shorter_read_q(const node_snapshot& pe, const node_snapshot& de) {
+  return de.read_q < pe.read_q ? read_path::de : read_path::pe;
+}
+
+uint32_t split_pe_blocks(const request_info& r, uint64_t pe_read_q, uint64_t de_read_q) {
+  if (r.hit_blocks == 0 || r.hit_bytes == 0) return 0;
+  // Equal finish time: pe_read_q + x = de_read_q + (hit_bytes - x).
+  const double h = double(r.hit_bytes);
+  double x = (h + double(de_read_q) - double(pe_read_q)) / 2.0;
+  if (x < 0) x = 0;
+  if (x > h) x = h;
+  return uint32_t(double(r.hit_blocks) * x / h + 0.5);
+}
+
+void charge_reads(const assignment& a, node_snapshot& pe, node_snapshot& de) {
+  const auto& r = a.request;
+  if (r.hit_blocks == 0) {
+    (a.path == read_path::de ? de : pe).read_q += r.hit_bytes;
+    return;
+  }
+  const uint64_t via_pe = r.hit_bytes * a.pe_blocks / r.hit_blocks;
+  pe.read_q += via_pe;
+  de.read_q += r.hit_bytes - via_pe;
+}
+
+}  // namespace dualpath::schedule

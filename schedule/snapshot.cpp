@@ -1,0 +1,72 @@
+// cluster_snapshot bookkeeping: nodes sorted by id so lookups stay O(log nodes) at 1152 engines.
+#include <algorithm>
+
+#include "schedule/policy.hpp"
+
+namespace dualpath::schedule {
+
+uint64_t node_snapshot::total_tok() const {
+  uint64_t sum = 0;
+  for (const auto& e : engines) sum += e.tok;
+  return sum;
+}
+
+namespace {
+template <class Nodes>
+auto lower(Nodes& nodes, uint32_t node) {
+  return std::lower_bound(nodes.begin(), nodes.end(), node,
+                          [](const node_snapshot& n, uint32_t id) { return n.node < id; });
+}
+}  // namespace
+
+node_snapshot* cluster_snapshot::find(uint32_t node) {
+  auto it = lower(nodes, node);
+  return it != nodes.end() && it->node == node ? &*it : nullptr;
+}
+
+const node_snapshot* cluster_snapshot::find(uint32_t node) const {
+  auto it = lower(nodes, node);
+  return it != nodes.end() && it->node == node ? &*it : nullptr;
+}
+
+node_snapshot& cluster_snapshot::upsert(uint32_t node, role kind) {
+  auto it = lower(nodes, node);
+  if (it != nodes.end() && it->node == node) return *it;
+  node_snapshot fresh;
+  fresh.node = node;
+  fresh.kind = kind;
+  return *nodes.insert(it, std::move(fresh));
+}
+
+void cluster_snapshot::update_engine(role kind, const engine_snapshot& e) {
+  auto& n = upsert(e.node, kind);
+  for (auto& existing : n.engines) {
+    if (existing.engine == e.engine) {
+      existing = e;
+      return;
+    }
+  }
+  n.engines.push_back(e);
+}
+
+void cluster_snapshot::update_read_q(uint32_t node, role kind, uint64_t read_q) {
+  upsert(node, kind).read_q = read_q;
+}
+
+size_t cluster_snapshot::engine_count(role kind) const {
+  size_t count = 0;
+  for (const auto& n : nodes)
+    if (n.kind == kind) count += n.engines.size();
+  return count;
+}
+
+const char* to_string(read_path p) {
+  switch (p) {
+    case read_path::pe: return "pe";
+    case read_path::de: return "de";
+    case read_path::split: return "split";
+  }
+  return "?";
+}
+
+}  // namespace dualpath::schedule
