@@ -1,0 +1,102 @@
+#pragma once
+// The compute interface behind the GPU actor (DESIGN §4, §10): a prefill pass driven layer by layer over
+// cached KV supplied as Layer Blocks, and decode steps over paged Layer Blocks. Three backends implement it:
+// `cpu` (real math, the reference), `cuda` (same kernels on a GPU) and `modeled` (sleeps for the time the
+// cost model predicts on a chosen GPU, emits deterministic KV bytes).
+//
+// KV layout: one token of one layer is K then V for all KV heads (`model_spec::kv_bytes_per_token_layer`
+// bytes; bf16 for the cpu/cuda backends), so a Layer Block of `block_tokens` tokens is one contiguous range
+// and `layers` Layer Blocks concatenated are one Full Block.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/model_catalog.hpp"
+
+namespace dualpath::gpu {
+
+// `tokens` tokens of ONE layer, contiguous: [tokens][kv_bytes_per_token_layer]. Host memory for cpu and
+// modeled; the cuda backend accepts host or device pointers (it copies with unified addressing).
+struct kv_span {
+  const std::byte* data = nullptr;
+  uint32_t tokens = 0;
+};
+
+struct prefill_item {
+  uint64_t request_id = 0;
+  uint32_t cached = 0;            // tokens whose KV is supplied per layer (hits + earlier chunks)
+  std::vector<int32_t> tokens;    // new tokens computed in this pass (positions cached .. cached+size-1)
+  bool emit_token = false;        // prompt complete after this chunk: produce the greedy next token
+  std::vector<float>* logits = nullptr;  // optional, emit_token only: receives the last position's logits
+                                         // (cpu/cuda; left untouched by `modeled`)
+};
+
+// One forward pass over a batch, driven layer by layer: run_layer(0), run_layer(1), ..., then finish().
+// Layers must come in order; the cached KV of layer i is not read after run_layer(i) returns.
+class prefill_pass {
+ public:
+  virtual ~prefill_pass() = default;
+  // cached[r]: spans covering exactly items[r].cached tokens of `layer`, in position order.
+  // new_kv[r]: receives items[r].tokens.size() * kv_bytes_per_token_layer bytes: the new KV of this layer.
+  virtual void run_layer(uint32_t layer, const std::vector<std::vector<kv_span>>& cached,
+                         const std::vector<std::byte*>& new_kv) = 0;
+  // Next token per item (-1 where !emit_token); valid after the last layer, callable once.
+  virtual std::vector<int32_t> finish() = 0;
+};
+
+struct decode_item {
+  uint64_t request_id = 0;
+  int32_t token = 0;                         // the token to feed
+  uint32_t position = 0;                     // tokens before `token` (its KV is in `kv`)
+  std::vector<std::vector<kv_span>> kv;      // per layer: spans covering exactly `position` tokens
+  std::byte* new_kv = nullptr;               // out: [layers][kv_bytes_per_token_layer], the KV of `token`
+  std::vector<float>* logits = nullptr;      // optional out (cpu/cuda): logits of this step
+};
+
+// FLOPs -> seconds for a forward pass: seconds = fixed_s + flops * seconds_per_flop.
+struct flops_fit {
+  double fixed_s = 0;
+  double seconds_per_flop = 0;
+  double seconds(double flops) const { return fixed_s + flops * seconds_per_flop; }
+  double flops_within(double seconds) const {  // inverse, for the batcher's quota
+    return seconds <= fixed_s || seconds_per_flop <= 0 ? 0 : (seconds - fixed_s) / seconds_per_flop;
+  }
+};
+
+class compute_backend {
+ public:
+  virtual ~compute_backend() = default;
+  virtual const model_spec& model() const = 0;
+  virtual std::string kind() const = 0;  // "cpu" | "cuda" | "modeled"
+  virtual std::unique_ptr<prefill_pass> begin_prefill(std::vector<prefill_item> items) = 0;
+  virtual std::vector<int32_t> decode_step(std::vector<decode_item>& items) = 0;  // next token per item
+  // FLOPs -> seconds: measured on first call for cpu/cuda (a short calibration run, then cached),
+  // given by the GPU profile and MFU for modeled.
+  virtual flops_fit fit() const = 0;
+};
+
+struct backend_options {
+  std::string kind = "cpu";        // "cpu" | "cuda" | "modeled"
+  std::string model = "tiny";      // catalog name, or a model directory (config.json + safetensors; cpu/cuda)
+  std::string gpu_profile = "h800";  // modeled: see gpu/gpu_profile.hpp
+  double mfu = 0.4;                // modeled: fraction of the profile's peak FLOP/s achieved
+  uint64_t seed = 1;               // catalog-name cpu/cuda: weights generated from this seed
+                                   // (identical to `dualpath model init --seed` then loading the directory)
+  int device = 0;                  // cuda: device ordinal
+};
+
+// Builds a backend; throws user_error naming the bad option (unknown kind, model, profile, unrunnable model,
+// cuda without a GPU or without CUDA support in this build).
+std::unique_ptr<compute_backend> make_backend(const backend_options& options);
+
+// Modeled KV: deterministic bytes for (layer, position, token id) so anything downstream can verify a
+// Layer Block without the model. Writes exactly bytes_per_token_layer bytes.
+void modeled_kv_fill(uint32_t layer, uint32_t position, int32_t token, std::byte* dst,
+                     uint32_t bytes_per_token_layer);
+
+// Modeled next token: a deterministic function of the last token and its position.
+int32_t modeled_next_token(int32_t last_token, uint32_t position, uint32_t vocab);
+
+}  // namespace dualpath::gpu

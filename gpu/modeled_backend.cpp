@@ -1,0 +1,151 @@
+#include "gpu/modeled_backend.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+#include "core/cost_model.hpp"
+#include "core/errors.hpp"
+
+namespace dualpath::gpu {
+
+namespace {
+
+uint64_t splitmix(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+void sleep_seconds(double s) {
+  if (s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(s));
+}
+
+uint64_t span_tokens(const std::vector<kv_span>& spans) {
+  uint64_t n = 0;
+  for (const auto& s : spans) n += s.tokens;
+  return n;
+}
+
+class modeled_pass : public prefill_pass {
+ public:
+  modeled_pass(const model_spec& m, flops_fit fit, std::vector<prefill_item> items)
+      : m_(m), fit_(fit), items_(std::move(items)) {
+    for (const auto& it : items_) flops_ += prefill_flops(m_, it.cached, it.tokens.size());
+  }
+
+  void run_layer(uint32_t layer, const std::vector<std::vector<kv_span>>& cached,
+                 const std::vector<std::byte*>& new_kv) override {
+    if (layer != next_layer_)
+      throw std::logic_error(fmt::format("prefill pass: layer {} run, expected {}", layer, next_layer_));
+    if (cached.size() != items_.size() || new_kv.size() != items_.size())
+      throw std::invalid_argument("prefill pass: cached/new_kv must have one entry per item");
+    const auto start = std::chrono::steady_clock::now();
+    const uint32_t bpt = uint32_t(m_.kv_bytes_per_token_layer);
+    for (size_t r = 0; r < items_.size(); ++r) {
+      const auto& it = items_[r];
+      if (span_tokens(cached[r]) != it.cached)
+        throw std::invalid_argument(fmt::format("prefill pass: request {} layer {}: cached spans cover {} tokens, "
+                                                "expected {}", it.request_id, layer, span_tokens(cached[r]), it.cached));
+      for (size_t i = 0; i < it.tokens.size(); ++i)
+        modeled_kv_fill(layer, uint32_t(it.cached + i), it.tokens[i], new_kv[r] + i * bpt, bpt);
+    }
+    ++next_layer_;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    sleep_seconds(fit_.seconds(flops_) / m_.layers - elapsed);
+  }
+
+  std::vector<int32_t> finish() override {
+    if (next_layer_ != m_.layers)
+      throw std::logic_error(fmt::format("prefill pass: finish after {} of {} layers", next_layer_, m_.layers));
+    std::vector<int32_t> out;
+    for (const auto& it : items_) {
+      const bool emit = it.emit_token && !it.tokens.empty();
+      out.push_back(emit ? modeled_next_token(it.tokens.back(), uint32_t(it.cached + it.tokens.size() - 1), m_.vocab)
+                         : -1);
+    }
+    return out;
+  }
+
+ private:
+  const model_spec& m_;
+  flops_fit fit_;
+  std::vector<prefill_item> items_;
+  double flops_ = 0;
+  uint32_t next_layer_ = 0;
+};
+
+class modeled_backend : public compute_backend {
+ public:
+  modeled_backend(const model_spec& m, const gpu_profile& p, double mfu) : m_(m) {
+    fit_.seconds_per_flop = 1.0 / (p.peak_flops * mfu);
+  }
+  const model_spec& model() const override { return m_; }
+  std::string kind() const override { return "modeled"; }
+  flops_fit fit() const override { return fit_; }
+
+  std::unique_ptr<prefill_pass> begin_prefill(std::vector<prefill_item> items) override {
+    return std::make_unique<modeled_pass>(m_, fit_, std::move(items));
+  }
+
+  std::vector<int32_t> decode_step(std::vector<decode_item>& items) override {
+    const auto start = std::chrono::steady_clock::now();
+    const uint32_t bpt = uint32_t(m_.kv_bytes_per_token_layer);
+    double flops = 0;
+    std::vector<int32_t> out;
+    for (auto& it : items) {
+      if (it.kv.size() != m_.layers)
+        throw std::invalid_argument(fmt::format("decode request {}: kv has {} layers, model has {}", it.request_id,
+                                                it.kv.size(), m_.layers));
+      for (uint32_t l = 0; l < m_.layers; ++l) {
+        if (span_tokens(it.kv[l]) != it.position)
+          throw std::invalid_argument(fmt::format("decode request {} layer {}: spans cover {} tokens, expected {}",
+                                                  it.request_id, l, span_tokens(it.kv[l]), it.position));
+        modeled_kv_fill(l, it.position, it.token, it.new_kv + uint64_t(l) * bpt, bpt);
+      }
+      flops += flops_per_token(m_, it.position + 1);
+      out.push_back(modeled_next_token(it.token, it.position, m_.vocab));
+    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!items.empty()) sleep_seconds(fit_.seconds(flops) - elapsed);
+    return out;
+  }
+
+ private:
+  model_spec m_;
+  flops_fit fit_;
+};
+
+}  // namespace
+
+std::unique_ptr<compute_backend> make_modeled_backend(const model_spec& model, const gpu_profile& profile,
+                                                      double mfu) {
+  if (!(mfu > 0 && mfu <= 1)) throw user_error(fmt::format("modeled backend: mfu {} must be in (0, 1]", mfu));
+  if (model.layers == 0 || model.kv_bytes_per_token_layer == 0)
+    throw user_error("modeled backend: model '" + model.name + "' has no layers or KV size");
+  return std::make_unique<modeled_backend>(model, profile, mfu);
+}
+
+void modeled_kv_fill(uint32_t layer, uint32_t position, int32_t token, std::byte* dst, uint32_t bytes) {
+  uint64_t state = (uint64_t(layer) << 48) ^ (uint64_t(position) << 16) ^ (uint64_t(uint32_t(token)) * 0x2545f4914f6cdd1dull);
+  uint32_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    const uint64_t v = splitmix(state);
+    std::memcpy(dst + i, &v, 8);
+  }
+  if (i < bytes) {
+    const uint64_t v = splitmix(state);
+    std::memcpy(dst + i, &v, bytes - i);
+  }
+}
+
+int32_t modeled_next_token(int32_t last_token, uint32_t position, uint32_t vocab) {
+  uint64_t state = (uint64_t(uint32_t(last_token)) << 32) | position;
+  return int32_t(splitmix(state) % (vocab ? vocab : 1));
+}
+
+}  // namespace dualpath::gpu
