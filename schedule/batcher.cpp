@@ -57,6 +57,7 @@ std::vector<batch_entry> prefill_batcher::next_batch(std::deque<prefill_work>& q
       batch.push_back({w.request, w.cached, lo});
       w.cached += lo;
       w.remaining -= lo;
+      if (w.remaining == 0) queue.pop_front();
     }
     break;  // FIFO: nothing after the chunked request joins this pass
   }

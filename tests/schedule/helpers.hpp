@@ -1,0 +1,32 @@
+#pragma once
+// Small builders for hand-made cluster snapshots.
+#include <initializer_list>
+
+#include "schedule/policy.hpp"
+
+namespace dualpath::schedule::test {
+
+// Adds node `node` with one engine per entry of `toks` (engine ids node*100 + i).
+inline node_snapshot& add_node(cluster_snapshot& snap, uint32_t node, role kind, uint64_t read_q,
+                               std::initializer_list<uint64_t> toks, uint64_t free_hbm = 1u << 30) {
+  auto& n = snap.upsert(node, kind);
+  n.read_q = read_q;
+  uint32_t i = 0;
+  for (uint64_t tok : toks) n.engines.push_back({node * 100 + i++, node, 0, tok, free_hbm});
+  return n;
+}
+
+inline request_info make_request(uint64_t id, uint64_t append = 100, uint64_t len = 1000, uint64_t kv_bytes = 1000,
+                                 uint32_t hit_blocks = 10, uint64_t hit_bytes = 10000) {
+  request_info r;
+  r.id = id;
+  r.append_tokens = append;
+  r.hit_tokens = len - append;
+  r.len = len;
+  r.kv_bytes = kv_bytes;
+  r.hit_blocks = hit_blocks;
+  r.hit_bytes = hit_bytes;
+  return r;
+}
+
+}  // namespace dualpath::schedule::test
