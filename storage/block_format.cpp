@@ -102,12 +102,12 @@ std::string check_header(const std::byte* image, size_t available, const block_f
   f.layers = get<uint32_t>(image, off_layers);
   f.tokens = get<uint32_t>(image, off_tokens);
   f.bytes_per_token_layer = get<uint32_t>(image, off_bytes_per_token_layer);
-  if (f.layers == 0 || f.layers > 4096) return "bad layer count";
+  // Identity before integrity: another model's block is "foreign" (left alone), not "corrupt".
+  if (f.model_fingerprint != expected.model_fingerprint) return "wrong fingerprint";
+  if (f != expected) return "wrong layout";
   if (get<uint32_t>(image, off_header_bytes) != f.header_bytes()) return "bad header size";
   if (available < off_layer_sums + size_t(f.layers) * 8) return "truncated header";
   if (get<uint64_t>(image, off_header_checksum) != header_checksum(image, f.layers)) return "header checksum";
-  if (f.model_fingerprint != expected.model_fingerprint) return "wrong fingerprint";
-  if (f != expected) return "wrong layout";
   if (get<uint64_t>(image, off_payload_bytes) != f.payload_bytes()) return "bad payload size";
   if (get<uint64_t>(image, off_key) != key) return "wrong key";
   if (out) {

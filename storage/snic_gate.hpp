@@ -2,6 +2,9 @@
 // The emulated storage NIC of one node (DESIGN §9): a FIFO of pending block reads in front of a
 // block_store, with an optional rate cap in GB/s. Its queued bytes (`read_q`) are what the scheduler
 // balances on. An internal thread drains the FIFO, so callers only submit and poll.
+// The cap is a token bucket without burst over the bytes actually read: each completed read occupies
+// the emulated link for bytes/cap seconds after the link is free and its data has arrived from the
+// store (store-and-forward), and is released to poll() when that time is over.
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -31,7 +34,8 @@ class snic_gate {
 
   // Queues reads in FIFO order; read_q grows by the file bytes of each request at once.
   void submit(std::vector<read_request> batch);
-  // Bytes queued or in flight and not yet delivered by poll(); safe to call from any thread.
+  // Bytes (block file bytes per request) queued or in flight at this emulated NIC: a read leaves
+  // read_q when the NIC releases it to poll(). Exact; safe to call from any thread.
   uint64_t read_q() const;
   // Completions delivered so far (in the order the capped link releases them); waits at most `wait`.
   std::vector<read_completion> poll(std::chrono::milliseconds wait);
@@ -41,7 +45,7 @@ class snic_gate {
 
  private:
   struct impl;
-  std::unique_ptr<impl> impl_;
+  std::shared_ptr<impl> impl_;  // shared with the store's completion callbacks
 };
 
 }  // namespace dualpath::storage

@@ -1,0 +1,116 @@
+#include "storage/block_files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace dualpath::storage {
+
+namespace {
+std::atomic<int> injected_error{0};
+std::atomic<uint64_t> temp_counter{0};
+
+file_error fail(int err, const std::string& what) { return {err, fmt::format("{} ({})", std::strerror(err), what)}; }
+}  // namespace
+
+void inject_write_error(int error) { injected_error = error; }
+
+std::string block_subdir(const std::string& dir, block_key key) {
+  return fmt::format("{}/{:02x}", dir, unsigned(key >> 56));
+}
+
+std::string block_path(const std::string& dir, block_key key) {
+  return fmt::format("{}/{:02x}/{:016x}.blk", dir, unsigned(key >> 56), key);
+}
+
+bool parse_block_name(const std::string& name, block_key* key) {
+  if (name.size() != 20 || name.compare(16, 4, ".blk") != 0) return false;
+  uint64_t v = 0;
+  for (int i = 0; i < 16; ++i) {
+    const char c = name[i];
+    int d;
+    if (c >= '0' && c <= '9') d = c - '0';
+    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    else return false;
+    v = v << 4 | uint64_t(d);
+  }
+  *key = v;
+  return true;
+}
+
+bool is_temp_name(const std::string& name) {
+  return name.size() > 5 && name[0] == '.' && name.compare(name.size() - 4, 4, ".tmp") == 0;
+}
+
+file_error write_file_atomic(const std::string& path, const std::byte* data, uint64_t size, bool fsync,
+                             bool direct) {
+  const auto slash = path.rfind('/');
+  const std::string dir = path.substr(0, slash);
+  // Unique per process, thread and call: two writers of one key never share a temporary file.
+  const std::string tmp = fmt::format("{}/.{}.{}.{}.{}.tmp", dir, path.substr(slash + 1), ::getpid(),
+                                      std::hash<std::thread::id>{}(std::this_thread::get_id()) & 0xffffff,
+                                      temp_counter.fetch_add(1));
+  int fd = -1;
+  if (direct) fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC, 0644);
+  if (fd < 0 && (!direct || errno == EINVAL)) {
+    if (direct) ::unlink(tmp.c_str());
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  }
+  if (fd < 0) return fail(errno, "creating " + tmp);
+  auto abort_with = [&](int err, const std::string& what) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return fail(err, what);
+  };
+  if (const int inj = injected_error.load(); inj != 0) return abort_with(inj, "writing " + tmp + ", injected");
+  uint64_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pwrite(fd, data + done, size - done, off_t(done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return abort_with(errno, "writing " + tmp);
+    }
+    if (n == 0) return abort_with(ENOSPC, "writing " + tmp);
+    done += uint64_t(n);
+  }
+  if (fsync && ::fsync(fd) != 0) return abort_with(errno, "fsync " + tmp);
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return fail(err, "closing " + tmp);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return fail(err, "renaming to " + path);
+  }
+  if (fsync) {
+    // Persist the rename itself; a failure here leaves a valid block, so it is not an error.
+    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+  }
+  return {};
+}
+
+int open_for_read(const std::string& path, bool* direct) {
+  if (*direct) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+    if (fd >= 0) return fd;
+    if (errno != EINVAL) return -errno;
+    *direct = false;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  return fd >= 0 ? fd : -errno;
+}
+
+}  // namespace dualpath::storage

@@ -1,0 +1,39 @@
+#pragma once
+// Where blocks live in a store directory and how one is written atomically.
+// Layout: <dir>/<first two hex digits of the key>/<16 hex digits>.blk; temporary files start with '.'
+// and end in ".tmp", so a reader or a directory scan never mistakes them for blocks.
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/block_key.hpp"
+
+namespace dualpath::storage {
+
+std::string block_subdir(const std::string& dir, block_key key);
+std::string block_path(const std::string& dir, block_key key);
+// Parses "<16 hex>.blk"; false for anything else (temporary files, strangers).
+bool parse_block_name(const std::string& name, block_key* key);
+bool is_temp_name(const std::string& name);
+
+struct file_error {
+  int error = 0;  // errno, 0 = success
+  std::string what;
+};
+
+// Writes `size` bytes at `data` to `path` atomically: a unique temporary name in the same directory,
+// optional fsync of the file, rename over `path`, optional fsync of the directory. `direct` tries
+// O_DIRECT (data, size aligned) and falls back to buffered writes where it is refused. On failure the
+// temporary file is removed and the error returned; `path` is untouched.
+file_error write_file_atomic(const std::string& path, const std::byte* data, uint64_t size, bool fsync,
+                             bool direct);
+
+// Opens a block file for reading, with O_DIRECT when `*direct` is true; if the filesystem refuses it
+// (EINVAL), clears `*direct` and opens buffered. Returns the fd or -errno.
+int open_for_read(const std::string& path, bool* direct);
+
+// Test seam: while set (non-zero), every write_file_atomic fails with this errno after creating the
+// temporary file, as a full disk would. Only for tests that cannot mount a small filesystem.
+void inject_write_error(int error);
+
+}  // namespace dualpath::storage

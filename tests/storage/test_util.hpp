@@ -1,0 +1,64 @@
+#pragma once
+// Shared helpers of the storage tests: a temporary directory and deterministic payloads.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "storage/block_store.hpp"
+
+namespace dualpath::storage::test {
+
+struct temp_dir {
+  std::string path;
+  temp_dir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "dualpath-storage-XXXXXX").string();
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+inline block_format small_format(uint64_t fingerprint = 0xfeedull, uint32_t layers = 4, uint32_t tokens = 16,
+                                 uint32_t bytes = 32) {
+  return block_format{fingerprint, layers, tokens, bytes};
+}
+
+// Payload whose every byte depends on the key and position, so mixed-up blocks are noticed.
+inline std::vector<std::byte> payload_for(const block_format& f, block_key key) {
+  std::vector<std::byte> p(f.payload_bytes());
+  uint64_t x = key * 0x9e3779b97f4a7c15ull + 1;
+  for (auto& b : p) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    b = std::byte(x & 0xff);
+  }
+  return p;
+}
+
+inline store_options options_for(const std::string& dir, const block_format& f) {
+  store_options o;
+  o.dir = dir;
+  o.format = f;
+  o.fsync = false;  // tests do not need durability across power loss; atomicity is still tested
+  return o;
+}
+
+// Waits for `n` completions from `poll` (bounded: fails the wait after 10 s).
+template <class Poller>
+std::vector<read_completion> collect(Poller& p, size_t n) {
+  std::vector<read_completion> out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (out.size() < n && std::chrono::steady_clock::now() < deadline) {
+    for (auto& c : p.poll(std::chrono::milliseconds(20))) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace dualpath::storage::test
