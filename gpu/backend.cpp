@@ -1,18 +1,25 @@
 #include "gpu/backend.hpp"
 
 #include "core/errors.hpp"
+#include "gpu/cpu_backend.hpp"
+#include "gpu/cuda_backend.hpp"
 #include "gpu/gpu_profile.hpp"
+#include "gpu/model_dir.hpp"
+#include "gpu/model_loader.hpp"
 #include "gpu/modeled_backend.hpp"
 
 namespace dualpath::gpu {
 
 std::unique_ptr<compute_backend> make_backend(const backend_options& o) {
   if (o.kind == "modeled") {
-    const model_spec& m = find_model(o.model);
+    const model_spec m = is_model_dir(o.model) ? read_model_config(o.model) : find_model(o.model);
     return make_modeled_backend(m, find_gpu_profile(o.gpu_profile), o.mfu);
   }
-  if (o.kind == "cpu" || o.kind == "cuda")
-    throw user_error("backend '" + o.kind + "' is not available yet in this build");
+  if (o.kind == "cpu") return make_cpu_backend(make_dense_model(resolve_weights(o.model, o.seed)));
+  if (o.kind == "cuda") {
+    if (!cuda_available()) throw user_error("cuda backend: " + cuda_unavailable_reason());
+    return make_cuda_backend(make_dense_model(resolve_weights(o.model, o.seed)), o.device);
+  }
   throw user_error("unknown compute backend '" + o.kind + "' (known: cpu, cuda, modeled)");
 }
 

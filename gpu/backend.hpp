@@ -34,7 +34,8 @@ struct prefill_item {
 };
 
 // One forward pass over a batch, driven layer by layer: run_layer(0), run_layer(1), ..., then finish().
-// Layers must come in order; the cached KV of layer i is not read after run_layer(i) returns.
+// Layers must come in order; the cached KV of layer i is not read after run_layer(i) returns. A pass must not
+// outlive the backend that began it; a backend runs one pass or decode step at a time (the GPU actor's loop).
 class prefill_pass {
  public:
   virtual ~prefill_pass() = default;

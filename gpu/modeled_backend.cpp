@@ -72,7 +72,7 @@ class modeled_pass : public prefill_pass {
   }
 
  private:
-  const model_spec& m_;
+  model_spec m_;
   flops_fit fit_;
   std::vector<prefill_item> items_;
   double flops_ = 0;

@@ -1,0 +1,280 @@
+#include "gpu/cpu_backend.hpp"
+
+#include <cblas.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+
+#include "core/cost_model.hpp"
+#include "gpu/cpu_kernels.hpp"
+
+namespace dualpath::gpu {
+
+namespace {
+
+constexpr uint32_t query_tile = 128;  // query rows per attention tile: bounds the score matrix
+
+// y[rows, out] = x[rows, in] · w[out, in]^T + beta·y
+void linear(const float* x, const float* w, float* y, uint64_t rows, uint64_t in, uint64_t out, float beta) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(out), int(in), 1.0f, x, int(in), w, int(in),
+              beta, y, int(out));
+}
+
+uint64_t span_tokens(const std::vector<kv_span>& spans) {
+  uint64_t n = 0;
+  for (const auto& s : spans) n += s.tokens;
+  return n;
+}
+
+// One batch moving through the layers: the residual stream of every new token plus scratch space.
+class cpu_batch {
+ public:
+  cpu_batch(const dense_model& d, std::vector<prefill_item> items) : d_(d), m_(d.spec), items_(std::move(items)) {
+    for (const auto& it : items_) {
+      row0_.push_back(rows_);
+      for (size_t i = 0; i < it.tokens.size(); ++i) {
+        const int32_t tok = it.tokens[i];
+        if (tok < 0 || uint32_t(tok) >= m_.vocab)
+          throw std::invalid_argument(fmt::format("request {}: token {} outside the vocabulary (0..{})", it.request_id,
+                                                  tok, m_.vocab - 1));
+        pos_.push_back(uint32_t(it.cached + i));
+      }
+      rows_ += it.tokens.size();
+    }
+    x_.resize(rows_ * m_.hidden);
+    uint64_t r = 0;
+    for (const auto& it : items_)
+      for (int32_t tok : it.tokens)
+        std::memcpy(&x_[(r++) * m_.hidden], &d_.embed[uint64_t(tok) * m_.hidden], m_.hidden * sizeof(float));
+  }
+
+  const std::vector<prefill_item>& items() const { return items_; }
+
+  void layer(uint32_t l, const std::vector<const std::vector<kv_span>*>& cached, const std::vector<std::byte*>& new_kv) {
+    const dense_layer& L = d_.layers.at(l);
+    const uint64_t H = m_.hidden, hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, KV = uint64_t(m_.kv_heads) * hd,
+                   W = Q + 2 * KV, I = m_.intermediate;
+    if (rows_ == 0) return;
+    xn_.resize(rows_ * H);
+    qkv_.resize(rows_ * W);
+    cpu::rmsnorm(x_.data(), L.attn_norm.data(), xn_.data(), rows_, uint32_t(H), float(m_.rms_eps));
+    for (uint64_t r = 0; r < rows_; ++r) std::memcpy(&qkv_[r * W], L.bqkv.data(), W * sizeof(float));
+    linear(xn_.data(), L.wqkv.data(), qkv_.data(), rows_, H, W, 1.0f);
+    cpu::rope(qkv_.data(), rows_, W, m_.heads, uint32_t(hd), pos_.data(), m_.rope_theta);
+    cpu::rope(qkv_.data() + Q, rows_, W, m_.kv_heads, uint32_t(hd), pos_.data(), m_.rope_theta);
+
+    attn_.assign(rows_ * Q, 0.0f);
+    for (size_t r = 0; r < items_.size(); ++r) {
+      const auto& it = items_[r];
+      const uint64_t n = it.tokens.size(), ctx = it.cached + n;
+      if (span_tokens(*cached[r]) != it.cached)
+        throw std::invalid_argument(fmt::format("request {} layer {}: cached spans cover {} tokens, expected {}",
+                                                it.request_id, l, span_tokens(*cached[r]), it.cached));
+      // Gather this request's K and V (cached bf16, then the new tokens rounded to bf16 as they are stored).
+      kf_.resize(ctx * KV);
+      vf_.resize(ctx * KV);
+      uint64_t t = 0;
+      for (const auto& s : *cached[r]) {
+        for (uint32_t i = 0; i < s.tokens; ++i, ++t) {
+          const auto* src = reinterpret_cast<const uint16_t*>(s.data + uint64_t(i) * m_.kv_bytes_per_token_layer);
+          cpu::bf16_to_f32(src, &kf_[t * KV], KV);
+          cpu::bf16_to_f32(src + KV, &vf_[t * KV], KV);
+        }
+      }
+      for (uint64_t i = 0; i < n; ++i, ++t) {
+        auto* dst = reinterpret_cast<uint16_t*>(new_kv[r] + i * m_.kv_bytes_per_token_layer);
+        const float* row = &qkv_[(row0_[r] + i) * W];
+        cpu::f32_to_bf16(row + Q, dst, KV);
+        cpu::f32_to_bf16(row + Q + KV, dst + KV, KV);
+        cpu::bf16_to_f32(dst, &kf_[t * KV], KV);
+        cpu::bf16_to_f32(dst + KV, &vf_[t * KV], KV);
+      }
+      attend(r, n, it.cached, ctx);
+    }
+    linear(attn_.data(), L.wo.data(), x_.data(), rows_, Q, H, 1.0f);  // residual: x += attn · Wo^T
+
+    cpu::rmsnorm(x_.data(), L.mlp_norm.data(), xn_.data(), rows_, uint32_t(H), float(m_.rms_eps));
+    gu_.resize(rows_ * 2 * I);
+    act_.resize(rows_ * I);
+    linear(xn_.data(), L.wgu.data(), gu_.data(), rows_, H, 2 * I, 0.0f);
+    cpu::silu_mul(gu_.data(), act_.data(), rows_, uint32_t(I));
+    linear(act_.data(), L.wdown.data(), x_.data(), rows_, I, H, 1.0f);
+  }
+
+  std::vector<int32_t> finish() {
+    std::vector<int32_t> out(items_.size(), -1);
+    std::vector<uint64_t> emit;
+    for (size_t r = 0; r < items_.size(); ++r)
+      if (items_[r].emit_token && !items_[r].tokens.empty()) emit.push_back(r);
+    if (emit.empty()) return out;
+    const uint64_t H = m_.hidden, V = m_.vocab;
+    std::vector<float> last(emit.size() * H), normed(emit.size() * H), logits(emit.size() * V);
+    for (size_t e = 0; e < emit.size(); ++e) {
+      const uint64_t row = row0_[emit[e]] + items_[emit[e]].tokens.size() - 1;
+      std::memcpy(&last[e * H], &x_[row * H], H * sizeof(float));
+    }
+    cpu::rmsnorm(last.data(), d_.final_norm.data(), normed.data(), emit.size(), uint32_t(H), float(m_.rms_eps));
+    linear(normed.data(), d_.lm_head.data(), logits.data(), emit.size(), H, V, 0.0f);
+    for (size_t e = 0; e < emit.size(); ++e) {
+      const float* lg = &logits[e * V];
+      out[emit[e]] = cpu::argmax(lg, V);
+      if (auto* dst = items_[emit[e]].logits) dst->assign(lg, lg + V);
+    }
+    return out;
+  }
+
+ private:
+  // Attention of request r's n new tokens (positions cached..cached+n-1) over ctx keys, per KV-head group and
+  // query tile: S = scale·Q·K^T (sgemm), causal masked softmax, O = S·V (sgemm).
+  void attend(size_t r, uint64_t n, uint64_t cached, uint64_t ctx) {
+    (void)ctx;
+    const uint64_t hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, KV = uint64_t(m_.kv_heads) * hd,
+                   W = Q + 2 * KV, group = m_.heads / m_.kv_heads;
+    const float scale = 1.0f / std::sqrt(float(hd));
+    for (uint64_t t0 = 0; t0 < n; t0 += query_tile) {
+      const uint64_t nt = std::min<uint64_t>(query_tile, n - t0), keys = cached + t0 + nt, rq = group * nt;
+      qg_.resize(rq * hd);
+      og_.resize(rq * hd);
+      s_.resize(rq * keys);
+      valid_.resize(rq);
+      for (uint32_t g = 0; g < m_.kv_heads; ++g) {
+        for (uint64_t hh = 0; hh < group; ++hh)
+          for (uint64_t i = 0; i < nt; ++i) {
+            std::memcpy(&qg_[(hh * nt + i) * hd], &qkv_[(row0_[r] + t0 + i) * W + (g * group + hh) * hd],
+                        hd * sizeof(float));
+            valid_[hh * nt + i] = uint32_t(cached + t0 + i + 1);
+          }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rq), int(keys), int(hd), scale, qg_.data(), int(hd),
+                    &kf_[g * hd], int(KV), 0.0f, s_.data(), int(keys));
+        cpu::masked_softmax(s_.data(), rq, keys, valid_.data());
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rq), int(hd), int(keys), 1.0f, s_.data(), int(keys),
+                    &vf_[g * hd], int(KV), 0.0f, og_.data(), int(hd));
+        for (uint64_t hh = 0; hh < group; ++hh)
+          for (uint64_t i = 0; i < nt; ++i)
+            std::memcpy(&attn_[(row0_[r] + t0 + i) * Q + (g * group + hh) * hd], &og_[(hh * nt + i) * hd],
+                        hd * sizeof(float));
+      }
+    }
+  }
+
+  const dense_model& d_;
+  const model_spec& m_;
+  std::vector<prefill_item> items_;
+  std::vector<uint64_t> row0_;
+  std::vector<uint32_t> pos_;
+  uint64_t rows_ = 0;
+  std::vector<float> x_, xn_, qkv_, attn_, gu_, act_, kf_, vf_, qg_, og_, s_;
+  std::vector<uint32_t> valid_;
+};
+
+class cpu_pass : public prefill_pass {
+ public:
+  cpu_pass(const dense_model& d, std::vector<prefill_item> items) : layers_(d.spec.layers), batch_(d, std::move(items)) {}
+
+  void run_layer(uint32_t layer, const std::vector<std::vector<kv_span>>& cached,
+                 const std::vector<std::byte*>& new_kv) override {
+    if (layer != next_)
+      throw std::logic_error(fmt::format("prefill pass: layer {} run, expected {}", layer, next_));
+    const size_t n = batch_.items().size();
+    if (cached.size() != n || new_kv.size() != n)
+      throw std::invalid_argument("prefill pass: cached/new_kv must have one entry per item");
+    std::vector<const std::vector<kv_span>*> c;
+    for (const auto& v : cached) c.push_back(&v);
+    batch_.layer(layer, c, new_kv);
+    ++next_;
+  }
+
+  std::vector<int32_t> finish() override {
+    if (next_ != layers_)
+      throw std::logic_error(fmt::format("prefill pass: finish after {} of {} layers", next_, layers_));
+    ++next_;  // callable once
+    return batch_.finish();
+  }
+
+ private:
+  uint32_t layers_;
+  uint32_t next_ = 0;
+  cpu_batch batch_;
+};
+
+class cpu_backend : public compute_backend {
+ public:
+  explicit cpu_backend(dense_model d) : d_(std::move(d)) {}
+  const model_spec& model() const override { return d_.spec; }
+  std::string kind() const override { return "cpu"; }
+
+  std::unique_ptr<prefill_pass> begin_prefill(std::vector<prefill_item> items) override {
+    return std::make_unique<cpu_pass>(d_, std::move(items));
+  }
+
+  std::vector<int32_t> decode_step(std::vector<decode_item>& items) override {
+    const model_spec& m = d_.spec;
+    std::vector<prefill_item> pitems;
+    for (auto& it : items) {
+      if (it.kv.size() != m.layers)
+        throw std::invalid_argument(fmt::format("decode request {}: kv has {} layers, model has {}", it.request_id,
+                                                it.kv.size(), m.layers));
+      pitems.push_back(prefill_item{it.request_id, it.position, {it.token}, true, it.logits});
+    }
+    cpu_batch batch(d_, std::move(pitems));
+    std::vector<const std::vector<kv_span>*> cached(items.size());
+    std::vector<std::byte*> out(items.size());
+    for (uint32_t l = 0; l < m.layers; ++l) {
+      for (size_t r = 0; r < items.size(); ++r) {
+        cached[r] = &items[r].kv[l];
+        out[r] = items[r].new_kv + uint64_t(l) * m.kv_bytes_per_token_layer;
+      }
+      batch.layer(l, cached, out);
+    }
+    return batch.finish();
+  }
+
+  flops_fit fit() const override {
+    std::call_once(fit_once_, [this] { fit_ = calibrate(); });
+    return fit_;
+  }
+
+ private:
+  // Times two prefill passes of different sizes and fits seconds = fixed + flops·slope through them.
+  flops_fit calibrate() const {
+    const model_spec& m = d_.spec;
+    auto run = [&](uint32_t tokens) {
+      prefill_item it{0, 0, {}, true};
+      for (uint32_t i = 0; i < tokens; ++i) it.tokens.push_back(int32_t((i * 7919u) % m.vocab));
+      std::vector<std::byte> kv(uint64_t(tokens) * m.kv_bytes_per_token_layer);
+      const auto t0 = std::chrono::steady_clock::now();
+      cpu_pass pass(d_, {it});
+      for (uint32_t l = 0; l < m.layers; ++l) pass.run_layer(l, {{}}, {kv.data()});
+      pass.finish();
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    const uint32_t small = 16, big = 128;
+    run(small);  // warm-up: page in weights, start BLAS threads
+    const double ts = run(small), tb = run(big);
+    const double fs = prefill_flops(m, 0, small), fb = prefill_flops(m, 0, big);
+    flops_fit f;
+    f.seconds_per_flop = std::max(1e-15, (tb - ts) / (fb - fs));
+    f.fixed_s = std::max(0.0, ts - fs * f.seconds_per_flop);
+    spdlog::info("cpu backend fit for {}: {:.1f} GFLOP/s marginal, {:.2f} ms fixed", m.name,
+                 1e-9 / f.seconds_per_flop, f.fixed_s * 1e3);
+    return f;
+  }
+
+  dense_model d_;
+  mutable std::once_flag fit_once_;
+  mutable flops_fit fit_;
+};
+
+}  // namespace
+
+std::unique_ptr<compute_backend> make_cpu_backend(dense_model model) {
+  return std::make_unique<cpu_backend>(std::move(model));
+}
+
+}  // namespace dualpath::gpu

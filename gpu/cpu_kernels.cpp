@@ -1,0 +1,124 @@
+#include "gpu/cpu_kernels.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "gpu/bf16.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DUALPATH_MULTIVERSION __attribute__((target_clones("avx2", "default")))
+#else
+#define DUALPATH_MULTIVERSION
+#endif
+
+namespace dualpath::gpu::cpu {
+
+namespace {
+
+// exp for x <= 0 (softmax after subtracting the max): 2^(x·log2 e) split into integer and fraction parts,
+// the fraction by its degree-6 Taylor polynomial. Branch-free so the loop vectorises.
+inline float exp_nonpositive(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  const float t = x * 1.44269504088896341f;
+  const float n = std::floor(t + 0.5f);
+  const float f = t - n;  // [-0.5, 0.5): keeps the polynomial's error near 1e-7
+  float p = 1.5353362e-4f;
+  p = p * f + 1.3398874e-3f;
+  p = p * f + 9.6180081e-3f;
+  p = p * f + 5.5503324e-2f;
+  p = p * f + 2.4022652e-1f;
+  p = p * f + 6.9314718e-1f;
+  p = p * f + 1.0f;
+  const int32_t bits = (int32_t(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  return p * scale;
+}
+
+}  // namespace
+
+DUALPATH_MULTIVERSION
+void rmsnorm(const float* x, const float* w, float* out, uint64_t rows, uint32_t dim, float eps) {
+  for (uint64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * dim;
+    float* o = out + r * dim;
+    float ss = 0;
+    for (uint32_t i = 0; i < dim; ++i) ss += xr[i] * xr[i];
+    const float inv = 1.0f / std::sqrt(ss / float(dim) + eps);
+    for (uint32_t i = 0; i < dim; ++i) o[i] = xr[i] * inv * w[i];
+  }
+}
+
+void rope(float* x, uint64_t rows, uint64_t row_stride, uint32_t heads, uint32_t head_dim, const uint32_t* pos,
+          double theta) {
+  const uint32_t half = head_dim / 2;
+  std::vector<double> inv_freq(half);
+  for (uint32_t i = 0; i < half; ++i) inv_freq[i] = std::pow(theta, -2.0 * i / double(head_dim));
+  std::vector<float> c(half), s(half);
+  for (uint64_t r = 0; r < rows; ++r) {
+    for (uint32_t i = 0; i < half; ++i) {
+      const double a = double(pos[r]) * inv_freq[i];
+      c[i] = float(std::cos(a));
+      s[i] = float(std::sin(a));
+    }
+    for (uint32_t h = 0; h < heads; ++h) {
+      float* v = x + r * row_stride + uint64_t(h) * head_dim;
+      for (uint32_t i = 0; i < half; ++i) {
+        const float a = v[i], b = v[i + half];
+        v[i] = a * c[i] - b * s[i];
+        v[i + half] = b * c[i] + a * s[i];
+      }
+    }
+  }
+}
+
+DUALPATH_MULTIVERSION
+void masked_softmax(float* s, uint64_t rows, uint64_t cols, const uint32_t* valid) {
+  for (uint64_t r = 0; r < rows; ++r) {
+    float* row = s + r * cols;
+    const uint64_t n = valid[r];
+    float mx = -INFINITY;
+    for (uint64_t j = 0; j < n; ++j) mx = row[j] > mx ? row[j] : mx;
+    float sum = 0;
+    for (uint64_t j = 0; j < n; ++j) {
+      const float e = exp_nonpositive(row[j] - mx);
+      row[j] = e;
+      sum += e;
+    }
+    const float inv = 1.0f / sum;
+    for (uint64_t j = 0; j < n; ++j) row[j] *= inv;
+    for (uint64_t j = n; j < cols; ++j) row[j] = 0;
+  }
+}
+
+DUALPATH_MULTIVERSION
+void silu_mul(const float* gu, float* out, uint64_t rows, uint32_t inter) {
+  for (uint64_t r = 0; r < rows; ++r) {
+    const float* g = gu + r * 2 * inter;
+    const float* u = g + inter;
+    float* o = out + r * inter;
+    for (uint32_t i = 0; i < inter; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  }
+}
+
+DUALPATH_MULTIVERSION
+void bf16_to_f32(const uint16_t* in, float* out, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint32_t u = uint32_t(in[i]) << 16;
+    std::memcpy(out + i, &u, 4);
+  }
+}
+
+void f32_to_bf16(const float* in, uint16_t* out, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) out[i] = float_to_bf16(in[i]);
+}
+
+int32_t argmax(const float* x, uint64_t n) {
+  uint64_t best = 0;
+  for (uint64_t i = 1; i < n; ++i)
+    if (x[i] > x[best]) best = i;
+  return int32_t(best);
+}
+
+}  // namespace dualpath::gpu::cpu

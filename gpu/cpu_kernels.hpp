@@ -1,0 +1,26 @@
+#pragma once
+// Elementwise and row kernels of the cpu backend (the GEMMs go to OpenBLAS). Written as plain loops the
+// compiler vectorises; hot ones are built for AVX2 and baseline x86-64 and picked at run time.
+#include <cstdint>
+
+namespace dualpath::gpu::cpu {
+
+// out[r] = x[r] / rms(x[r]) * w, for `rows` rows of `dim`.
+void rmsnorm(const float* x, const float* w, float* out, uint64_t rows, uint32_t dim, float eps);
+
+// Rotary embedding (rotate-half convention) of `heads` heads per row, in place. Row r has position pos[r].
+void rope(float* x, uint64_t rows, uint64_t row_stride, uint32_t heads, uint32_t head_dim, const uint32_t* pos,
+          double theta);
+
+// Row-wise softmax of s[rows][cols] where row r only sees its first valid[r] columns; the rest become 0.
+void masked_softmax(float* s, uint64_t rows, uint64_t cols, const uint32_t* valid);
+
+// gu[r] = [gate(I) | up(I)]  ->  out[r] = silu(gate) * up.
+void silu_mul(const float* gu, float* out, uint64_t rows, uint32_t inter);
+
+void bf16_to_f32(const uint16_t* in, float* out, uint64_t n);
+void f32_to_bf16(const float* in, uint16_t* out, uint64_t n);
+
+int32_t argmax(const float* x, uint64_t n);  // lowest index among ties
+
+}  // namespace dualpath::gpu::cpu

@@ -1,0 +1,14 @@
+// Without CUDA support in the build the cuda backend reports itself unavailable.
+#include "gpu/cuda_backend.hpp"
+
+#ifndef DUALPATH_HAVE_CUDA
+#include "core/errors.hpp"
+
+namespace dualpath::gpu {
+
+bool cuda_available() { return false; }
+std::string cuda_unavailable_reason() { return "this build has no CUDA support (configure with -DDUALPATH_CUDA=ON)"; }
+std::unique_ptr<compute_backend> make_cuda_backend(dense_model, int) { throw user_error(cuda_unavailable_reason()); }
+
+}  // namespace dualpath::gpu
+#endif

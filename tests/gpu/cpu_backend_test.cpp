@@ -1,0 +1,197 @@
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+
+#include "core/errors.hpp"
+#include "gpu/bf16.hpp"
+#include "gpu/cpu_kernels.hpp"
+#include "gpu/cpu_backend.hpp"
+#include "gpu/model_loader.hpp"
+#include "kv_pages.hpp"
+#include "reference_model.hpp"
+
+using namespace testkv;
+
+namespace {
+
+model_spec qwen_tiny() {  // the Qwen2 variant: tiny with QKV bias
+  model_spec m = find_model("tiny");
+  m.name = "tiny-qwen2";
+  m.qkv_bias = true;
+  m.rope_theta = 1000000.0;
+  m.rms_eps = 1e-6;
+  return m;
+}
+
+std::unique_ptr<compute_backend> cpu_for(const model_weights& w) { return make_cpu_backend(make_dense_model(w)); }
+
+}  // namespace
+
+TEST_CASE("cpu backend matches the plain reference implementation (Llama and Qwen2 variants)") {
+  for (const model_spec& spec : {find_model("tiny"), qwen_tiny()}) {
+    CAPTURE(spec.name);
+    const auto w = generate_weights(spec, 11);
+    auto be = cpu_for(w);
+    const auto tokens = random_tokens(41, spec.vocab, 5);
+    const auto ref = reference::forward(w, tokens);
+
+    paged_kv kv(spec);
+    request req{&kv, 0, tokens};
+    const auto next = prefill(*be, {&req});
+    CHECK(rel_error(req.logits, ref.logits) < 1e-4);
+    CHECK(next[0] == cpu::argmax(ref.logits.data(), ref.logits.size()));
+    // The stored KV is the reference's K and V (bf16), layer by layer.
+    const uint32_t kvw = spec.kv_heads * spec.head_dim;
+    double worst = 0;
+    for (uint32_t l = 0; l < spec.layers; ++l)
+      for (uint32_t t = 0; t < tokens.size(); ++t) {
+        const auto* p = reinterpret_cast<const uint16_t*>(kv.slot(l, t));
+        for (uint32_t i = 0; i < kvw; ++i) {
+          worst = std::max(worst, double(std::abs(bf16_to_float(p[i]) - ref.k[l][t][i])));
+          worst = std::max(worst, double(std::abs(bf16_to_float(p[kvw + i]) - ref.v[l][t][i])));
+        }
+      }
+    CHECK(worst < 0.05);  // at most a bf16 rounding flip on values of order 1
+  }
+}
+
+TEST_CASE("layer-wise prefill over cached KV equals a full prefill, over many turns of a trajectory") {
+  const auto w = generate_weights(find_model("tiny"), 3);
+  auto be = cpu_for(w);
+  const auto& m = be->model();
+  paged_kv kv(m);  // the agent's KV across turns, as storage would hold it
+  std::vector<int32_t> context;
+  for (int turn = 0; turn < 5; ++turn) {
+    CAPTURE(turn);
+    const auto user = random_tokens(9 + 13 * turn, m.vocab, 100 + turn);
+    request layerwise{&kv, uint32_t(context.size()), user};
+    const int32_t first = prefill(*be, {&layerwise})[0];
+    context.insert(context.end(), user.begin(), user.end());
+
+    paged_kv scratch(m);
+    request full{&scratch, 0, context};
+    const int32_t expect = prefill(*be, {&full})[0];
+    CHECK(first == expect);
+    CHECK(rel_error(layerwise.logits, full.logits) < 1e-3);
+
+    // Decode a few tokens over the paged KV; each must match a full prefill of the same context.
+    int32_t tok = first;
+    for (int step = 0; step < 4; ++step) {
+      std::vector<std::vector<float>> dl;
+      const int32_t next = decode(*be, {&kv}, {tok}, {uint32_t(context.size())}, &dl)[0];
+      context.push_back(tok);
+      paged_kv again(m);
+      request check{&again, 0, context};
+      CHECK(next == prefill(*be, {&check})[0]);
+      CHECK(rel_error(dl[0], check.logits) < 1e-3);
+      tok = next;
+    }
+  }
+  CHECK(context.size() > 100);  // spans crossed several Layer Blocks
+}
+
+TEST_CASE("chunked prefill equals unchunked prefill") {
+  const auto w = generate_weights(find_model("tiny"), 4);
+  auto be = cpu_for(w);
+  const auto& m = be->model();
+  const auto prompt = random_tokens(150, m.vocab, 77);  // > one 128-row attention tile
+
+  paged_kv whole(m);
+  request one{&whole, 0, prompt};
+  const int32_t expect = prefill(*be, {&one})[0];
+
+  paged_kv chunked(m);
+  uint32_t done = 0;
+  int32_t got = -2;
+  for (uint32_t size : {37u, 64u, 49u}) {
+    request c{&chunked, done, std::vector<int32_t>(prompt.begin() + done, prompt.begin() + done + size)};
+    c.emit = done + size == prompt.size();
+    const int32_t t = prefill(*be, {&c})[0];
+    if (!c.emit) CHECK(t == -1);
+    if (c.emit) {
+      got = t;
+      CHECK(rel_error(c.logits, one.logits) < 1e-3);
+    }
+    done += size;
+  }
+  CHECK(got == expect);
+  // The KV of both runs agrees (up to bf16 rounding flips).
+  double worst = 0;
+  for (uint32_t l = 0; l < m.layers; ++l)
+    for (uint32_t t = 0; t < prompt.size(); ++t) {
+      const auto* a = reinterpret_cast<const uint16_t*>(whole.slot(l, t));
+      const auto* b = reinterpret_cast<const uint16_t*>(chunked.slot(l, t));
+      for (uint32_t i = 0; i < m.kv_bytes_per_token_layer / 2; ++i)
+        worst = std::max(worst, double(std::abs(bf16_to_float(a[i]) - bf16_to_float(b[i]))));
+    }
+  CHECK(worst < 0.05);
+}
+
+TEST_CASE("a batch of different requests equals each request alone") {
+  const auto w = generate_weights(qwen_tiny(), 9);
+  auto be = cpu_for(w);
+  const auto& m = be->model();
+  struct shape { uint32_t cached, fresh; };
+  const std::vector<shape> shapes{{0, 20}, {33, 7}, {70, 1}, {16, 140}};
+  std::vector<paged_kv> kv_batch, kv_alone;
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t r = 0; r < shapes.size(); ++r) {
+    prompts.push_back(random_tokens(shapes[r].cached + shapes[r].fresh, m.vocab, 500 + r));
+    for (auto* store : {&kv_batch, &kv_alone}) {
+      store->emplace_back(m);
+      if (shapes[r].cached) {  // the cached prefix, computed once
+        request pre{&store->back(), 0, std::vector<int32_t>(prompts[r].begin(), prompts[r].begin() + shapes[r].cached)};
+        prefill(*be, {&pre});
+      }
+    }
+  }
+  std::vector<request> batch, alone;
+  for (size_t r = 0; r < shapes.size(); ++r) {
+    std::vector<int32_t> fresh(prompts[r].begin() + shapes[r].cached, prompts[r].end());
+    batch.push_back({&kv_batch[r], shapes[r].cached, fresh});
+    alone.push_back({&kv_alone[r], shapes[r].cached, fresh});
+  }
+  batch[2].emit = false;
+  alone[2].emit = false;
+  std::vector<request*> ptrs;
+  for (auto& b : batch) ptrs.push_back(&b);
+  const auto together = prefill(*be, ptrs);
+  for (size_t r = 0; r < shapes.size(); ++r) {
+    CAPTURE(r);
+    CHECK(together[r] == prefill(*be, {&alone[r]})[0]);
+    if (batch[r].emit) CHECK(rel_error(batch[r].logits, alone[r].logits) < 1e-3);
+  }
+  CHECK(together[2] == -1);
+
+  // Batched decode equals single decodes too.
+  std::vector<paged_kv*> kvb;
+  std::vector<int32_t> toks;
+  std::vector<uint32_t> pos;
+  for (size_t r = 0; r < shapes.size(); ++r) {
+    kvb.push_back(&kv_batch[r]);
+    toks.push_back(int32_t(r + 1));
+    pos.push_back(shapes[r].cached + shapes[r].fresh);
+  }
+  const auto dec = decode(*be, kvb, toks, pos);
+  for (size_t r = 0; r < shapes.size(); ++r) CHECK(dec[r] == decode(*be, {&kv_alone[r]}, {toks[r]}, {pos[r]})[0]);
+}
+
+TEST_CASE("cpu backend rejects malformed passes") {
+  auto be = make_backend({"cpu", "tiny"});
+  paged_kv kv(be->model());
+  std::vector<std::byte> out(1 << 16);
+  auto pass = be->begin_prefill({prefill_item{1, 16, {1, 2}, true}});
+  CHECK_THROWS_AS(pass->run_layer(0, {kv.spans(0, 15)}, {out.data()}), std::invalid_argument);
+  CHECK_THROWS_AS(be->begin_prefill({prefill_item{1, 0, {int32_t(be->model().vocab)}, true}}), std::invalid_argument);
+  auto pass2 = be->begin_prefill({prefill_item{1, 0, {1}, true}});
+  CHECK_THROWS_AS(pass2->finish(), std::logic_error);
+  CHECK_THROWS_AS(make_backend({"cpu", "deepseek-v3.2"}), user_error);
+}
+
+TEST_CASE("cpu backend fit is measured and positive") {
+  auto be = make_backend({"cpu", "tiny"});
+  const auto f = be->fit();
+  CHECK(f.seconds_per_flop > 0);
+  CHECK(f.seconds(1e9) > f.seconds(1e6));
+  CHECK(be->fit().seconds_per_flop == f.seconds_per_flop);  // cached, not re-measured
+}
