@@ -47,6 +47,12 @@ void block_index::erase_one(block_key key) {
   entries_.erase(it);
 }
 
+bool block_index::erase(block_key key) {
+  if (!contains(key)) return false;
+  erase_one(key);
+  return true;
+}
+
 std::vector<block_key> block_index::erase_subtree(block_key key) {
   std::vector<block_key> order;
   if (!contains(key)) return order;

@@ -18,6 +18,9 @@ class block_index {
   bool contains(block_key key) const { return entries_.count(key) != 0; }
   // Marks a block most recently used.
   void touch(block_key key);
+  // Removes one block; blocks chained from it stay indexed (and become reachable again if it is
+  // written again). False if it was absent.
+  bool erase(block_key key);
   // Removes `key` and every block chained from it; returns the removed keys (key first).
   std::vector<block_key> erase_subtree(block_key key);
   // The least recently used block that no indexed block chains from (the end of a chain), skipping

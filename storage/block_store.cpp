@@ -344,7 +344,7 @@ class store_impl final : public block_store {
     return c;
   }
 
-  // A block that cannot be served is a miss from that block on: drop it and its descendants.
+  // A block that cannot be served is counted, logged and dropped from the index.
   void record_failure(block_key key, const std::string& why, bool foreign) {
     std::lock_guard<std::mutex> lock(mu_);
     if (why == "miss") ++stats_.misses;
@@ -356,7 +356,9 @@ class store_impl final : public block_store {
     const bool bad_request = why.rfind("bad request", 0) == 0;
     if (!foreign && !bad_request && why != "miss" && why.rfind("read error", 0) != 0)
       ::unlink(block_path(opt_.dir, key).c_str());
-    if (!bad_request) index_.erase_subtree(key);
+    // Only this block leaves the index: lookups stop before it, so the chain is a miss from here on,
+    // while intact descendants stay accounted for and serve again once the block is rewritten.
+    if (!bad_request) index_.erase(key);
   }
 
   std::string read_layer_impl(block_key key, uint32_t layer, std::byte* dst) {

@@ -86,7 +86,8 @@ class block_store {
 
   // Queues a batch of asynchronous reads. Each request yields exactly one completion, delivered to
   // `done` from the store's I/O thread (keep it short), or to poll() for the overload without it.
-  // A failed read drops that block and its descendants from the index ("a miss from that block on").
+  // A failed read drops that block from the index, so lookups end before it ("a miss from that block
+  // on"); a corrupt file is deleted so the block can be written again.
   virtual void submit(std::vector<read_request> batch) = 0;
   virtual void submit(std::vector<read_request> batch, completion_callback done) = 0;
   // Completions of submit(batch) so far; waits up to `wait` for the first one if there are none.

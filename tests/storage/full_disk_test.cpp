@@ -1,0 +1,109 @@
+// Write failures (disk full, read-only or forbidden directory) are reported and lose nothing stored.
+#include <doctest/doctest.h>
+
+#include <sys/mount.h>
+
+#include <cerrno>
+#include <filesystem>
+
+#include "storage/block_files.hpp"
+#include "storage/block_store.hpp"
+#include "test_util.hpp"
+
+using namespace dualpath;
+using namespace dualpath::storage;
+
+namespace {
+
+struct small_mount {
+  test::temp_dir dir;
+  bool mounted = false;
+  small_mount() { mounted = ::mount("tmpfs", dir.path.c_str(), "tmpfs", 0, "size=1m") == 0; }
+  ~small_mount() {
+    if (mounted) ::umount2(dir.path.c_str(), MNT_DETACH);
+  }
+};
+
+// Every block of `keys[0..n)` reads back intact.
+void check_intact(block_store& s, const std::vector<block_key>& keys, size_t n) {
+  CHECK(s.lookup(keys) >= n);
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<std::byte> slice(s.options().format.layer_bytes());
+    std::string why;
+    CHECK_MESSAGE(s.read_layer(keys[i], 0, slice.data(), &why), why);
+  }
+}
+
+size_t temp_files(const std::string& dir) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (is_temp_name(e.path().filename().string())) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a full disk reports the error and keeps what was stored") {
+  small_mount m;
+  if (!m.mounted) {
+    MESSAGE("cannot mount a 1 MiB tmpfs here; the injected-error test covers this path");
+    return;
+  }
+  const auto f = test::small_format(8, 4, 64, 256);  // 68 KiB files: about 15 fit
+  auto store = block_store::open(test::options_for(m.dir.path, f));
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 40; ++i) ids.push_back(i);
+  const auto keys = block_keys_from_ids(ids);
+  size_t stored = 0;
+  write_result failure;
+  block_key parent = 0;
+  for (block_key k : keys) {
+    const auto r = store->write(k, parent, test::payload_for(f, k).data());
+    if (!r.ok) {
+      failure = r;
+      break;
+    }
+    ++stored;
+    parent = k;
+  }
+  REQUIRE(stored > 0);
+  REQUIRE(stored < keys.size());
+  CHECK(failure.error == ENOSPC);
+  CHECK(failure.reason.find("No space") != std::string::npos);
+  CHECK(store->stats().write_errors == 1);
+  CHECK(store->stats().blocks == stored);
+  CHECK(temp_files(m.dir.path) == 0);
+  check_intact(*store, keys, stored);
+
+  // Read-only now: writes fail with the error, reads go on.
+  REQUIRE(::mount(nullptr, m.dir.path.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr) == 0);
+  ::unlink(block_path(m.dir.path, keys[0]).c_str());  // refused too: the store keeps its blocks
+  const auto r = store->write(keys[stored], keys[stored - 1], test::payload_for(f, 1).data());
+  CHECK_FALSE(r.ok);
+  CHECK(r.error == EROFS);
+  check_intact(*store, keys, stored);
+  // And a store cannot be opened for writing there.
+  CHECK_THROWS(block_store::open(test::options_for(m.dir.path, f)));
+}
+
+TEST_CASE("an injected write error (disk full, permission) is reported and loses nothing") {
+  test::temp_dir dir;
+  const auto f = test::small_format();
+  auto store = block_store::open(test::options_for(dir.path, f));
+  const auto keys = block_keys_from_ids({1, 2, 3});
+  REQUIRE(store->write(keys[0], 0, test::payload_for(f, keys[0]).data()).ok);
+  for (int err : {ENOSPC, EACCES}) {
+    inject_write_error(err);
+    const auto r = store->write(keys[1], keys[0], test::payload_for(f, keys[1]).data());
+    inject_write_error(0);
+    CHECK_FALSE(r.ok);
+    CHECK(r.error == err);
+    CHECK_FALSE(r.reason.empty());
+  }
+  CHECK(store->stats().write_errors == 2);
+  CHECK(temp_files(dir.path) == 0);
+  CHECK(store->lookup(keys) == 1);
+  check_intact(*store, keys, 1);
+  CHECK(store->write(keys[1], keys[0], test::payload_for(f, keys[1]).data()).ok);
+  CHECK(store->lookup(keys) == 2);
+}
