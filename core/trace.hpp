@@ -1,17 +1,17 @@
 #pragma once
 // Agent traces (DESIGN §11): our trajectory JSONL (one agent per line) and Mooncake request traces.
 //
-// Trajectory line: {"id": "a0", "rounds": [{"append": n, "gen": m, "keep": k, "tool_ms": t, "compact": c}, ...]}
-//   append   tokens appended to the prompt this turn (tool output, user message; after a compaction
-//            also the summary that replaces the dropped history)                       required
+// Trajectory line: {"id": "a0", "rounds": [{"append": n, "gen": m, "keep": k, "tool_ms": t, "reset": c}, ...]}
+//   append   tokens appended to the prompt this turn (tool output, user message; after a
+//            compaction also the summary that replaces the dropped history)            required
 //   gen      tokens generated this turn                                                 required
 //   keep     of `gen`, the leading tokens carried into the next prompt (the rest is reasoning that
 //            the agent framework drops)                                                 default: gen
 //   tool_ms  tool time after this turn, before the next                                 default: 0
-//   compact  before this turn the framework compacted the context: only its first `compact`
-//            tokens survive as a prefix                                                 default: none
+//   reset    before this turn the framework cut the context back to its first `reset` tokens
+//            (a rollback to an earlier state, or a compaction that keeps only the task) default: none
 // Turn r's prompt = the surviving prefix of (turn r-1's prompt + its kept generation) + append.
-// Without keep/compact this is DESIGN §11's "all earlier prompts and generations + append".
+// Without keep/reset this is DESIGN §11's "all earlier prompts and generations + append".
 #include <cstdint>
 #include <fstream>
 #include <optional>
@@ -26,7 +26,7 @@ struct trace_round {
   uint32_t gen = 0;
   uint32_t keep = 0;                 // <= gen
   uint32_t tool_ms = 0;
-  std::optional<uint64_t> compact;   // surviving prefix of the previous context, when compacted
+  std::optional<uint64_t> reset;     // surviving prefix of the previous context, when cut back
 };
 
 // What one turn asks of the system, derived from the rounds up to it.
@@ -38,7 +38,7 @@ struct turn_shape {
   uint32_t gen = 0;             // tokens to generate
   uint32_t keep = 0;            // leading generated tokens that the next prompt carries
   uint32_t tool_ms = 0;
-  bool compacted = false;       // this turn starts from a compacted context
+  bool reset = false;           // this turn starts from a context cut back by `reset`
 };
 
 struct trajectory {
@@ -146,7 +146,7 @@ struct trajectory_stats {
   uint64_t prompt_max = 0;
   double final_mean = 0;    // per agent: prompt length of the last turn
   double hit_rate = 0;      // sum(hit candidates) / sum(prompt)
-  uint64_t compactions = 0;
+  uint64_t resets = 0;      // turns that start from a cut-back context
 };
 
 class trajectory_stats_builder {
