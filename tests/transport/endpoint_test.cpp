@@ -1,0 +1,247 @@
+// Real libfabric endpoints (shm and tcp) in one process: integrity, remote data, loopback, reads,
+// rate cap, class priority and error paths.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/errors.hpp"
+#include "tests/transport/transport_helpers.hpp"
+
+using namespace dualpath::transport;
+using namespace dualpath::transport::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct endpoint_pair {
+  std::unique_ptr<endpoint> a, b;
+  uint32_t to_b = 0;
+
+  explicit endpoint_pair(const fabric_options& opts) : a(endpoint::open(opts)), b(endpoint::open(opts)) {
+    to_b = a->connect(b->address());
+    b->connect(a->address());
+  }
+  std::vector<endpoint*> both() { return {a.get(), b.get()}; }
+};
+
+fabric_options options(const std::string& provider) {
+  fabric_options o;
+  o.provider = provider;
+  o.timeout = 2000ms;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("thousands of random-size Layer Blocks arrive intact, each notified once") {
+  for (const std::string provider : {"shm", "tcp"}) {
+    CAPTURE(provider);
+    auto opts = options(provider);
+    opts.slice_bytes = 8 << 10;  // most blocks span several slices
+    opts.max_inflight = 16;
+    endpoint_pair p(opts);
+    const size_t source_bytes = 1 << 20;
+    const int blocks = 2000;
+    aligned_buffer src(source_bytes), dst(blocks * (32 << 10));
+    fill_random(src.ptr, source_bytes, 42);
+    std::fill(dst.ptr, dst.ptr + dst.size, std::byte{0});
+    auto src_mr = p.a->register_memory(src.ptr, src.size);
+    auto dst_mr = p.b->register_memory(dst.ptr, dst.size);
+
+    struct block { uint64_t src_off, dst_off, len, sum; };
+    std::vector<block> plan;
+    std::mt19937_64 rng(7);
+    uint64_t dst_off = 0;
+    for (int i = 0; i < blocks; ++i) {
+      const uint64_t len = 1 + rng() % (32 << 10);
+      const uint64_t off = rng() % (source_bytes - len);
+      plan.push_back({off, dst_off, len, fnv1a(src.ptr + off, len)});
+      dst_off += (len + 7) / 8 * 8;
+    }
+    for (int i = 0; i < blocks; ++i) {
+      const auto& b = plan[i];
+      p.a->write(traffic_class::kv, *src_mr, b.src_off, p.to_b, dst_mr->remote(), b.dst_off, b.len, i, 1000 + i);
+    }
+    std::vector<completion> done;
+    std::vector<arrival> arrived;
+    std::map<uint64_t, int> seen;
+    int verified = 0;
+    const bool finished = pump(
+        p.both(),
+        [&] {
+          // Verify each block when its notification arrives: the data must already be there.
+          for (auto& a : arrived) {
+            REQUIRE(a.data >= 1000);
+            const auto& b = plan.at(a.data - 1000);
+            if (++seen[a.data] == 1 && fnv1a(dst.ptr + b.dst_off, b.len) == b.sum) verified++;
+          }
+          arrived.clear();
+          return done.size() == static_cast<size_t>(blocks) && seen.size() == static_cast<size_t>(blocks);
+        },
+        30s, &done, &arrived);
+    REQUIRE(finished);
+    CHECK(verified == blocks);
+    CHECK(std::all_of(done.begin(), done.end(), [](const completion& c) { return c.ok; }));
+    std::set<uint64_t> contexts;
+    for (auto& c : done) contexts.insert(c.context);
+    CHECK(contexts.size() == static_cast<size_t>(blocks));
+    CHECK(std::all_of(seen.begin(), seen.end(), [](auto& kv) { return kv.second == 1; }));
+    // Nothing else arrives later: every notification came exactly once.
+    pump(p.both(), [] { return false; }, 50ms, nullptr, &arrived);
+    CHECK(arrived.empty());
+    const auto st = p.a->stats();
+    CHECK(st.kv.transfers == static_cast<uint64_t>(blocks));
+    CHECK(st.kv.errors == 0);
+    CHECK(p.b->stats().arrivals == static_cast<uint64_t>(blocks));
+  }
+}
+
+TEST_CASE("loopback copies and reads go through the endpoint itself") {
+  for (const std::string provider : {"shm", "tcp"}) {
+    CAPTURE(provider);
+    auto opts = options(provider);
+    opts.slice_bytes = 64 << 10;
+    auto ep = endpoint::open(opts);
+    const uint32_t self = ep->connect(ep->address());
+    aligned_buffer dram(1 << 20), hbm(1 << 20), back(1 << 20);
+    fill_random(dram.ptr, dram.size, 3);
+    std::fill(hbm.ptr, hbm.ptr + hbm.size, std::byte{0});
+    auto dram_mr = ep->register_memory(dram.ptr, dram.size);
+    auto hbm_mr = ep->register_memory(hbm.ptr, hbm.size);
+    auto back_mr = ep->register_memory(back.ptr, back.size);
+    ep->write(traffic_class::kv, *dram_mr, 0, self, hbm_mr->remote(), 0, dram.size, 1, 77);
+    std::vector<completion> done;
+    std::vector<arrival> arrived;
+    REQUIRE(pump({ep.get()}, [&] { return done.size() == 1 && arrived.size() == 1; }, 10s, &done, &arrived));
+    CHECK(done[0].ok);
+    CHECK(arrived[0].data == 77);
+    CHECK(fnv1a(hbm.ptr, hbm.size) == fnv1a(dram.ptr, dram.size));
+    // A read pulls the bytes back into a third region.
+    ep->read(traffic_class::model, *back_mr, 0, self, hbm_mr->remote(), 0, hbm.size, 2);
+    REQUIRE(pump({ep.get()}, [&] { return done.size() == 2; }, 10s, &done));
+    CHECK(done[1].ok);
+    CHECK(fnv1a(back.ptr, back.size) == fnv1a(dram.ptr, dram.size));
+    CHECK(ep->stats().model.bytes == back.size);
+  }
+}
+
+TEST_CASE("rate cap holds within 10%") {
+  auto opts = options("shm");
+  opts.rate_gb_per_s = 0.04;  // 40 MB/s: the provider is >50x faster, so the cap decides
+  opts.slice_bytes = 256 << 10;
+  endpoint_pair p(opts);
+  const size_t bytes = 8 << 20;
+  aligned_buffer src(bytes), dst(bytes);
+  auto src_mr = p.a->register_memory(src.ptr, bytes);
+  auto dst_mr = p.b->register_memory(dst.ptr, bytes);
+  std::vector<completion> done;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 8; ++i) {
+    p.a->write(traffic_class::kv, *src_mr, i << 20, p.to_b, dst_mr->remote(), i << 20, 1 << 20, i);
+  }
+  REQUIRE(pump(p.both(), [&] { return done.size() == 8; }, 20s, &done));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double gb_per_s = bytes / secs / 1e9;
+  CAPTURE(gb_per_s);
+  CHECK(gb_per_s <= opts.rate_gb_per_s * 1.10);
+  CHECK(gb_per_s >= opts.rate_gb_per_s * 0.90);
+}
+
+TEST_CASE("model traffic overtakes queued kv traffic only with isolation on") {
+  for (const bool isolation : {true, false}) {
+    CAPTURE(isolation);
+    auto opts = options("shm");
+    opts.isolation = isolation;
+    opts.slice_bytes = 64 << 10;
+    opts.max_inflight = 2;
+    endpoint_pair p(opts);
+    aligned_buffer src(4 << 20), dst(4 << 20);
+    auto src_mr = p.a->register_memory(src.ptr, src.size);
+    auto dst_mr = p.b->register_memory(dst.ptr, dst.size);
+    const int kv_blocks = 64;
+    for (int i = 0; i < kv_blocks; ++i) {
+      p.a->write(traffic_class::kv, *src_mr, i << 16, p.to_b, dst_mr->remote(), i << 16, 64 << 10, i);
+    }
+    p.a->write(traffic_class::model, *src_mr, 0, p.to_b, dst_mr->remote(), 0, 4096, 999);
+    std::vector<completion> done;
+    REQUIRE(pump(p.both(), [&] { return done.size() == kv_blocks + 1; }, 10s, &done));
+    const auto pos = std::find_if(done.begin(), done.end(), [](auto& c) { return c.context == 999; }) - done.begin();
+    if (isolation) {
+      CHECK(pos <= 2);  // only kv slices already posted finish before it
+    } else {
+      CHECK(pos == kv_blocks);  // one FIFO: it waits behind every kv block
+    }
+  }
+}
+
+TEST_CASE("out-of-range transfers, unknown peers and bad keys give error completions") {
+  for (const std::string provider : {"shm", "tcp"}) {
+    CAPTURE(provider);
+    endpoint_pair p(options(provider));
+    aligned_buffer src(64 << 10), dst(64 << 10);
+    auto src_mr = p.a->register_memory(src.ptr, src.size);
+    auto dst_mr = p.b->register_memory(dst.ptr, dst.size);
+    p.a->write(traffic_class::kv, *src_mr, 0, p.to_b, dst_mr->remote(), 60 << 10, 8 << 10, 1);
+    p.a->write(traffic_class::kv, *src_mr, 64 << 10, p.to_b, dst_mr->remote(), 0, 1, 2);
+    p.a->write(traffic_class::kv, *src_mr, 0, 17, dst_mr->remote(), 0, 1024, 3);
+    auto bad_key = dst_mr->remote();
+    bad_key.key += 0x5a5a;
+    p.a->write(traffic_class::kv, *src_mr, 0, p.to_b, bad_key, 0, 32 << 10, 4, 5);
+    std::vector<completion> done;
+    REQUIRE(pump(p.both(), [&] { return done.size() == 4; }, 10s, &done));
+    std::map<uint64_t, completion> by_context;
+    for (auto& c : done) by_context[c.context] = c;
+    CHECK_FALSE(by_context[1].ok);
+    CHECK(by_context[1].error.find("remote range") != std::string::npos);
+    CHECK_FALSE(by_context[2].ok);
+    CHECK(by_context[2].error.find("local range") != std::string::npos);
+    CHECK_FALSE(by_context[3].ok);
+    CHECK(by_context[3].error.find("unknown peer 17") != std::string::npos);
+    CHECK_FALSE(by_context[4].ok);
+    CHECK(p.a->stats().kv.errors == 4);
+  }
+}
+
+TEST_CASE("a closed peer yields an error completion within the timeout") {
+  for (const std::string provider : {"shm", "tcp"}) {
+    CAPTURE(provider);
+    auto opts = options(provider);
+    opts.timeout = 300ms;
+    endpoint_pair p(opts);
+    aligned_buffer src(64 << 10), dst(64 << 10);
+    auto src_mr = p.a->register_memory(src.ptr, src.size);
+    auto dst_mr = p.b->register_memory(dst.ptr, dst.size);
+    const auto remote = dst_mr->remote();
+    // One good transfer first, so the peer is known to be alive and connected.
+    std::vector<completion> done;
+    p.a->write(traffic_class::kv, *src_mr, 0, p.to_b, remote, 0, 4096, 1);
+    REQUIRE(pump(p.both(), [&] { return done.size() == 1; }, 10s, &done));
+    REQUIRE(done[0].ok);
+    dst_mr.reset();
+    p.b.reset();
+    for (int i = 0; i < 4; ++i) p.a->write(traffic_class::kv, *src_mr, 0, p.to_b, remote, 0, 32 << 10, 10 + i);
+    // Bounded by the timeout (plus slack for a loaded machine), never a hang.
+    REQUIRE(pump({p.a.get()}, [&] { return done.size() == 5; }, 5s, &done));
+    for (size_t i = 1; i < done.size(); ++i) {
+      CHECK_FALSE(done[i].ok);
+      CHECK_FALSE(done[i].error.empty());
+    }
+  }
+}
+
+TEST_CASE("registration refuses zero-length and unaligned regions with a clear message") {
+  auto ep = endpoint::open(options("shm"));
+  aligned_buffer buf(4096);
+  CHECK_THROWS_WITH_AS(ep->register_memory(buf.ptr, 0), doctest::Contains("zero-length"), dualpath::user_error);
+  CHECK_THROWS_WITH_AS(ep->register_memory(buf.ptr + 3, 64), doctest::Contains("not 8-byte aligned"),
+                       dualpath::user_error);
+  CHECK_THROWS_WITH_AS(ep->register_memory(nullptr, 64), doctest::Contains("null"), dualpath::user_error);
+}
+
+TEST_CASE("an unknown provider is refused by name") {
+  fabric_options o;
+  o.provider = "no-such-provider";
+  CHECK_THROWS_WITH_AS(endpoint::open(o), doctest::Contains("no-such-provider"), dualpath::user_error);
+}

@@ -1,0 +1,143 @@
+// Two processes (fork): Layer Blocks cross a real process boundary, and a peer process that exits
+// turns later transfers into error completions within the timeout.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "tests/transport/transport_helpers.hpp"
+
+using namespace dualpath::transport;
+using namespace dualpath::transport::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+bool write_all(int fd, const void* p, size_t n) {
+  auto* c = static_cast<const char*>(p);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, c, n);
+    if (w <= 0) return false;
+    c += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool read_all(int fd, void* p, size_t n) {
+  auto* c = static_cast<char*>(p);
+  while (n > 0) {
+    const ssize_t r = ::read(fd, c, n);
+    if (r <= 0) return false;
+    c += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool send_bytes(int fd, const address_bytes& a) {
+  const uint64_t n = a.size();
+  return write_all(fd, &n, sizeof(n)) && write_all(fd, a.data(), a.size());
+}
+
+bool recv_bytes(int fd, address_bytes& a) {
+  uint64_t n = 0;
+  if (!read_all(fd, &n, sizeof(n)) || n > 4096) return false;
+  a.resize(n);
+  return read_all(fd, a.data(), n);
+}
+
+constexpr int blocks = 500;
+constexpr size_t block_bytes = 16 << 10;
+
+// The receiving process: registers a buffer, hands out its address and region, waits for every
+// notification, replies with the checksum of what landed and exits. Never returns.
+[[noreturn]] void child(const std::string& provider, int to_parent, int from_parent) {
+  int rc = 1;
+  try {
+    fabric_options o;
+    o.provider = provider;
+    auto ep = endpoint::open(o);
+    aligned_buffer buf(blocks * block_bytes);
+    auto mr = ep->register_memory(buf.ptr, buf.size);
+    const auto remote = mr->remote();
+    address_bytes parent;
+    if (send_bytes(to_parent, ep->address()) && write_all(to_parent, &remote, sizeof(remote)) &&
+        recv_bytes(from_parent, parent)) {
+      ep->connect(parent);
+      size_t arrived = 0;
+      std::vector<arrival> got;
+      const bool ok = pump({ep.get()}, [&] { return got.size() >= blocks; }, 20s, nullptr, &got);
+      arrived = got.size();
+      const uint64_t sum = ok ? fnv1a(buf.ptr, buf.size) : 0;
+      write_all(to_parent, &arrived, sizeof(arrived));
+      write_all(to_parent, &sum, sizeof(sum));
+      rc = 0;
+    }
+  } catch (...) {
+  }
+  _exit(rc);
+}
+
+}  // namespace
+
+TEST_CASE("Layer Blocks cross a process boundary; a peer process that exits yields error completions") {
+  for (const std::string provider : {"shm", "tcp"}) {
+    CAPTURE(provider);
+    int up[2], down[2];
+    REQUIRE(pipe(up) == 0);
+    REQUIRE(pipe(down) == 0);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      close(up[0]);
+      close(down[1]);
+      child(provider, up[1], down[0]);
+    }
+    close(up[1]);
+    close(down[0]);
+    fabric_options o;
+    o.provider = provider;
+    o.timeout = 500ms;
+    o.slice_bytes = 4096;  // each block is four slices
+    auto ep = endpoint::open(o);
+    address_bytes child_address;
+    remote_region remote;
+    REQUIRE(recv_bytes(up[0], child_address));
+    REQUIRE(read_all(up[0], &remote, sizeof(remote)));
+    REQUIRE(send_bytes(down[1], ep->address()));
+    const uint32_t peer = ep->connect(child_address);
+
+    aligned_buffer src(blocks * block_bytes);
+    fill_random(src.ptr, src.size, 99);
+    auto mr = ep->register_memory(src.ptr, src.size);
+    for (int i = 0; i < blocks; ++i) {
+      ep->write(traffic_class::kv, *mr, i * block_bytes, peer, remote, i * block_bytes, block_bytes, i, i);
+    }
+    std::vector<completion> done;
+    REQUIRE(pump({ep.get()}, [&] { return done.size() == blocks; }, 20s, &done));
+    CHECK(std::all_of(done.begin(), done.end(), [](auto& c) { return c.ok; }));
+    size_t child_arrivals = 0;
+    uint64_t child_sum = 0;
+    REQUIRE(read_all(up[0], &child_arrivals, sizeof(child_arrivals)));
+    REQUIRE(read_all(up[0], &child_sum, sizeof(child_sum)));
+    CHECK(child_arrivals == blocks);
+    CHECK(child_sum == fnv1a(src.ptr, src.size));
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    close(up[0]);
+    close(down[1]);
+
+    // The peer process is gone: every further transfer must fail, bounded by the timeout.
+    done.clear();
+    for (int i = 0; i < 8; ++i) ep->write(traffic_class::kv, *mr, 0, peer, remote, 0, block_bytes, 100 + i, i);
+    REQUIRE(pump({ep.get()}, [&] { return done.size() == 8; }, 10s, &done));
+    for (auto& c : done) {
+      CHECK_FALSE(c.ok);
+      CHECK(c.error.find("peer") != std::string::npos);
+    }
+  }
+}

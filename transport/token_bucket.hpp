@@ -1,0 +1,33 @@
+#pragma once
+// Rate cap of an emulated CNIC: a token bucket in bytes. A slice may start when the bucket is not in
+// debt and then charges its full size, so the long-run rate equals the cap whatever the slice size,
+// and the burst after an idle period is at most `burst_bytes`.
+#include <chrono>
+#include <cstdint>
+
+namespace dualpath::transport {
+
+class token_bucket {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  // rate_bytes_per_s <= 0 means uncapped.
+  token_bucket(double rate_bytes_per_s, double burst_bytes);
+
+  bool capped() const { return rate_ > 0; }
+  // True when a slice may start at `now`.
+  bool ready(clock::time_point now);
+  void charge(uint64_t bytes);
+  // How long until ready() turns true (zero when ready or uncapped).
+  std::chrono::nanoseconds wait_time(clock::time_point now);
+
+ private:
+  void refill(clock::time_point now);
+
+  double rate_;
+  double burst_;
+  double tokens_ = 0;
+  clock::time_point last_;
+};
+
+}  // namespace dualpath::transport
