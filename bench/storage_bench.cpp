@@ -1,0 +1,290 @@
+#include "bench/storage_bench.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "core/errors.hpp"
+#include "storage/block_files.hpp"
+#include "storage/block_store.hpp"
+#include "storage/snic_gate.hpp"
+
+namespace dualpath::bench {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using namespace dualpath::storage;
+
+double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, size_t(p * double(v.size() - 1) + 0.5))];
+}
+
+// The buffered pages of the block files, if reads fall back to buffered I/O.
+void drop_cache(const std::string& dir, const std::vector<block_key>& keys) {
+  for (block_key k : keys) {
+    const int fd = ::open(block_path(dir, k).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+}
+
+struct read_pass {
+  double gb_per_s = 0;
+  std::vector<double> latencies_us;
+};
+
+// Reads every key once with `depth` reads outstanding, reusing `depth` buffers.
+read_pass read_all(block_store& store, const std::vector<block_key>& keys, uint32_t depth) {
+  std::vector<aligned_buffer> bufs;
+  for (uint32_t i = 0; i < depth; ++i) bufs.push_back(make_aligned_buffer(store.read_buffer_bytes()));
+  std::vector<uint64_t> free_slots;
+  for (uint64_t i = 0; i < depth; ++i) free_slots.push_back(i);
+  std::vector<clock_type::time_point> started(depth);
+  read_pass pass;
+  size_t next = 0, done = 0;
+  uint64_t bytes = 0;
+  const auto t0 = clock_type::now();
+  const auto deadline = t0 + std::chrono::minutes(10);
+  while (done < keys.size()) {
+    std::vector<read_request> batch;
+    while (next < keys.size() && !free_slots.empty()) {
+      const uint64_t slot = free_slots.back();
+      free_slots.pop_back();
+      started[slot] = clock_type::now();
+      batch.push_back({keys[next++], bufs[slot].get(), slot});
+    }
+    store.submit(std::move(batch));
+    for (const auto& c : store.poll(std::chrono::milliseconds(100))) {
+      if (!c.ok) throw std::runtime_error(fmt::format("benchmark read of {} failed: {}", key_hex(c.key), c.reason));
+      pass.latencies_us.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - started[c.user_data]).count());
+      bytes += c.bytes_read;
+      free_slots.push_back(c.user_data);
+      ++done;
+    }
+    if (clock_type::now() > deadline) throw std::runtime_error("benchmark reads did not finish in 10 minutes");
+  }
+  pass.gb_per_s = double(bytes) / seconds_since(t0) / 1e9;
+  return pass;
+}
+
+// Runs fio's sequential io_uring read with the same block size and depth on the same directory.
+double run_fio(const std::string& dir, uint64_t bs, uint32_t depth, uint64_t size, bool direct, std::string* err) {
+  const std::string cmd = fmt::format(
+      "fio --name=dualpath-bench --directory='{}' --rw=read --bs={} --iodepth={} --size={} --direct={} "
+      "--ioengine=io_uring --output-format=json 2>&1",
+      dir, bs, depth, size, direct ? 1 : 0);
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) {
+    *err = "cannot start fio";
+    return 0;
+  }
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int rc = ::pclose(p);
+  const auto brace = out.find('{');
+  if (rc != 0 || brace == std::string::npos) {
+    *err = fmt::format("fio failed (exit {}): {}", rc, out.substr(0, 200));
+    return 0;
+  }
+  try {
+    const auto j = nlohmann::json::parse(out.substr(brace));
+    return j.at("jobs").at(0).at("read").at("bw_bytes").get<double>() / 1e9;
+  } catch (const std::exception& e) {
+    *err = fmt::format("cannot parse fio output: {}", e.what());
+    return 0;
+  }
+}
+
+}  // namespace
+
+storage_bench_result run_storage_bench(const storage_bench_options& o) {
+  if (o.dir.empty()) throw user_error("bench storage: --dir is required");
+  if (o.blocks == 0) throw user_error("bench storage: --blocks must be > 0");
+  if (o.depth == 0 || o.depth > 4096) throw user_error("bench storage: --depth must be in 1..4096");
+  if (o.layers == 0 || o.block_bytes % (uint64_t(o.layers) * 64) != 0)
+    throw user_error(fmt::format("bench storage: --block-bytes {} is not a multiple of layers x 64 tokens ({})",
+                                 o.block_bytes, uint64_t(o.layers) * 64));
+  if (o.repeats == 0) throw user_error("bench storage: --repeats must be > 0");
+  if (o.cap_gb_per_s < 0) throw user_error("bench storage: --cap must be >= 0");
+
+  block_format f{0xbe9c4, o.layers, 64, uint32_t(o.block_bytes / o.layers / 64)};
+  f.validate();
+  if (double(f.file_bytes()) * o.blocks > 64e9)
+    throw user_error("bench storage: --blocks x --block-bytes exceeds 64 GB");
+  const std::string work = fmt::format("{}/dualpath-bench-{}", o.dir, ::getpid());
+  std::error_code ec;
+  std::filesystem::create_directories(work, ec);
+  if (ec) throw user_error(fmt::format("bench storage: cannot create {}: {}", work, ec.message()));
+  struct cleanup {
+    std::string dir;
+    ~cleanup() {
+      std::error_code e;
+      std::filesystem::remove_all(dir, e);
+    }
+  } cleanup_guard{work};
+
+  storage_bench_result r;
+  r.block_bytes = o.block_bytes;
+  r.file_bytes = f.file_bytes();
+  r.blocks = o.blocks;
+  r.depth = o.depth;
+
+  store_options so;
+  so.dir = work + "/store";
+  so.format = f;
+  so.queue_depth = o.depth;
+  so.fsync = o.fsync;
+  auto store = block_store::open(so);
+
+  // Writes: one chain of distinct blocks.
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < o.blocks; ++i) ids.push_back(i);
+  const auto keys = block_keys_from_ids(ids);
+  std::vector<std::byte> payload(f.payload_bytes());
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = std::byte(i * 131 + 7);
+  const auto tw = clock_type::now();
+  block_key parent = 0;
+  for (block_key k : keys) {
+    const auto w = store->write(k, parent, payload.data());
+    if (!w.ok) throw user_error(fmt::format("bench storage: write failed in {}: {}", so.dir, w.reason));
+    parent = k;
+  }
+  r.write_gb_per_s = double(f.file_bytes()) * o.blocks / seconds_since(tw) / 1e9;
+
+  // Reads: medians over passes; the order is shuffled so no pass is a sequential scan of one file.
+  auto order = keys;
+  std::vector<double> gbps, lat;
+  for (uint32_t rep = 0; rep < o.repeats; ++rep) {
+    drop_cache(so.dir, keys);
+    std::rotate(order.begin(), order.begin() + (order.size() / 3), order.end());
+    auto pass = read_all(*store, order, o.depth);
+    gbps.push_back(pass.gb_per_s);
+    lat.insert(lat.end(), pass.latencies_us.begin(), pass.latencies_us.end());
+  }
+  r.read_gb_per_s = median(gbps);
+  r.read_p50_us = percentile(lat, 0.5);
+  r.read_p99_us = percentile(lat, 0.99);
+  r.direct_io = store->stats().direct_io;
+
+  if (o.cap_gb_per_s > 0) {
+    // Read cap_bytes through a capped gate, cycling over the stored blocks.
+    const uint64_t n = std::max<uint64_t>(1, (o.cap_bytes + f.file_bytes() - 1) / f.file_bytes());
+    if (double(n) * f.file_bytes() > 8e9) throw user_error("bench storage: --cap-bytes above 8 GB");
+    std::vector<aligned_buffer> bufs;
+    std::vector<read_request> batch;
+    for (uint64_t i = 0; i < n; ++i) {
+      bufs.push_back(make_aligned_buffer(f.file_bytes()));
+      batch.push_back({keys[i % keys.size()], bufs.back().get(), i});
+    }
+    drop_cache(so.dir, keys);
+    snic_gate gate(*store, o.cap_gb_per_s, o.depth);
+    const auto tc = clock_type::now();
+    gate.submit(std::move(batch));
+    uint64_t got = 0, bytes = 0;
+    while (got < n && seconds_since(tc) < 600) {
+      for (const auto& c : gate.poll(std::chrono::milliseconds(50))) {
+        ++got;
+        bytes += c.bytes_read;
+      }
+    }
+    r.cap_seconds = seconds_since(tc);
+    r.cap_bytes = bytes;
+    r.cap_gb_per_s = o.cap_gb_per_s;
+    r.cap_expected_seconds = double(bytes) / (o.cap_gb_per_s * 1e9);
+  }
+  store.reset();
+
+  if (o.fio) {
+    const uint64_t size = f.file_bytes() * o.blocks;
+    std::string err;
+    std::vector<double> runs;
+    const std::string fio_dir = work + "/fio";
+    std::filesystem::create_directories(fio_dir, ec);
+    bool direct = true;
+    for (uint32_t rep = 0; rep < o.repeats && err.empty(); ++rep) {
+      double v = run_fio(fio_dir, f.file_bytes(), o.depth, size, direct, &err);
+      if (v == 0 && direct && rep == 0) {  // O_DIRECT refused here (tmpfs): buffered, as our reads do
+        err.clear();
+        direct = false;
+        v = run_fio(fio_dir, f.file_bytes(), o.depth, size, direct, &err);
+      }
+      if (v > 0) runs.push_back(v);
+    }
+    r.fio_read_gb_per_s = median(runs);
+    r.fio_direct = direct;
+    r.fio_note = err.empty() ? fmt::format("fio --rw=read --ioengine=io_uring --direct={} --bs={} --iodepth={}",
+                                           direct ? 1 : 0, f.file_bytes(), o.depth)
+                             : err;
+    if (!err.empty()) spdlog::warn("bench storage: {}", err);
+  } else {
+    r.fio_note = "fio not run";
+  }
+  return r;
+}
+
+std::string storage_bench_result::to_json() const {
+  nlohmann::json j;
+  j["block_bytes"] = block_bytes;
+  j["file_bytes"] = file_bytes;
+  j["blocks"] = blocks;
+  j["depth"] = depth;
+  j["direct_io"] = direct_io;
+  j["write_gb_per_s"] = write_gb_per_s;
+  j["read_gb_per_s"] = read_gb_per_s;
+  j["read_p50_us"] = read_p50_us;
+  j["read_p99_us"] = read_p99_us;
+  j["fio_read_gb_per_s"] = fio_read_gb_per_s;
+  j["fio_direct"] = fio_direct;
+  j["read_vs_fio"] = fio_read_gb_per_s > 0 ? read_gb_per_s / fio_read_gb_per_s : 0.0;
+  j["fio_note"] = fio_note;
+  if (cap_gb_per_s > 0) {
+    j["cap_gb_per_s"] = cap_gb_per_s;
+    j["cap_bytes"] = cap_bytes;
+    j["cap_seconds"] = cap_seconds;
+    j["cap_expected_seconds"] = cap_expected_seconds;
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string storage_bench_result::to_text() const {
+  std::string s = fmt::format("blocks {} x {} B payload ({} B files), depth {}, {} reads\n", blocks, block_bytes,
+                              file_bytes, depth, direct_io ? "O_DIRECT" : "buffered");
+  s += fmt::format("write   {:8.3f} GB/s\n", write_gb_per_s);
+  s += fmt::format("read    {:8.3f} GB/s   p50 {:.0f} us   p99 {:.0f} us\n", read_gb_per_s, read_p50_us, read_p99_us);
+  if (fio_read_gb_per_s > 0)
+    s += fmt::format("fio     {:8.3f} GB/s   ours/fio {:.2f}   ({})\n", fio_read_gb_per_s,
+                     read_gb_per_s / fio_read_gb_per_s, fio_note);
+  else
+    s += fmt::format("fio     not measured ({})\n", fio_note);
+  if (cap_gb_per_s > 0)
+    s += fmt::format("cap     {} B at {} GB/s took {:.3f} s (expected {:.3f} s, ratio {:.3f})\n", cap_bytes,
+                     cap_gb_per_s, cap_seconds, cap_expected_seconds, cap_seconds / cap_expected_seconds);
+  return s;
+}
+
+}  // namespace dualpath::bench
