@@ -1,0 +1,61 @@
+#include "core/hardware.hpp"
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+
+namespace dualpath {
+
+double gpu_profile::seconds_for(double flops, double mfu) const {
+  if (!(mfu > 0 && mfu <= 1)) throw user_error(fmt::format("MFU must be in (0, 1], got {}", mfu));
+  return flops / (dense_tflops * 1e12 * mfu);
+}
+
+const std::vector<gpu_profile>& gpu_profiles() {
+  // Peak dense (no sparsity) tensor throughput from the vendors' data sheets.
+  static const std::vector<gpu_profile> gpus = {
+      {"h800", "NVIDIA H800 SXM (the paper's cluster)", 989, "fp8", 80, 3350},
+      {"h100", "NVIDIA H100 SXM", 989, "fp8", 80, 3350},
+      {"h200", "NVIDIA H200 SXM", 989, "fp8", 141, 4800},
+      {"h20", "NVIDIA H20", 296, "fp8", 96, 4000},
+      {"a100", "NVIDIA A100 SXM 80GB (no FP8)", 312, "bf16", 80, 2039},
+  };
+  return gpus;
+}
+
+const std::vector<node_profile>& node_profiles() {
+  // g = 8 GPUs, one 400 Gbps CNIC (~50 GB/s) per GPU, one SNIC of s·B per node (DESIGN §2, §5).
+  static const std::vector<node_profile> nodes = {
+      {"h800-8", "8× H800, 8 CNICs + 1 SNIC of 400 Gbps, 500 GB/s DRAM (the paper's nodes)", "h800", 8, 50, 1, 500},
+      {"h100-8", "8× H100, 8 CNICs + 1 SNIC of 400 Gbps, 500 GB/s DRAM", "h100", 8, 50, 1, 500},
+      {"h200-8", "8× H200, 8 CNICs + 2 SNICs of 400 Gbps, 600 GB/s DRAM", "h200", 8, 50, 2, 600},
+  };
+  return nodes;
+}
+
+namespace {
+template <class T>
+const T& find_by_name(const std::vector<T>& list, const std::string& name, const char* what) {
+  std::string known;
+  for (const auto& item : list) {
+    if (item.name == name) return item;
+    known += (known.empty() ? "" : ", ") + item.name;
+  }
+  throw user_error(fmt::format("unknown {} '{}' (known: {})", what, name, known));
+}
+}  // namespace
+
+const gpu_profile& find_gpu(const std::string& name) { return find_by_name(gpu_profiles(), name, "GPU profile"); }
+const node_profile& find_node(const std::string& name) { return find_by_name(node_profiles(), name, "node profile"); }
+
+double alpha_tokens(const node_profile& node, uint64_t kv_bytes_per_token, double seconds) {
+  if (kv_bytes_per_token == 0) throw user_error("alpha: KV bytes per token must be positive");
+  return node.snic_gb_per_s() * 1e9 * seconds / double(kv_bytes_per_token);
+}
+
+double beta_tokens(const gpu_profile& gpu, double flops_per_token, double mfu, double seconds) {
+  if (!(flops_per_token > 0)) throw user_error("beta: FLOPs per token must be positive");
+  return seconds / gpu.seconds_for(flops_per_token, mfu);
+}
+
+}  // namespace dualpath
