@@ -78,6 +78,13 @@ void check_runnable(const model_spec& m) {
 
 model_weights generate_weights(const model_spec& spec, uint64_t seed) {
   check_runnable(spec);
+  if (!spec.runnable) {
+    std::string names;
+    for (const auto& m : model_catalog())
+      if (m.runnable) names += (names.empty() ? "" : ", ") + m.name;
+    throw user_error("model '" + spec.name + "' is too large for seeded cpu/cuda weights (runnable: " + names +
+                     "; use the modeled backend)");
+  }
   model_weights w;
   w.spec = spec;
   for (const auto& d : tensor_defs(spec)) {

@@ -17,6 +17,7 @@ namespace {
 model_spec qwen_tiny() {  // the Qwen2 variant: tiny with QKV bias
   model_spec m = find_model("tiny");
   m.name = "tiny-qwen2";
+  m.runnable = true;
   m.qkv_bias = true;
   m.rope_theta = 1000000.0;
   m.rms_eps = 1e-6;
@@ -186,6 +187,7 @@ TEST_CASE("cpu backend rejects malformed passes") {
   auto pass2 = be->begin_prefill({prefill_item{1, 0, {1}, true}});
   CHECK_THROWS_AS(pass2->finish(), std::logic_error);
   CHECK_THROWS_AS(make_backend({"cpu", "deepseek-v3.2"}), user_error);
+  CHECK_THROWS_AS(make_backend({"cpu", "qwen2.5-32b"}), user_error);  // Llama-style but far too big to generate
 }
 
 TEST_CASE("cpu backend fit is measured and positive") {

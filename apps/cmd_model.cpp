@@ -1,0 +1,53 @@
+// `dualpath model init`: writes a Hugging Face style model directory (config.json + safetensors) with seeded
+// weights for a runnable catalog model. Tests and demos use it; nothing is ever downloaded.
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "apps/command_registry.hpp"
+#include "core/errors.hpp"
+#include "gpu/model_dir.hpp"
+#include "gpu/model_weights.hpp"
+
+namespace {
+
+struct init_options {
+  std::string model = "tiny";
+  std::string out;
+  uint64_t seed = 1;
+  std::string dtype = "bf16";
+  uint32_t shards = 1;
+};
+
+void run_init(const init_options& o) {
+  const auto& spec = dualpath::find_model(o.model);
+  const auto dtype = dualpath::gpu::parse_dtype(o.dtype);
+  if (o.shards == 0) throw dualpath::user_error("model init: --shards must be at least 1");
+  if (std::filesystem::exists(std::filesystem::path(o.out) / "config.json"))
+    throw dualpath::user_error("model init: " + o.out + " already holds a model (config.json); choose another -o");
+  const auto w = dualpath::gpu::generate_weights(spec, o.seed);
+  dualpath::gpu::write_model_dir(o.out, w, dtype, o.shards);
+  uint64_t params = 0;
+  for (const auto& t : w.tensors) params += t.size();
+  dualpath::cli::print(fmt::format("wrote {} ({} layers, hidden {}, {:.1f}M parameters, {}, seed {}{}) to {}\n",
+                                   spec.name, spec.layers, spec.hidden, params / 1e6, dualpath::gpu::to_string(dtype),
+                                   o.seed, o.shards > 1 ? fmt::format(", {} shards", o.shards) : "", o.out));
+}
+
+void setup(CLI::App& root) {
+  auto& model = dualpath::cli::group(root, "model", "Model directories (weights for the cpu/cuda backends)");
+  auto opts = std::make_shared<init_options>();
+  auto* init = model.add_subcommand("init", "Write a seeded model directory (config.json + model.safetensors)");
+  init->add_option("--model", opts->model, "Runnable catalog model (tiny, small)")->capture_default_str();
+  init->add_option("-o,--out", opts->out, "Output directory")->required();
+  init->add_option("--seed", opts->seed, "Weight seed (same seed = same weights as the in-memory catalog model)")
+      ->capture_default_str();
+  init->add_option("--dtype", opts->dtype, "Tensor dtype: bf16, f16 or f32")->capture_default_str();
+  init->add_option("--shards", opts->shards, "Split into this many safetensors files with an index")
+      ->capture_default_str();
+  init->callback([opts] { run_init(*opts); });
+}
+
+}  // namespace
+
+DUALPATH_COMMAND(setup);
