@@ -70,25 +70,29 @@ std::vector<model_spec> build_catalog() {
 
   model_spec v3 = v32;
   v3.name = "deepseek-v3";
-  v3.description = "DeepSeek-V3: MoE, dense MLA";
+  v3.description = "DeepSeek-V3: MoE, dense MLA, BF16 latent cache";
   v3.attention = attention_kind::mla;
+  // V3's reference inference caches the 512-d latent and the 64-d rope key in BF16; the FP8 latent
+  // format (656 B) arrived with V3.2.
+  v3.kv_bytes_per_token_layer = (512 + 64) * 2;
   v3.dsa_top_k = 0;
   v3.indexer_heads = 0;
   v3.indexer_dim = 0;
   c.push_back(v3);
 
   // The paper's internal DS 27B (appendix A.2): 30 layers, hidden 2560, 72 routed experts,
-  // indexer top-k 1024, MLA cache as V3.2. Head counts and activated parameters are scaled
-  // from V3.2 by hidden size (the paper does not print them).
+  // indexer top-k 1024, MLA cache as V3.2. The paper does not print head counts or activated
+  // parameters, so they are scaled from V3.2: heads by hidden size (128·2560/7168 = 45.7 -> 48,
+  // indexer 64 -> 24), activated parameters by layers × hidden² (37e9·30/61·(2560/7168)² = 2.3e9).
   model_spec d27 = v32;
   d27.name = "ds-27b";
   d27.description = "DS 27B (paper's internal model): MoE, MLA with DSA, 30 layers";
   d27.layers = 30;
   d27.hidden = 2560;
-  d27.heads = 32;
+  d27.heads = 48;
   d27.dsa_top_k = 1024;
-  d27.indexer_heads = 32;
-  d27.active_params = 3.6e9;
+  d27.indexer_heads = 24;
+  d27.active_params = 37e9 * 30.0 / 61.0 * (2560.0 / 7168.0) * (2560.0 / 7168.0);
   d27.total_params = 27e9;
   c.push_back(d27);
 
