@@ -176,7 +176,13 @@ storage_bench_result run_storage_bench(const storage_bench_options& o) {
   }
   r.write_gb_per_s = double(f.file_bytes()) * o.blocks / seconds_since(tw) / 1e9;
 
-  // Reads: medians over passes; the order is shuffled so no pass is a sequential scan of one file.
+  // Reads, interleaved with fio runs on the same directory so both see the same disk conditions;
+  // medians over passes. The key order rotates between passes.
+  const uint64_t fio_size = f.file_bytes() * o.blocks;
+  const std::string fio_dir = work + "/fio";
+  std::string fio_err = o.fio ? "" : "fio not run";
+  bool fio_direct = true;
+  std::vector<double> fio_runs;
   auto order = keys;
   std::vector<double> gbps, lat;
   for (uint32_t rep = 0; rep < o.repeats; ++rep) {
@@ -185,11 +191,27 @@ storage_bench_result run_storage_bench(const storage_bench_options& o) {
     auto pass = read_all(*store, order, o.depth);
     gbps.push_back(pass.gb_per_s);
     lat.insert(lat.end(), pass.latencies_us.begin(), pass.latencies_us.end());
+    if (fio_err.empty()) {
+      std::filesystem::create_directories(fio_dir, ec);
+      double v = run_fio(fio_dir, f.file_bytes(), o.depth, fio_size, fio_direct, &fio_err);
+      if (v == 0 && fio_direct && rep == 0) {  // O_DIRECT refused here (old tmpfs): buffered, as our reads
+        fio_err.clear();
+        fio_direct = false;
+        v = run_fio(fio_dir, f.file_bytes(), o.depth, fio_size, fio_direct, &fio_err);
+      }
+      if (v > 0) fio_runs.push_back(v);
+    }
   }
   r.read_gb_per_s = median(gbps);
   r.read_p50_us = percentile(lat, 0.5);
   r.read_p99_us = percentile(lat, 0.99);
   r.direct_io = store->stats().direct_io;
+  r.fio_read_gb_per_s = median(fio_runs);
+  r.fio_direct = fio_direct;
+  r.fio_note = fio_err.empty() ? fmt::format("fio --rw=read --ioengine=io_uring --direct={} --bs={} --iodepth={}",
+                                             fio_direct ? 1 : 0, f.file_bytes(), o.depth)
+                               : fio_err;
+  if (o.fio && !fio_err.empty()) spdlog::warn("bench storage: {}", fio_err);
 
   if (o.cap_gb_per_s > 0) {
     // Read cap_bytes through a capped gate, cycling over the stored blocks.
@@ -219,31 +241,6 @@ storage_bench_result run_storage_bench(const storage_bench_options& o) {
   }
   store.reset();
 
-  if (o.fio) {
-    const uint64_t size = f.file_bytes() * o.blocks;
-    std::string err;
-    std::vector<double> runs;
-    const std::string fio_dir = work + "/fio";
-    std::filesystem::create_directories(fio_dir, ec);
-    bool direct = true;
-    for (uint32_t rep = 0; rep < o.repeats && err.empty(); ++rep) {
-      double v = run_fio(fio_dir, f.file_bytes(), o.depth, size, direct, &err);
-      if (v == 0 && direct && rep == 0) {  // O_DIRECT refused here (tmpfs): buffered, as our reads do
-        err.clear();
-        direct = false;
-        v = run_fio(fio_dir, f.file_bytes(), o.depth, size, direct, &err);
-      }
-      if (v > 0) runs.push_back(v);
-    }
-    r.fio_read_gb_per_s = median(runs);
-    r.fio_direct = direct;
-    r.fio_note = err.empty() ? fmt::format("fio --rw=read --ioengine=io_uring --direct={} --bs={} --iodepth={}",
-                                           direct ? 1 : 0, f.file_bytes(), o.depth)
-                             : err;
-    if (!err.empty()) spdlog::warn("bench storage: {}", err);
-  } else {
-    r.fio_note = "fio not run";
-  }
   return r;
 }
 
