@@ -23,6 +23,13 @@ struct Fetch;
 struct Assignments;
 struct PolicyStatus;
 struct SchedulerStats;
+struct TurnPayload;
+struct Handoff;
+struct TurnResult;
+struct LoadBlocks;
+struct LoadResult;
+struct Slots;
+struct CopyBatch;
 }  // namespace dualpath::schema
 
 namespace dualpath::actors {
@@ -75,4 +82,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(dualpath, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::Assignments>))
   CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::PolicyStatus>))
   CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::SchedulerStats>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::TurnPayload>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::Handoff>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::TurnResult>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::LoadBlocks>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::LoadResult>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::Slots>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::CopyBatch>))
 CAF_END_TYPE_ID_BLOCK(dualpath)

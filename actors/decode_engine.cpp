@@ -1,0 +1,291 @@
+// Decode engine: takes prefilled requests from its node's DE buffer into HBM, decodes every request it
+// holds in one batch per step, persists each Full Block as it fills, and answers the agent client.
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <map>
+
+#include "actors/engines.hpp"
+#include "actors/runtime_messages.hpp"
+
+namespace dualpath::actors {
+
+namespace {
+
+using runtime::copy_op;
+using runtime::region_kind;
+
+struct de_request {
+  handoff_info info;
+  gpu::hbm_allocation hbm;          // Full Blocks for prompt + generation, [block][layer][token][bytes]
+  std::vector<int32_t> sequence;    // prompt + generated tokens
+  std::vector<block_key> keys;      // chain keys of the blocks persisted or known so far
+  uint32_t position = 0;            // tokens whose KV is in HBM
+  std::vector<int32_t> generated;
+  uint32_t persisted_upto = 0;      // blocks [0, persisted_upto) are in storage
+};
+
+struct decode_state {
+  static inline const char* name = "decode_engine";
+  engine_actor::pointer self = nullptr;
+  engine_setup setup;
+  gpu::hbm_arena* hbm = nullptr;
+  std::deque<handoff_info> waiting;    // prefilled, waiting for HBM
+  std::map<uint64_t, de_request> active;
+  uint32_t admitting = 0;
+  bool stepping = false;
+
+  const cluster_view& view() const { return *setup.view; }
+  const runtime::kv_geometry& geo() const { return setup.view->geometry; }
+  uint32_t node() const { return view().node_of(setup.engine); }
+  caf::timespan timeout() const {
+    return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view().timeout_s));
+  }
+
+  void init(engine_actor::pointer s, engine_setup st) {
+    self = s;
+    setup = std::move(st);
+    hbm = &setup.io->hbm(setup.engine);
+    report();
+  }
+
+  void report() {
+    uint64_t tok = 0;
+    for (auto& w : waiting) tok += w.payload.tokens.size() + w.payload.gen;
+    for (auto& [id, r] : active) tok += r.sequence.size() + r.info.payload.gen - r.generated.size();
+    self->send(view().leaders[node()], atom::engine_st_v, setup.engine,
+               uint32_t(waiting.size() + active.size() + admitting), tok, hbm->free_bytes());
+  }
+
+  void on_handoff(const envelope<schema::Handoff>& e) {
+    waiting.push_back(decode(e));
+    admit();
+  }
+
+  // FIFO admission: the head waits until its KV fits in HBM (backpressure, nothing dropped).
+  void admit() {
+    const auto& g = geo();
+    while (!waiting.empty()) {
+      auto& h = waiting.front();
+      const uint64_t total = h.payload.tokens.size() + h.payload.gen;
+      const uint64_t bytes = uint64_t(g.blocks_for(total)) * g.block_bytes();
+      if (bytes > hbm->capacity()) {
+        auto info = std::move(waiting.front());
+        waiting.pop_front();
+        release_de_slots(info);
+        reply_error(info, "request needs " + std::to_string(bytes) + " bytes of HBM, decode engine " +
+                              std::to_string(setup.engine) + " has " + std::to_string(hbm->capacity()));
+        continue;
+      }
+      auto a = hbm->try_allocate(bytes);
+      if (!a) break;
+      de_request r;
+      r.info = std::move(waiting.front());
+      waiting.pop_front();
+      r.hbm = *a;
+      load_into_hbm(std::move(r));
+    }
+    report();
+  }
+
+  void release_de_slots(const handoff_info& h) {
+    self->send(view().traffic_queues[node()], atom::release_v, encode(slot_list{h.de_slots, 0, {}}));
+  }
+
+  void reply_error(const handoff_info& h, const std::string& why) {
+    spdlog::error("decode engine {}: request {:x}: {}", setup.engine, h.payload.request, why);
+    turn_result res;
+    res.request = h.payload.request;
+    res.agent = h.payload.agent;
+    res.turn = h.payload.turn;
+    res.times = h.payload.times;
+    res.error = why;
+    self->send(view().clients.at(h.payload.agent), atom::result_v, encode(res));
+  }
+
+  // DE buffer -> DE HBM through this engine's own CNIC (loopback), one Full Block per slot.
+  void load_into_hbm(de_request r) {
+    const auto& g = geo();
+    copy_batch batch;
+    for (size_t b = 0; b < r.info.de_slots.size(); ++b)
+      batch.ops.push_back({setup.engine, region_kind::buffer, view().slot_offset(r.info.de_slots[b]), setup.engine,
+                           region_kind::hbm, r.hbm.offset + b * g.block_bytes(), g.block_bytes()});
+    const uint64_t id = r.info.payload.request;
+    ++admitting;
+    auto shared = std::make_shared<de_request>(std::move(r));
+    self->request(view().traffic_queues[node()], timeout(), atom::copy_v, encode(batch))
+        .then(
+            [this, shared](const std::string& err) {
+              --admitting;
+              release_de_slots(shared->info);
+              if (!err.empty()) {
+                hbm->free(shared->hbm);
+                reply_error(shared->info, "DE buffer to HBM copy failed: " + err);
+                return admit();
+              }
+              start_decoding(std::move(*shared));
+            },
+            [this, shared, id](caf::error& err) {
+              --admitting;
+              hbm->free(shared->hbm);
+              reply_error(shared->info, "DE buffer to HBM copy timed out: " + caf::to_string(err));
+              admit();
+            });
+  }
+
+  std::byte* block_ptr(de_request& r, uint32_t block) { return r.hbm.data + uint64_t(block) * geo().block_bytes(); }
+
+  void start_decoding(de_request r) {
+    const auto& g = geo();
+    r.sequence = r.info.payload.tokens;
+    r.position = uint32_t(r.sequence.size());
+    verify_arrived(r);
+    // Prompt blocks that were not hits are complete now: persist them for the next turn.
+    r.keys = block_keys(r.sequence, g.block_tokens);
+    r.persisted_upto = r.info.valid_hit_blocks;
+    persist_full_blocks(r);
+    r.generated.push_back(r.info.first_token);
+    r.sequence.push_back(r.info.first_token);
+    const uint64_t id = r.info.payload.request;
+    if (r.generated.size() >= r.info.payload.gen) {
+      complete(r);
+      return admit();
+    }
+    active.emplace(id, std::move(r));
+    report();
+    step();
+  }
+
+  // Modeled backend: check every prompt Layer Block against the bytes its tokens imply.
+  void verify_arrived(de_request& r) {
+    if (view().backend != "modeled") return;
+    const auto& g = geo();
+    std::vector<std::byte> expect(g.bytes_per_token_layer);
+    for (uint32_t b = 0; b < g.blocks_for(r.position); ++b) {
+      for (uint32_t l = 0; l < g.layers; ++l) {
+        bool ok = true;
+        for (uint32_t t = 0; t < g.block_tokens && ok; ++t) {
+          const uint32_t pos = b * g.block_tokens + t;
+          if (pos >= r.position) break;
+          gpu::modeled_kv_fill(l, pos, r.sequence[pos], expect.data(), uint32_t(g.bytes_per_token_layer));
+          ok = std::memcmp(expect.data(), block_ptr(r, b) + g.offset_in_block(l, t), expect.size()) == 0;
+        }
+        ++r.info.kv_verified;
+        if (!ok) ++r.info.kv_corrupt;
+      }
+    }
+  }
+
+  void persist_full_blocks(de_request& r) {
+    const auto& g = geo();
+    const uint32_t full = r.position / g.block_tokens;
+    while (r.keys.size() < full) {
+      const uint32_t b = uint32_t(r.keys.size());
+      const block_key parent = b == 0 ? 0 : r.keys[b - 1];
+      r.keys.push_back(chain_key(parent, r.sequence.data() + uint64_t(b) * g.block_tokens, g.block_tokens));
+    }
+    for (; r.persisted_upto < full; ++r.persisted_upto) {
+      const uint32_t b = r.persisted_upto;
+      setup.io->persist(r.keys[b], b == 0 ? 0 : r.keys[b - 1], block_ptr(r, b));
+    }
+  }
+
+  void step() {
+    if (stepping || active.empty()) return;
+    const auto& g = geo();
+    auto job = std::make_shared<decode_job>();
+    std::vector<uint64_t> ids;
+    auto scratch = std::make_shared<std::vector<std::byte>>(
+        std::min<size_t>(active.size(), view().max_decode_batch) * g.layers * g.bytes_per_token_layer);
+    for (auto& [id, r] : active) {
+      if (ids.size() >= view().max_decode_batch) break;
+      gpu::decode_item item;
+      item.request_id = id;
+      item.token = r.sequence.back();
+      item.position = r.position;
+      item.kv.resize(g.layers);
+      for (uint32_t l = 0; l < g.layers; ++l) {
+        for (uint32_t b = 0; b < g.blocks_for(r.position); ++b) {
+          const uint32_t tokens = std::min<uint32_t>(g.block_tokens, r.position - b * g.block_tokens);
+          item.kv[l].push_back({block_ptr(r, b) + g.offset_in_block(l, 0), tokens});
+        }
+      }
+      item.new_kv = scratch->data() + ids.size() * g.layers * g.bytes_per_token_layer;
+      job->items.push_back(std::move(item));
+      ids.push_back(id);
+    }
+    stepping = true;
+    self->request(setup.worker, caf::infinite, atom::decode_v, job)
+        .then([this, job, ids, scratch](const std::string& err) {
+          stepping = false;
+          const auto& g = geo();
+          const int64_t t = now_ns();
+          for (size_t k = 0; k < ids.size(); ++k) {
+            auto it = active.find(ids[k]);
+            if (it == active.end()) continue;
+            auto& r = it->second;
+            if (!err.empty()) {
+              reply_error(r.info, "decode step failed: " + err);
+              hbm->free(r.hbm);
+              active.erase(it);
+              continue;
+            }
+            // The fed token's KV goes into its block, layer by layer.
+            const uint32_t block = r.position / g.block_tokens, in_block = r.position % g.block_tokens;
+            for (uint32_t l = 0; l < g.layers; ++l)
+              std::memcpy(block_ptr(r, block) + g.offset_in_block(l, in_block),
+                          job->items[k].new_kv + l * g.bytes_per_token_layer, g.bytes_per_token_layer);
+            r.position++;
+            persist_full_blocks(r);
+            r.generated.push_back(job->tokens[k]);
+            r.sequence.push_back(job->tokens[k]);
+            if (r.generated.size() == 2) r.info.payload.times.second_token = t;
+            if (r.generated.size() >= r.info.payload.gen) {
+              complete(r);
+              active.erase(it);
+            }
+          }
+          admit();
+          step();
+        });
+  }
+
+  void complete(de_request& r) {
+    turn_result res;
+    res.request = r.info.payload.request;
+    res.agent = r.info.payload.agent;
+    res.turn = r.info.payload.turn;
+    res.generated = r.generated;
+    res.times = r.info.payload.times;
+    res.times.done = now_ns();
+    res.path = r.info.path;
+    res.valid_hit_blocks = r.info.valid_hit_blocks;
+    res.corrupt_blocks = r.info.corrupt_blocks;
+    res.kv_verified = r.info.kv_verified;
+    res.kv_corrupt = r.info.kv_corrupt;
+    hbm->free(r.hbm);
+    self->send(view().clients.at(r.info.payload.agent), atom::result_v, encode(res));
+  }
+};
+
+engine_actor::behavior_type decode_engine(engine_actor::stateful_pointer<decode_state> self, engine_setup setup) {
+  self->state.init(self, std::move(setup));
+  return {
+      [=](atom::assign, const envelope<schema::Assignments>&) {
+        spdlog::error("decode engine {} got an assignment; ignored", self->state.setup.engine);
+      },
+      [=](atom::handoff, const envelope<schema::Handoff>& e) { self->state.on_handoff(e); },
+      [=](atom::tick) { self->state.step(); },
+  };
+}
+
+}  // namespace
+
+engine_actor spawn_decode_engine(caf::actor_system& sys, engine_setup setup) {
+  return sys.spawn(decode_engine, std::move(setup));
+}
+
+}  // namespace dualpath::actors

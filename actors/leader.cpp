@@ -1,0 +1,91 @@
+#include "actors/leader.hpp"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/runtime_messages.hpp"
+
+namespace dualpath::actors {
+
+namespace {
+
+constexpr auto report_period = std::chrono::milliseconds(2);
+
+struct leader_state {
+  static inline const char* name = "leader";
+  leader_actor::pointer self = nullptr;
+  cluster_view_ptr view;
+  uint32_t node = 0;
+  runtime::node_io* io = nullptr;
+  schedule::node_snapshot group;
+  bool fetching = false;
+  bool stopped = false;
+
+  bool prefill() const { return view->is_prefill_node(node); }
+
+  void on_engine(uint32_t engine, uint32_t seq, uint64_t tok, uint64_t free_hbm) {
+    for (auto& e : group.engines) {
+      if (e.engine == engine) {
+        e.seq = seq;
+        e.tok = tok;
+        e.free_hbm = free_hbm;
+      }
+    }
+  }
+
+  void on_tick() {
+    group.read_q = io->read_q();
+    const auto kind = prefill() ? schedule::role::prefill : schedule::role::decode;
+    self->send(view->scheduler, atom::report_v, encode_report(kind, group));
+    if (prefill() && !fetching) {
+      fetching = true;
+      self->request(view->scheduler, std::chrono::seconds(10), atom::fetch_v, encode_fetch(node))
+          .then(
+              [this](const envelope<schema::Assignments>& e) {
+                fetching = false;
+                const auto list = decode(e);
+                std::vector<bool> named(view->engines.size(), false);
+                for (const auto& a : list) named.at(a.pe) = true;
+                for (size_t engine = 0; engine < named.size(); ++engine)
+                  if (named[engine]) self->send(view->engines[engine], atom::assign_v, e);
+              },
+              [this](caf::error& err) {
+                fetching = false;
+                spdlog::warn("leader {}: fetch failed: {}", node, caf::to_string(err));
+              });
+    }
+    self->delayed_send(self, report_period, atom::tick_v);
+  }
+};
+
+leader_actor::behavior_type leader(leader_actor::stateful_pointer<leader_state> self, cluster_view_ptr view,
+                                   uint32_t node, runtime::node_io* io) {
+  auto& st = self->state;
+  st.self = self;
+  st.view = view;
+  st.node = node;
+  st.io = io;
+  st.group.node = node;
+  st.group.kind = view->is_prefill_node(node) ? schedule::role::prefill : schedule::role::decode;
+  for (uint32_t i = 0; i < view->engines_per_node; ++i) {
+    schedule::engine_snapshot e;
+    e.engine = node * view->engines_per_node + i;
+    e.node = node;
+    e.free_hbm = io->hbm(e.engine).free_bytes();
+    st.group.engines.push_back(e);
+  }
+  return {
+      [=](atom::engine_st, uint32_t engine, uint32_t seq, uint64_t tok, uint64_t free_hbm) {
+        self->state.on_engine(engine, seq, tok, free_hbm);
+      },
+      [=](atom::tick) { self->state.on_tick(); },
+  };
+}
+
+}  // namespace
+
+leader_actor spawn_leader(caf::actor_system& sys, cluster_view_ptr view, uint32_t node, runtime::node_io* io) {
+  return sys.spawn(leader, std::move(view), node, io);
+}
+
+}  // namespace dualpath::actors

@@ -1,0 +1,13 @@
+#pragma once
+// A node's leader (DESIGN §3): keeps its group's view (seq_e, tok_e, free HBM per engine, the node's
+// read_q), reports it to the scheduler, and for a prefill group fetches work and hands it to its engines.
+#include <caf/fwd.hpp>
+
+#include "actors/cluster_view.hpp"
+#include "actors/node_io.hpp"
+
+namespace dualpath::actors {
+
+leader_actor spawn_leader(caf::actor_system& sys, cluster_view_ptr view, uint32_t node, runtime::node_io* io);
+
+}  // namespace dualpath::actors

@@ -1,0 +1,125 @@
+#include "actors/run_report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace dualpath::actors {
+
+distribution summarize(std::vector<double> v) {
+  distribution d;
+  if (v.empty()) return d;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return v[std::min(v.size() - 1, size_t(q * double(v.size() - 1) + 0.5))]; };
+  d.mean = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+  d.p50 = at(0.5);
+  d.p90 = at(0.9);
+  d.p99 = at(0.99);
+  return d;
+}
+
+void summarize_turns(run_summary& s, const std::vector<turn_record>& records) {
+  std::vector<double> ttft, ttst, tpot, queue, assign, kv_read, prefill;
+  for (const auto& r : records) {
+    if (!r.error.empty()) {
+      ++s.failed_turns;
+      if (s.first_error.empty()) s.first_error = r.error;
+      continue;
+    }
+    ++s.turns;
+    ttft.push_back(r.ttft_s);
+    if (r.has_ttst) ttst.push_back(r.ttst_s);
+    if (r.has_tpot) tpot.push_back(r.tpot_s);
+    queue.push_back(r.queue_s);
+    assign.push_back(r.assign_s);
+    kv_read.push_back(r.kv_read_s);
+    prefill.push_back(r.prefill_s);
+    if (r.path == 0) ++s.path_pe;
+    else if (r.path == 1) ++s.path_de;
+    else ++s.path_split;
+    s.kv_verified_blocks += r.kv_verified;
+    s.kv_corrupt_blocks += r.kv_corrupt;
+    s.corrupt_blocks_recomputed += r.corrupt_blocks;
+  }
+  s.ttft = summarize(ttft);
+  s.ttst = summarize(ttst);
+  s.tpot = summarize(tpot);
+  s.queue = summarize(queue);
+  s.assign = summarize(assign);
+  s.kv_read = summarize(kv_read);
+  s.prefill = summarize(prefill);
+  if (!s.snic_bytes.empty()) {
+    const double total = double(std::accumulate(s.snic_bytes.begin(), s.snic_bytes.end(), uint64_t(0)));
+    const double max = double(*std::max_element(s.snic_bytes.begin(), s.snic_bytes.end()));
+    s.snic_max_over_avg = total > 0 ? max / (total / double(s.snic_bytes.size())) : 0;
+  }
+}
+
+namespace {
+nlohmann::json dist(const distribution& d) { return {{"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90}, {"p99", d.p99}}; }
+}  // namespace
+
+nlohmann::json to_json(const run_summary& s) {
+  nlohmann::json j;
+  j["policy"] = s.policy;
+  j["jct_s"] = s.jct_s;
+  j["turns"] = s.turns;
+  j["failed_turns"] = s.failed_turns;
+  j["ttft_s"] = dist(s.ttft);
+  j["ttst_s"] = dist(s.ttst);
+  j["tpot_s"] = dist(s.tpot);
+  j["ttft_breakdown_s"] = {{"queue", dist(s.queue)}, {"assign", dist(s.assign)}, {"kv_read", dist(s.kv_read)},
+                           {"prefill", dist(s.prefill)}};
+  j["snic_bytes"] = s.snic_bytes;
+  j["snic_max_over_avg"] = s.snic_max_over_avg;
+  j["path_requests"] = {{"pe", s.path_pe}, {"de", s.path_de}, {"split", s.path_split}};
+  j["jct_lower_bound_s"] = s.jct_lower_bound_s;
+  j["jct_over_bound"] = s.jct_over_bound;
+  j["verified_turns"] = s.verified_turns;
+  j["mismatched_turns"] = s.mismatched_turns;
+  j["kv_verified_blocks"] = s.kv_verified_blocks;
+  j["kv_corrupt_blocks"] = s.kv_corrupt_blocks;
+  j["corrupt_blocks_recomputed"] = s.corrupt_blocks_recomputed;
+  j["persisted_blocks"] = s.persisted_blocks;
+  if (!s.first_error.empty()) j["first_error"] = s.first_error;
+  return j;
+}
+
+nlohmann::json report_json(const std::vector<run_summary>& runs) {
+  nlohmann::json j;
+  j["runs"] = nlohmann::json::array();
+  for (const auto& r : runs) j["runs"].push_back(to_json(r));
+  auto jct = [&](const std::string& p) -> double {
+    for (const auto& r : runs)
+      if (r.policy == p) return r.jct_s;
+    return 0;
+  };
+  nlohmann::json speedup = nlohmann::json::object();
+  const std::pair<const char*, const char*> pairs[] = {
+      {"dualpath", "basic"}, {"dualpath", "layerwise"}, {"oracle", "dualpath"}, {"split", "dualpath"},
+      {"dualpath", "round_robin"}, {"layerwise", "basic"}};
+  for (auto [x, y] : pairs) {
+    const double jx = jct(x), jy = jct(y);
+    if (jx > 0 && jy > 0) speedup[std::string(x) + "_vs_" + y] = jy / jx;
+  }
+  j["speedup"] = speedup;
+  return j;
+}
+
+std::string report_table(const std::vector<run_summary>& runs) {
+  std::string out = fmt::format("{:<12} {:>8} {:>6} {:>9} {:>9} {:>9} {:>10} {:>9} {:>11} {:>9}\n", "policy", "jct_s",
+                                "turns", "ttft_p50", "ttft_p99", "tpot_p50", "kv_read_s", "snic_m/a", "paths pe/de",
+                                "verified");
+  for (const auto& r : runs) {
+    out += fmt::format("{:<12} {:>8.2f} {:>6} {:>9.3f} {:>9.3f} {:>9.4f} {:>10.3f} {:>9.2f} {:>5}/{:<5} {:>5}/{:<3}\n",
+                       r.policy, r.jct_s, r.turns, r.ttft.p50, r.ttft.p99, r.tpot.p50, r.kv_read.mean,
+                       r.snic_max_over_avg, r.path_pe, r.path_de + r.path_split, r.verified_turns - r.mismatched_turns,
+                       r.verified_turns);
+  }
+  const auto j = report_json(runs);
+  for (auto& [k, v] : j["speedup"].items()) out += fmt::format("{} = {:.2f}\n", k, v.get<double>());
+  return out;
+}
+
+}  // namespace dualpath::actors

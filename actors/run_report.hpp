@@ -1,0 +1,54 @@
+#pragma once
+// What a run measured (issue: `dualpath run` report): latency distributions, the TTFT breakdown, SNIC
+// balance, read paths, the JCT bound and verification counts. Pure functions over turn records.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dualpath::actors {
+
+struct turn_record {
+  uint32_t agent = 0, turn = 0;
+  double ttft_s = 0, ttst_s = 0, tpot_s = 0;  // ttst: first -> second token; tpot: per token after it
+  bool has_ttst = false, has_tpot = false;
+  double queue_s = 0, kv_read_s = 0, assign_s = 0, prefill_s = 0;
+  uint8_t path = 0;  // schedule::read_path
+  uint32_t hit_blocks = 0, corrupt_blocks = 0;
+  uint64_t kv_verified = 0, kv_corrupt = 0;
+  double done_s = 0;  // since run start
+  std::string error;
+};
+
+struct distribution {
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0;
+};
+distribution summarize(std::vector<double> values);
+
+struct run_summary {
+  std::string policy;
+  double jct_s = 0;
+  uint64_t turns = 0, failed_turns = 0;
+  distribution ttft, ttst, tpot;
+  distribution queue, assign, kv_read, prefill;
+  std::vector<uint64_t> snic_bytes;  // per node
+  double snic_max_over_avg = 0;
+  uint64_t path_pe = 0, path_de = 0, path_split = 0;
+  double jct_lower_bound_s = 0, jct_over_bound = 0;
+  uint64_t verified_turns = 0, mismatched_turns = 0;
+  uint64_t kv_verified_blocks = 0, kv_corrupt_blocks = 0, corrupt_blocks_recomputed = 0;
+  uint64_t persisted_blocks = 0;
+  std::string first_error;
+};
+
+// Fills the per-turn parts of `s` from `records`.
+void summarize_turns(run_summary& s, const std::vector<turn_record>& records);
+
+nlohmann::json to_json(const run_summary& s);
+// {"runs": [...], "speedup": {"dualpath_vs_basic": ...}} for the pairs present.
+nlohmann::json report_json(const std::vector<run_summary>& runs);
+std::string report_table(const std::vector<run_summary>& runs);
+
+}  // namespace dualpath::actors

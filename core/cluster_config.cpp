@@ -1,0 +1,176 @@
+#include "core/cluster_config.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "core/errors.hpp"
+
+namespace dualpath {
+
+namespace {
+
+class reader {
+ public:
+  reader(const toml::table& root, std::string origin) : root_(root), origin_(std::move(origin)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& why) const {
+    throw user_error(fmt::format("{}: key '{}': {}", origin_, key, why));
+  }
+
+  // Refuses keys of `section` that are not in `known` (typos must not silently fall back to defaults).
+  const toml::table* section(const std::string& name, const std::set<std::string>& known) const {
+    const toml::node* node = root_.get(name);
+    if (!node) return nullptr;
+    const toml::table* t = node->as_table();
+    if (!t) fail(name, "must be a table");
+    for (const auto& [k, v] : *t) {
+      if (!known.count(std::string(k.str()))) fail(name + "." + std::string(k.str()), "unknown key");
+    }
+    return t;
+  }
+
+  template <class T>
+  void get(const toml::table* t, const std::string& sec, const std::string& key, T& out) const {
+    if (!t) return;
+    const toml::node* n = t->get(key);
+    if (!n) return;
+    const std::string full = sec + "." + key;
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (!n->is_string()) fail(full, "must be a string");
+      out = n->as_string()->get();
+    } else if constexpr (std::is_same_v<T, bool>) {
+      if (!n->is_boolean()) fail(full, "must be true or false");
+      out = n->as_boolean()->get();
+    } else if constexpr (std::is_floating_point_v<T>) {
+      if (n->is_integer()) out = static_cast<T>(n->as_integer()->get());
+      else if (n->is_floating_point()) out = static_cast<T>(n->as_floating_point()->get());
+      else fail(full, "must be a number");
+    } else {
+      if (!n->is_integer()) fail(full, "must be an integer");
+      const int64_t v = n->as_integer()->get();
+      if (v < 0) fail(full, "must not be negative");
+      out = static_cast<T>(v);
+    }
+  }
+
+  const toml::table& root() const { return root_; }
+
+ private:
+  const toml::table& root_;
+  std::string origin_;
+};
+
+}  // namespace
+
+cluster_config parse_cluster_config(const std::string& text, const std::string& origin) {
+  toml::table root;
+  try {
+    root = toml::parse(text, origin);
+  } catch (const toml::parse_error& e) {
+    const auto& pos = e.source().begin;
+    throw user_error(fmt::format("{}:{}:{}: {}", origin, pos.line, pos.column, e.description()));
+  }
+  reader r(root, origin);
+  for (const auto& [k, v] : root) {
+    static const std::set<std::string> sections{"model", "cluster", "hardware", "storage", "schedule", "runtime"};
+    if (!sections.count(std::string(k.str()))) r.fail(std::string(k.str()), "unknown section");
+  }
+  cluster_config c;
+  const auto* model = r.section("model", {"name", "backend", "gpu", "mfu", "seed"});
+  r.get(model, "model", "name", c.model);
+  r.get(model, "model", "backend", c.backend);
+  r.get(model, "model", "gpu", c.gpu);
+  r.get(model, "model", "mfu", c.mfu);
+  r.get(model, "model", "seed", c.seed);
+  const auto* cluster = r.section("cluster", {"prefill_nodes", "decode_nodes", "engines_per_node", "block_tokens"});
+  r.get(cluster, "cluster", "prefill_nodes", c.prefill_nodes);
+  r.get(cluster, "cluster", "decode_nodes", c.decode_nodes);
+  r.get(cluster, "cluster", "engines_per_node", c.engines_per_node);
+  r.get(cluster, "cluster", "block_tokens", c.block_tokens);
+  const auto* hw = r.section("hardware", {"snic_gb_per_s", "cnic_gb_per_s", "dram_buffer_gb", "hbm_gb", "provider",
+                                          "kv_share", "isolation"});
+  r.get(hw, "hardware", "snic_gb_per_s", c.snic_gb_per_s);
+  r.get(hw, "hardware", "cnic_gb_per_s", c.cnic_gb_per_s);
+  r.get(hw, "hardware", "dram_buffer_gb", c.dram_buffer_gb);
+  r.get(hw, "hardware", "hbm_gb", c.hbm_gb);
+  r.get(hw, "hardware", "provider", c.provider);
+  r.get(hw, "hardware", "kv_share", c.kv_share);
+  r.get(hw, "hardware", "isolation", c.isolation);
+  const auto* st = r.section("storage", {"dir", "capacity_gb", "fsync"});
+  r.get(st, "storage", "dir", c.store_dir);
+  r.get(st, "storage", "capacity_gb", c.capacity_gb);
+  r.get(st, "storage", "fsync", c.fsync);
+  const auto* sc = r.section("schedule", {"policy", "alpha_s", "beta_s", "quota_ms", "switch"});
+  r.get(sc, "schedule", "policy", c.policy);
+  r.get(sc, "schedule", "alpha_s", c.alpha_s);
+  r.get(sc, "schedule", "beta_s", c.beta_s);
+  r.get(sc, "schedule", "quota_ms", c.quota_ms);
+  if (sc) {
+    if (const toml::node* sw = sc->get("switch")) {
+      const toml::array* arr = sw->as_array();
+      if (!arr) r.fail("schedule.switch", "must be an array of tables ([[schedule.switch]])");
+      for (size_t i = 0; i < arr->size(); ++i) {
+        const toml::table* t = (*arr)[i].as_table();
+        const std::string name = fmt::format("schedule.switch[{}]", i);
+        if (!t) r.fail(name, "must be a table with at_s and policy");
+        for (const auto& [k, v] : *t) {
+          if (k.str() != "at_s" && k.str() != "policy") r.fail(name + "." + std::string(k.str()), "unknown key");
+        }
+        policy_switch s;
+        r.get(t, name, "at_s", s.at_s);
+        r.get(t, name, "policy", s.policy);
+        if (s.policy.empty()) r.fail(name + ".policy", "missing");
+        c.switches.push_back(s);
+      }
+    }
+  }
+  const auto* rt = r.section("runtime", {"prefetch_layers", "max_decode_batch", "timeout_s"});
+  r.get(rt, "runtime", "prefetch_layers", c.prefetch_layers);
+  r.get(rt, "runtime", "max_decode_batch", c.max_decode_batch);
+  r.get(rt, "runtime", "timeout_s", c.timeout_s);
+  validate_cluster_config(c, origin);
+  return c;
+}
+
+void validate_cluster_config(const cluster_config& c, const std::string& origin) {
+  auto fail = [&](const std::string& key, const std::string& why) {
+    throw user_error(fmt::format("{}: key '{}': {}", origin, key, why));
+  };
+  if (c.backend != "cpu" && c.backend != "cuda" && c.backend != "modeled")
+    fail("model.backend", "must be cpu, cuda or modeled (got '" + c.backend + "')");
+  if (c.mfu <= 0 || c.mfu > 1) fail("model.mfu", "must be in (0, 1]");
+  if (c.prefill_nodes < 1) fail("cluster.prefill_nodes", "must be at least 1");
+  if (c.decode_nodes < 1) fail("cluster.decode_nodes", "must be at least 1");
+  if (c.engines_per_node < 1 || c.engines_per_node > 64) fail("cluster.engines_per_node", "must be in 1..64");
+  if (c.block_tokens != 0 && (c.block_tokens < 4 || c.block_tokens > 4096))
+    fail("cluster.block_tokens", "must be in 4..4096 (or 0 for the model's own)");
+  if (c.snic_gb_per_s < 0) fail("hardware.snic_gb_per_s", "must not be negative");
+  if (c.cnic_gb_per_s < 0) fail("hardware.cnic_gb_per_s", "must not be negative");
+  if (c.dram_buffer_gb <= 0) fail("hardware.dram_buffer_gb", "must be positive");
+  if (c.hbm_gb <= 0) fail("hardware.hbm_gb", "must be positive");
+  if (c.kv_share <= 0 || c.kv_share > 1) fail("hardware.kv_share", "must be in (0, 1]");
+  if (c.capacity_gb < 0) fail("storage.capacity_gb", "must not be negative");
+  if (c.store_dir.empty()) fail("storage.dir", "must not be empty");
+  if (c.alpha_s <= 0) fail("schedule.alpha_s", "must be positive");
+  if (c.beta_s <= 0) fail("schedule.beta_s", "must be positive");
+  if (c.quota_ms <= 0) fail("schedule.quota_ms", "must be positive");
+  if (c.prefetch_layers < 1) fail("runtime.prefetch_layers", "must be at least 1");
+  if (c.max_decode_batch < 1) fail("runtime.max_decode_batch", "must be at least 1");
+  if (c.timeout_s <= 0) fail("runtime.timeout_s", "must be positive");
+  for (const auto& s : c.switches)
+    if (s.at_s < 0) fail("schedule.switch.at_s", "must not be negative");
+}
+
+cluster_config load_cluster_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw user_error(fmt::format("cluster file '{}' cannot be opened", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_cluster_config(ss.str(), path);
+}
+
+}  // namespace dualpath

@@ -1,0 +1,60 @@
+#pragma once
+// The cluster file (TOML): model, layout, hardware caps, storage and scheduling of one run.
+// Unknown keys, wrong types and impossible values are refused with file, key and reason.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dualpath {
+
+struct policy_switch {
+  double at_s = 0;
+  std::string policy;
+};
+
+struct cluster_config {
+  // [model]
+  std::string model = "tiny";      // catalog name or path to a model directory
+  std::string backend = "cpu";     // cpu | cuda | modeled
+  std::string gpu = "h800";        // modeled backend: GPU profile
+  double mfu = 0.4;                // modeled backend: model FLOPs utilisation
+  uint64_t seed = 1;               // weights of catalog models are generated from this seed
+  // [cluster]
+  uint32_t prefill_nodes = 1;
+  uint32_t decode_nodes = 2;
+  uint32_t engines_per_node = 1;
+  uint32_t block_tokens = 0;       // 0 = the model's own block size
+  // [hardware]
+  double snic_gb_per_s = 0;        // per node; 0 = uncapped
+  double cnic_gb_per_s = 0;        // per engine and direction; 0 = uncapped
+  double dram_buffer_gb = 0.25;    // per node: PE/DE buffer for Full Blocks
+  double hbm_gb = 0.125;           // per engine: KV capacity of the HBM arena
+  std::string provider = "shm";
+  double kv_share = 0.01;
+  bool isolation = true;
+  // [storage]
+  std::string store_dir = "dualpath-data";
+  double capacity_gb = 0;          // 0 = unlimited
+  bool fsync = false;
+  // [schedule]
+  std::string policy = "dualpath";
+  double alpha_s = 3.0;            // α = tokens a SNIC reads in alpha_s seconds
+  double beta_s = 5.0;             // β = tokens an engine prefills in beta_s seconds
+  double quota_ms = 300.0;         // intra-engine compute quota per forward pass
+  std::vector<policy_switch> switches;
+  // [runtime]
+  uint32_t prefetch_layers = 2;    // layers of hit KV in flight ahead of the one computing
+  uint32_t max_decode_batch = 64;
+  double timeout_s = 60.0;         // any single wait (transfer, read, reply) longer than this fails the run
+
+  uint32_t total_nodes() const { return prefill_nodes + decode_nodes; }
+};
+
+// Parses a cluster file; throws user_error naming file, key and reason.
+cluster_config load_cluster_config(const std::string& path);
+// Same from a string (`origin` names it in messages).
+cluster_config parse_cluster_config(const std::string& text, const std::string& origin);
+// Checks values that only make sense together (e.g. HBM smaller than one block); throws user_error.
+void validate_cluster_config(const cluster_config& c, const std::string& origin);
+
+}  // namespace dualpath

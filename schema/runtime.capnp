@@ -1,0 +1,93 @@
+@0xa7e83d4a7fdca0ef;
+# Cluster runtime protocol (DESIGN §3, §4): turn payloads, node data-plane commands and the PE -> DE
+# hand-off. KV bytes never travel here; only block keys, buffer slots and region offsets do.
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("dualpath::schema");
+
+# Monotonic nanosecond timestamps of one turn's life (0 = not reached).
+struct TurnTimes {
+  submitted @0 :Int64;
+  assigned @1 :Int64;
+  kvReady @2 :Int64;      # hit KV in the DRAM buffer(s)
+  prefillStart @3 :Int64;
+  firstToken @4 :Int64;
+  secondToken @5 :Int64;
+  done @6 :Int64;
+}
+
+# The tokens of one turn, served by the agent client to the PE that was assigned the request.
+struct TurnPayload {
+  request @0 :UInt64;
+  agent @1 :UInt32;
+  turn @2 :UInt32;
+  tokens @3 :List(Int32);   # the whole prompt
+  gen @4 :UInt32;           # tokens to generate
+  hitBlocks @5 :UInt32;     # leading Full Blocks the client found in the store
+  times @6 :TurnTimes;
+}
+
+# PE -> DE: the prompt is prefilled; its KV sits in the DE node's buffer slots (one per block).
+struct Handoff {
+  payload @0 :TurnPayload;
+  firstToken @1 :Int32;
+  deSlots @2 :List(UInt32);
+  validHitBlocks @3 :UInt32;  # hit blocks that arrived intact (the rest was recomputed)
+  path @4 :UInt8;             # schedule::read_path
+  corruptBlocks @5 :UInt32;
+  kvVerified @6 :UInt64;      # Layer Blocks checked on arrival (modeled backend)
+  kvCorrupt @7 :UInt64;
+}
+
+# DE -> client: the turn finished (or failed with `error`).
+struct TurnResult {
+  request @0 :UInt64;
+  agent @1 :UInt32;
+  turn @2 :UInt32;
+  generated @3 :List(Int32);
+  times @4 :TurnTimes;
+  path @5 :UInt8;
+  validHitBlocks @6 :UInt32;
+  corruptBlocks @7 :UInt32;
+  kvVerified @8 :UInt64;
+  kvCorrupt @9 :UInt64;
+  error @10 :Text;
+}
+
+# Node data plane: read Full Blocks through the SNIC into buffer slots.
+struct LoadBlocks {
+  keys @0 :List(UInt64);
+}
+
+struct LoadResult {
+  slots @0 :List(UInt32);
+  valid @1 :UInt32;
+  bytes @2 :UInt64;
+  error @3 :Text;
+}
+
+struct Slots {
+  slots @0 :List(UInt32);
+  count @1 :UInt32;         # reserve: how many are wanted
+  error @2 :Text;
+}
+
+enum RegionKind {
+  buffer @0;
+  hbm @1;
+}
+
+struct CopyOp {
+  via @0 :UInt32;           # engine whose CNIC initiates (on the node that executes the batch)
+  srcKind @1 :RegionKind;
+  srcOffset @2 :UInt64;
+  dstEngine @3 :UInt32;
+  dstKind @4 :RegionKind;
+  dstOffset @5 :UInt64;
+  length @6 :UInt64;
+}
+
+struct CopyBatch {
+  ops @0 :List(CopyOp);
+  kvClass @1 :Bool;         # true: kv traffic class, false: model class
+}
