@@ -136,6 +136,7 @@ struct endpoint::impl {
   uint64_t next_transfer = 1;
   uint32_t inflight = 0;
   uint32_t inflight_kv = 0;
+  uint32_t model_ready = 0;  // model completions in `done` not yet handed out
 
   std::vector<completion> done;
   std::vector<arrival> arrived;
@@ -332,6 +333,7 @@ void endpoint::impl::finish(uint64_t transfer_id) {
   if (it == transfers.end()) return;
   auto& c = cls(it->second.tc);
   c.transfers++;
+  if (it->second.tc == traffic_class::model) model_ready++;
   done.push_back(completion{it->second.context, true, {}});
   transfers.erase(it);
 }
@@ -345,6 +347,7 @@ void endpoint::impl::fail(uint64_t transfer_id, const std::string& why) {
   auto& c = cls(t.tc);
   c.transfers++;
   c.errors++;
+  if (t.tc == traffic_class::model) model_ready++;
   done.push_back(completion{t.context, false, why});
   if (t.held_last) drop_op(t.held_last);
   transfers.erase(it);
@@ -465,7 +468,9 @@ ssize_t endpoint::impl::post(slice_op& op) {
 }
 
 void endpoint::impl::schedule() {
-  for (;;) {
+  // Bounded work per call: with providers that copy inside the post call, the owner's thread must come
+  // back between at most a window of slices, or a model transfer submitted meanwhile would wait.
+  for (uint32_t budget = opts.max_inflight; budget > 0;) {
     auto item = arb.peek();
     if (!item) return;
     auto op_it = ops.find(item->id);
@@ -502,6 +507,7 @@ void endpoint::impl::schedule() {
       return;  // needs progress first
     }
     arb.pop();
+    budget--;
     if (rc != 0) {
       const uint64_t tid = op.transfer;
       const std::string why = fabric_error(op.is_write ? "fi_write" : "fi_read", rc);
@@ -514,6 +520,13 @@ void endpoint::impl::schedule() {
     op.posted_at = now;
     inflight++;
     if (item->tc == traffic_class::kv) inflight_kv++;
+    if (opts.isolation) {
+      // Some providers copy inside the post call (shm with CMA), so each kv post is real work done
+      // on the owner's thread. Once a model transfer has finished, hand control back so its owner
+      // sees it now rather than after a window of kv copies.
+      progress();
+      if (model_ready > 0) return;
+    }
   }
 }
 
@@ -582,13 +595,11 @@ void endpoint::write(traffic_class tc, const memory_region& src, uint64_t src_of
                      const remote_region& dst, uint64_t dst_offset, uint64_t length, uint64_t context,
                      std::optional<uint64_t> remote_data) {
   impl_->submit(tc, true, src, src_offset, peer, dst, dst_offset, length, context, remote_data);
-  impl_->schedule();
 }
 
 void endpoint::read(traffic_class tc, const memory_region& dst, uint64_t dst_offset, uint32_t peer,
                     const remote_region& src, uint64_t src_offset, uint64_t length, uint64_t context) {
   impl_->submit(tc, false, dst, dst_offset, peer, src, src_offset, length, context, std::nullopt);
-  impl_->schedule();
 }
 
 std::vector<completion> endpoint::poll_completions() {
@@ -596,15 +607,16 @@ std::vector<completion> endpoint::poll_completions() {
   s.progress();
   s.check_timeouts(clock::now());
   s.schedule();
+  s.progress();
   std::vector<completion> out;
   out.swap(s.done);
+  s.model_ready = 0;
   return out;
 }
 
 std::vector<arrival> endpoint::poll_arrivals() {
   auto& s = *impl_;
   s.progress();
-  s.schedule();
   std::vector<arrival> out;
   out.swap(s.arrived);
   return out;

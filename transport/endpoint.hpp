@@ -4,8 +4,9 @@
 // No libfabric type appears here: the fabric objects live behind pimpl in transport/*.cpp.
 //
 // Threading: an endpoint and its regions are used by one thread at a time (the traffic-queue actor that
-// owns them). Progress happens only inside poll_completions()/poll_arrivals(), so the owner must poll
-// both its endpoints and, for loopback and shm, keep polling while transfers are outstanding.
+// owns them). write()/read() only queue; posting and progress happen inside poll_completions() (at most
+// `max_inflight` slices posted per call, so each call is a bounded step) and poll_arrivals(). The owner
+// keeps polling while busy(); targets must poll too (shm and loopback make progress on the target side).
 #include <chrono>
 #include <cstddef>
 #include <cstdint>

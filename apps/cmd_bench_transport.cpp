@@ -1,0 +1,36 @@
+// `dualpath bench transport`: Layer Block write throughput vs memcpy, and model latency under kv load.
+#include "apps/command_registry.hpp"
+#include "bench/transport_bench.hpp"
+
+namespace {
+
+void setup(CLI::App& root) {
+  auto& bench = dualpath::cli::group(root, "bench", "Benchmarks");
+  auto* cmd = bench.add_subcommand("transport", "libfabric Layer Block throughput (vs memcpy) and model latency under kv load");
+  auto opt = std::make_shared<dualpath::bench::transport_bench_options>();
+  auto json = std::make_shared<bool>(false);
+  cmd->add_option("--provider", opt->provider, "libfabric provider: shm, tcp, verbs, efa, ...")->capture_default_str();
+  cmd->add_option("--mode", opt->mode, "throughput: block writes vs memcpy; latency: model messages under kv load")
+      ->capture_default_str();
+  cmd->add_option("--slice-bytes", opt->slice_bytes, "Slice size: transfers are cut into slices of this size")
+      ->capture_default_str();
+  cmd->add_option("--total-bytes", opt->total_bytes, "Bytes written per throughput run")->capture_default_str();
+  cmd->add_option("--block-bytes", opt->block_bytes, "Layer Block size (default: the slice size)");
+  cmd->add_option("--depth", opt->depth, "Layer Blocks outstanding")->capture_default_str();
+  cmd->add_option("--max-inflight", opt->max_inflight, "Slices posted to the provider at once")->capture_default_str();
+  cmd->add_option("--repeats", opt->repeats, "Throughput runs (median reported)")->capture_default_str();
+  cmd->add_option("--rate", opt->rate_gb_per_s, "Emulated CNIC cap in GB/s per direction (0 = uncapped)")
+      ->capture_default_str();
+  cmd->add_option("--kv-share", opt->kv_share, "kv share of service while model waits")->capture_default_str();
+  cmd->add_option("--message-bytes", opt->message_bytes, "Latency mode: model message size")->capture_default_str();
+  cmd->add_option("--messages", opt->messages, "Latency mode: model messages per phase")->capture_default_str();
+  cmd->add_flag("--json", *json, "Print JSON");
+  cmd->callback([opt, json] {
+    const auto r = dualpath::bench::run_transport_bench(*opt);
+    dualpath::cli::print(*json ? r.to_json() : r.to_text());
+  });
+}
+
+}  // namespace
+
+DUALPATH_COMMAND(setup);

@@ -1,0 +1,318 @@
+#include "bench/transport_bench.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <sys/mman.h>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "transport/endpoint.hpp"
+
+namespace dualpath::bench {
+
+namespace {
+
+using namespace dualpath::transport;
+using clock = std::chrono::steady_clock;
+
+double micros(clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto idx = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size()))) - 1;
+  return v[std::min(idx, v.size() - 1)];
+}
+
+double median(std::vector<double> v) { return percentile(std::move(v), 0.5); }
+
+struct buffer {
+  explicit buffer(uint64_t n)
+      : size(n), ptr(static_cast<std::byte*>(std::aligned_alloc(2 << 20, (n + (2 << 20) - 1) / (2 << 20) * (2 << 20)))) {
+    if (!ptr) throw user_error(fmt::format("bench transport: cannot allocate {} bytes", n));
+    madvise(ptr, (n + (2 << 20) - 1) / (2 << 20) * (2 << 20), MADV_HUGEPAGE);
+    std::memset(ptr, 0x5a, n);  // fault the pages in before anything is timed
+  }
+  ~buffer() { std::free(ptr); }
+  uint64_t size;
+  std::byte* ptr;
+};
+
+// Two endpoints of one provider in this process, A writing into B.
+struct link {
+  std::unique_ptr<endpoint> a, b;
+  std::unique_ptr<memory_region> src, dst;
+  uint32_t to_b = 0;
+
+  link(const fabric_options& o, buffer& s, buffer& d) : a(endpoint::open(o)), b(endpoint::open(o)) {
+    to_b = a->connect(b->address());
+    b->connect(a->address());
+    src = a->register_memory(s.ptr, s.size);
+    dst = b->register_memory(d.ptr, d.size);
+  }
+
+  // Progress on both sides; returns A's completions (B must poll too: shm targets do the copy).
+  std::vector<completion> poll() {
+    b->poll_completions();
+    b->poll_arrivals();
+    return a->poll_completions();
+  }
+};
+
+void check_completion(const completion& c) {
+  if (!c.ok) throw std::runtime_error("bench transport: transfer failed: " + c.error);
+}
+
+// Deadline for a whole phase: generous, but a broken provider ends with an error, not a hang.
+void check_deadline(clock::time_point start, const char* phase) {
+  if (clock::now() - start > std::chrono::minutes(5)) {
+    throw std::runtime_error(fmt::format("bench transport: {} did not finish within 5 minutes", phase));
+  }
+}
+
+fabric_options fabric_for(const transport_bench_options& o, bool isolation) {
+  fabric_options f;
+  f.provider = o.provider;
+  f.slice_bytes = o.slice_bytes;
+  f.rate_gb_per_s = o.rate_gb_per_s;
+  f.isolation = isolation;
+  f.kv_share = o.kv_share;
+  f.max_inflight = o.max_inflight;
+  return f;
+}
+
+// Writes total_bytes as Layer Blocks with `depth` outstanding; returns GB/s and per-block latencies.
+double write_blocks(link& l, const transport_bench_options& o, uint64_t span, std::vector<double>& latencies) {
+  const uint64_t blocks = o.total_bytes / o.block_bytes;
+  const uint64_t slots = span / o.block_bytes;
+  std::vector<clock::time_point> started(blocks);
+  uint64_t submitted = 0, completed = 0;
+  const auto t0 = clock::now();
+  while (completed < blocks) {
+    while (submitted < blocks && submitted - completed < o.depth) {
+      const uint64_t off = (submitted % slots) * o.block_bytes;
+      started[submitted] = clock::now();
+      l.a->write(traffic_class::kv, *l.src, off, l.to_b, l.dst->remote(), off, o.block_bytes, submitted);
+      submitted++;
+    }
+    for (const auto& c : l.poll()) {
+      check_completion(c);
+      latencies.push_back(micros(clock::now() - started[c.context]));
+      completed++;
+    }
+    check_deadline(t0, "throughput run");
+  }
+  const double secs = std::chrono::duration<double>(clock::now() - t0).count();
+  return static_cast<double>(blocks * o.block_bytes) / secs / 1e9;
+}
+
+double memcpy_rate(const transport_bench_options& o, buffer& s, buffer& d) {
+  const uint64_t blocks = o.total_bytes / o.block_bytes;
+  const uint64_t slots = s.size / o.block_bytes;
+  const auto t0 = clock::now();
+  for (uint64_t i = 0; i < blocks; ++i) {
+    const uint64_t off = (i % slots) * o.block_bytes;
+    std::memcpy(d.ptr + off, s.ptr + off, o.block_bytes);
+  }
+  const double secs = std::chrono::duration<double>(clock::now() - t0).count();
+  return static_cast<double>(blocks * o.block_bytes) / secs / 1e9;
+}
+
+void run_throughput(const transport_bench_options& o, transport_bench_result& r) {
+  const uint64_t span = std::max(o.block_bytes, std::min<uint64_t>(o.total_bytes, 64ull << 20) / o.block_bytes * o.block_bytes);
+  buffer src(span), dst(span);
+  link l(fabric_for(o, true), src, dst);
+  r.provider = l.a->provider_name();
+  std::vector<double> rates, copies, latencies;
+  std::vector<double> warm;
+  auto warm_opts = o;
+  warm_opts.total_bytes = std::min(o.total_bytes, span);
+  write_blocks(l, warm_opts, span, warm);  // first touch of the provider's paths and mappings
+  for (uint32_t i = 0; i < o.repeats; ++i) {
+    rates.push_back(write_blocks(l, o, span, latencies));
+    copies.push_back(memcpy_rate(o, src, dst));
+  }
+  r.gb_per_s = median(rates);
+  r.memcpy_gb_per_s = median(copies);
+  r.p50_us = percentile(latencies, 0.5);
+  r.p99_us = percentile(latencies, 0.99);
+}
+
+// Model messages one at a time (each after the previous completed and a short pause); when
+// `kv_load`, kv Layer Blocks are kept `depth` deep the whole time. Returns latencies; kv rate in kv_gb.
+std::vector<double> model_latencies(const transport_bench_options& o, bool isolation, bool kv_load, double& kv_gb,
+                                    std::string& provider) {
+  const uint64_t kv_span = std::max<uint64_t>(o.block_bytes * o.depth, 8ull << 20) / o.block_bytes * o.block_bytes;
+  buffer src(kv_span + o.message_bytes), dst(kv_span + o.message_bytes);
+  link l(fabric_for(o, isolation), src, dst);
+  provider = l.a->provider_name();
+  const uint64_t slots = kv_span / o.block_bytes;
+  const uint64_t msg_off = kv_span;
+  constexpr uint64_t model_tag = 1ull << 63;
+  std::vector<double> lat;
+  uint64_t kv_submitted = 0, kv_done = 0, kv_bytes = 0;
+  const auto pause = std::chrono::microseconds(20);
+  const auto t0 = clock::now();
+  auto top_up = [&] {
+    while (kv_load && kv_submitted - kv_done < o.depth) {
+      const uint64_t off = (kv_submitted % slots) * o.block_bytes;
+      l.a->write(traffic_class::kv, *l.src, off, l.to_b, l.dst->remote(), off, o.block_bytes, kv_submitted++);
+    }
+  };
+  auto drain = [&](bool& model_done) {
+    for (const auto& c : l.poll()) {
+      check_completion(c);
+      if (c.context & model_tag) {
+        model_done = true;
+      } else {
+        kv_done++;
+        kv_bytes += o.block_bytes;
+      }
+    }
+  };
+  // Let the kv stream reach its steady state before measuring.
+  bool ignored = false;
+  top_up();
+  const auto warm_until = clock::now() + std::chrono::milliseconds(kv_load ? 50 : 0);
+  while (clock::now() < warm_until) {
+    drain(ignored);
+    top_up();
+  }
+  const auto kv_t0 = clock::now();
+  const uint64_t kv_bytes0 = kv_bytes;
+  for (uint32_t m = 0; m < o.messages; ++m) {
+    const auto start = clock::now();
+    l.a->write(traffic_class::model, *l.src, msg_off, l.to_b, l.dst->remote(), msg_off, o.message_bytes,
+               model_tag | m);
+    bool done = false;
+    while (!done) {
+      drain(done);
+      top_up();
+      check_deadline(t0, "latency run");
+    }
+    lat.push_back(micros(clock::now() - start));
+    const auto resume = clock::now() + pause;
+    while (clock::now() < resume) {
+      drain(ignored);
+      top_up();
+    }
+  }
+  const double secs = std::chrono::duration<double>(clock::now() - kv_t0).count();
+  kv_gb = static_cast<double>(kv_bytes - kv_bytes0) / secs / 1e9;
+  // Finish the kv still in flight so the endpoints close idle.
+  while (kv_done < kv_submitted) {
+    drain(ignored);
+    check_deadline(t0, "latency drain");
+  }
+  return lat;
+}
+
+void run_latency(const transport_bench_options& o, transport_bench_result& r) {
+  double kv = 0;
+  auto idle = model_latencies(o, true, false, kv, r.provider);
+  r.idle_p50_us = percentile(idle, 0.5);
+  r.idle_p99_us = percentile(idle, 0.99);
+  auto iso = model_latencies(o, true, true, r.isolated_kv_gb_per_s, r.provider);
+  r.isolated_p50_us = percentile(iso, 0.5);
+  r.isolated_p99_us = percentile(iso, 0.99);
+  auto shared = model_latencies(o, false, true, r.shared_kv_gb_per_s, r.provider);
+  r.shared_p50_us = percentile(shared, 0.5);
+  r.shared_p99_us = percentile(shared, 0.99);
+}
+
+}  // namespace
+
+transport_bench_result run_transport_bench(const transport_bench_options& in) {
+  auto o = in;
+  if (o.block_bytes == 0) o.block_bytes = o.slice_bytes;
+  if (o.mode != "throughput" && o.mode != "latency") {
+    throw user_error(fmt::format("bench transport: --mode '{}' is unknown; use throughput or latency", o.mode));
+  }
+  if (o.slice_bytes == 0 || o.block_bytes == 0) throw user_error("bench transport: --slice-bytes must be positive");
+  if (o.block_bytes % 8 != 0) throw user_error("bench transport: --block-bytes must be a multiple of 8");
+  if (o.total_bytes < o.block_bytes) {
+    throw user_error(fmt::format("bench transport: --total-bytes {} is smaller than one block ({} bytes)",
+                                 o.total_bytes, o.block_bytes));
+  }
+  if (o.depth == 0 || o.repeats == 0 || o.messages == 0 || o.max_inflight == 0) {
+    throw user_error("bench transport: --depth, --repeats, --messages and --max-inflight must be positive");
+  }
+  if (o.message_bytes == 0 || o.message_bytes % 8 != 0) {
+    throw user_error("bench transport: --message-bytes must be a positive multiple of 8");
+  }
+  transport_bench_result r;
+  r.mode = o.mode;
+  r.slice_bytes = o.slice_bytes;
+  r.block_bytes = o.block_bytes;
+  r.total_bytes = o.total_bytes;
+  r.depth = o.depth;
+  r.rate_gb_per_s = o.rate_gb_per_s;
+  r.message_bytes = o.message_bytes;
+  r.messages = o.messages;
+  if (o.mode == "throughput") {
+    run_throughput(o, r);
+  } else {
+    run_latency(o, r);
+  }
+  return r;
+}
+
+std::string transport_bench_result::to_json() const {
+  nlohmann::json j;
+  j["provider"] = provider;
+  j["mode"] = mode;
+  j["slice_bytes"] = slice_bytes;
+  j["block_bytes"] = block_bytes;
+  j["depth"] = depth;
+  j["rate_gb_per_s"] = rate_gb_per_s;
+  if (mode == "throughput") {
+    j["total_bytes"] = total_bytes;
+    j["gb_per_s"] = gb_per_s;
+    j["memcpy_gb_per_s"] = memcpy_gb_per_s;
+    j["ratio_to_memcpy"] = memcpy_gb_per_s > 0 ? gb_per_s / memcpy_gb_per_s : 0;
+    j["p50_us"] = p50_us;
+    j["p99_us"] = p99_us;
+  } else {
+    j["message_bytes"] = message_bytes;
+    j["messages"] = messages;
+    j["idle_p50_us"] = idle_p50_us;
+    j["idle_p99_us"] = idle_p99_us;
+    j["isolated_p50_us"] = isolated_p50_us;
+    j["isolated_p99_us"] = isolated_p99_us;
+    j["isolated_kv_gb_per_s"] = isolated_kv_gb_per_s;
+    j["shared_p50_us"] = shared_p50_us;
+    j["shared_p99_us"] = shared_p99_us;
+    j["shared_kv_gb_per_s"] = shared_kv_gb_per_s;
+    j["isolated_p99_over_idle"] = idle_p99_us > 0 ? isolated_p99_us / idle_p99_us : 0;
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string transport_bench_result::to_text() const {
+  std::string out = fmt::format("provider {}  slice {} B  block {} B  depth {}  cap {}\n", provider, slice_bytes,
+                                block_bytes, depth, rate_gb_per_s > 0 ? fmt::format("{} GB/s", rate_gb_per_s) : "none");
+  if (mode == "throughput") {
+    out += fmt::format("writes  {:8.2f} GB/s   memcpy {:8.2f} GB/s   ratio {:.2f}\n", gb_per_s, memcpy_gb_per_s,
+                       memcpy_gb_per_s > 0 ? gb_per_s / memcpy_gb_per_s : 0);
+    out += fmt::format("block completion latency  p50 {:.1f} us  p99 {:.1f} us\n", p50_us, p99_us);
+  } else {
+    out += fmt::format("model message {} B x {}\n", message_bytes, messages);
+    out += fmt::format("{:<22} {:>10} {:>10} {:>12}\n", "", "p50 us", "p99 us", "kv GB/s");
+    out += fmt::format("{:<22} {:>10.1f} {:>10.1f} {:>12}\n", "idle", idle_p50_us, idle_p99_us, "-");
+    out += fmt::format("{:<22} {:>10.1f} {:>10.1f} {:>12.2f}\n", "kv load, isolation on", isolated_p50_us,
+                       isolated_p99_us, isolated_kv_gb_per_s);
+    out += fmt::format("{:<22} {:>10.1f} {:>10.1f} {:>12.2f}\n", "kv load, isolation off", shared_p50_us,
+                       shared_p99_us, shared_kv_gb_per_s);
+    out += fmt::format("isolated p99 / idle p99 = {:.2f}\n", idle_p99_us > 0 ? isolated_p99_us / idle_p99_us : 0);
+  }
+  return out;
+}
+
+}  // namespace dualpath::bench

@@ -1,0 +1,44 @@
+#pragma once
+// `dualpath bench transport`: Layer Block write throughput between two libfabric endpoints next to a
+// single-thread memcpy of the same bytes, and `model`-class message latency while `kv` saturates the
+// link, with isolation on and off (DESIGN §8).
+#include <cstdint>
+#include <string>
+
+namespace dualpath::bench {
+
+struct transport_bench_options {
+  std::string provider = "shm";
+  std::string mode = "throughput";   // throughput | latency
+  uint64_t slice_bytes = 1 << 20;
+  uint64_t total_bytes = 1ull << 30; // bytes written per repeat (throughput) or by kv under load (latency)
+  uint64_t block_bytes = 0;          // Layer Block size; 0 = slice_bytes
+  uint32_t depth = 16;               // Layer Blocks submitted and not yet completed
+  uint32_t max_inflight = 4;         // slices posted to the provider at once
+  uint32_t repeats = 3;              // throughput runs; the median is reported
+  double rate_gb_per_s = 0;          // emulated CNIC cap; 0 = uncapped
+  double kv_share = 0.01;
+  uint64_t message_bytes = 65536;    // latency mode: size of one model message
+  uint32_t messages = 2000;          // latency mode: model messages per phase
+};
+
+struct transport_bench_result {
+  std::string provider, mode;
+  uint64_t slice_bytes = 0, block_bytes = 0, total_bytes = 0, depth = 0;
+  double rate_gb_per_s = 0;
+  // throughput mode
+  double gb_per_s = 0, memcpy_gb_per_s = 0, p50_us = 0, p99_us = 0;
+  // latency mode: model message latency idle, under kv load with isolation, and without
+  uint64_t message_bytes = 0, messages = 0;
+  double idle_p50_us = 0, idle_p99_us = 0;
+  double isolated_p50_us = 0, isolated_p99_us = 0, isolated_kv_gb_per_s = 0;
+  double shared_p50_us = 0, shared_p99_us = 0, shared_kv_gb_per_s = 0;
+
+  std::string to_json() const;
+  std::string to_text() const;
+};
+
+// Throws user_error for bad options or an unavailable provider.
+transport_bench_result run_transport_bench(const transport_bench_options& options);
+
+}  // namespace dualpath::bench
