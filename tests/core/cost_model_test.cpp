@@ -38,3 +38,25 @@ TEST_CASE("unknown model names are refused with the known list") {
     CHECK(std::string(e.what()).find("deepseek-v3.2") != std::string::npos);
   }
 }
+
+TEST_CASE("catalog entries carry the numbers the system needs") {
+  for (const auto& m : model_catalog()) {
+    INFO(m.name);
+    CHECK(m.layers > 0);
+    CHECK(m.kv_bytes_per_token() > 0);
+    CHECK(m.active_params > 0);
+    CHECK(m.block_tokens > 0);
+    CHECK(m.full_block_bytes() == m.layer_block_bytes() * m.layers);
+  }
+  for (const char* name : {"deepseek-v3.2", "deepseek-v3", "ds-27b", "qwen2.5-32b", "tiny", "small"}) {
+    CHECK_NOTHROW(find_model(name));
+  }
+  CHECK(find_model("ds-27b").kv_bytes_per_token() == 30 * 656);
+  CHECK(find_model("deepseek-v3").kv_bytes_per_token() == 61 * 1152);
+  CHECK(find_model("tiny").runnable);
+  CHECK(find_model("deepseek-v3.2").block_tokens == 64);
+  // DSA caps the attended tokens, so beyond top-k only the indexer grows with context.
+  const auto& v32 = find_model("deepseek-v3.2");
+  const double step = attention_flops_per_token(v32, 40000) - attention_flops_per_token(v32, 30000);
+  CHECK(step == doctest::Approx(61 * 2.0 * 64 * 128 * 10000));
+}
