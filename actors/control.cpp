@@ -66,9 +66,12 @@ void probe(const std::string& host, uint16_t port, std::chrono::milliseconds tim
                      " (is the scheduler running and its control port right?)");
   p = {fd, POLLIN, 0};
   uint8_t first = 0xff;
-  if (poll(&p, 1, left_ms()) <= 0 || recv(fd, &first, 1, 0) != 1 || first != 0)
+  if (poll(&p, 1, left_ms()) <= 0)
     throw user_error("ctl: " + where(host, port) + " is not a DualPath scheduler control port (no CAF handshake within " +
                      std::to_string(timeout.count()) + " ms)");
+  if (recv(fd, &first, 1, 0) != 1 || first != 0)
+    throw user_error("ctl: " + where(host, port) +
+                     " is not a DualPath scheduler control port (it closed the connection or did not answer with a CAF handshake)");
 }
 
 }  // namespace
