@@ -17,7 +17,7 @@ build: configure
 	@cmake --build $(BUILD) -j$(JOBS)
 
 run: build
-	$(BUILD)/apps/dualpath models
+	$(BUILD)/apps/dualpath run
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure

@@ -1,0 +1,325 @@
+#include "actors/cluster.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "actors/control.hpp"
+#include "actors/engines.hpp"
+#include "actors/leader.hpp"
+#include "actors/node_actors.hpp"
+#include "actors/runtime_messages.hpp"
+#include "core/cost_model.hpp"
+#include "core/errors.hpp"
+#include "schedule/calibration.hpp"
+#include "storage/block_store.hpp"
+
+namespace dualpath::actors {
+
+const std::vector<std::string>& run_policy_names() {
+  static const std::vector<std::string> names{"basic", "layerwise", "dualpath", "round_robin", "split", "oracle"};
+  return names;
+}
+
+void check_run_policy(const std::string& name) {
+  const auto& names = run_policy_names();
+  if (std::find(names.begin(), names.end(), name) != names.end()) return;
+  std::string known;
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+  throw user_error("unknown policy '" + name + "' (known: " + known + ")");
+}
+
+namespace {
+
+std::string scheduler_policy_for(const std::string& run_policy) {
+  if (run_policy == "basic" || run_policy == "layerwise" || run_policy == "oracle") return "basic";
+  return run_policy;
+}
+
+struct run_config : caf::actor_system_config {
+  run_config() {
+    load<caf::io::middleman>();
+    add_message_types<caf::id_block::dualpath>();
+    set("logger.console-verbosity", caf::atom("quiet"));
+    set("logger.file-verbosity", caf::atom("quiet"));
+  }
+};
+
+double seconds_between(int64_t a, int64_t b) { return a && b ? double(b - a) / 1e9 : 0; }
+
+}  // namespace
+
+std::vector<int32_t> recompute_turn(gpu::compute_backend& backend, const std::vector<int32_t>& prompt, uint32_t gen) {
+  const auto& m = backend.model();
+  const uint64_t bytes = m.kv_bytes_per_token_layer;
+  std::vector<std::vector<std::byte>> kv(m.layers, std::vector<std::byte>(prompt.size() * bytes));
+  gpu::prefill_item item;
+  item.cached = 0;
+  item.tokens = prompt;
+  item.emit_token = true;
+  auto pass = backend.begin_prefill({item});
+  for (uint32_t l = 0; l < m.layers; ++l) pass->run_layer(l, {{}}, {kv[l].data()});
+  std::vector<int32_t> out{pass->finish().at(0)};
+  std::vector<std::byte> fresh(m.layers * bytes);
+  while (out.size() < gen) {
+    std::vector<gpu::decode_item> items(1);
+    auto& d = items[0];
+    d.token = out.back();
+    d.position = uint32_t(kv[0].size() / bytes);
+    for (uint32_t l = 0; l < m.layers; ++l) d.kv.push_back({{kv[l].data(), d.position}});
+    d.new_kv = fresh.data();
+    out.push_back(backend.decode_step(items).at(0));
+    for (uint32_t l = 0; l < m.layers; ++l) kv[l].insert(kv[l].end(), fresh.begin() + l * bytes, fresh.begin() + (l + 1) * bytes);
+  }
+  return out;
+}
+
+run_summary run_cluster(const run_options& o) {
+  check_run_policy(o.policy);
+  const auto& c = o.config;
+  const std::string origin = "cluster configuration";
+  validate_cluster_config(c, origin);
+
+  gpu::backend_options bo;
+  bo.kind = c.backend;
+  bo.model = c.model;
+  bo.gpu_profile = c.gpu;
+  bo.mfu = c.mfu;
+  bo.seed = c.seed;
+  std::shared_ptr<gpu::compute_backend> first = gpu::make_backend(bo);
+  const model_spec spec = first->model();
+  const uint32_t engines_total = c.total_nodes() * c.engines_per_node;
+
+  runtime::kv_geometry geo;
+  geo.layers = spec.layers;
+  geo.block_tokens = c.block_tokens ? c.block_tokens : spec.block_tokens;
+  geo.bytes_per_token_layer = spec.kv_bytes_per_token_layer;
+  const uint64_t hbm_bytes = uint64_t(c.hbm_gb * 1e9);
+  if (hbm_bytes < 2 * geo.block_bytes())
+    throw user_error(fmt::format("{}: key 'hardware.hbm_gb': {} bytes cannot hold two Full Blocks of {} ({} bytes)",
+                                 origin, hbm_bytes, spec.name, geo.block_bytes()));
+
+  storage::store_options so;
+  so.dir = c.store_dir;
+  so.format = {runtime::model_fingerprint(spec.name, c.backend, c.seed, geo), geo.layers, geo.block_tokens,
+               uint32_t(geo.bytes_per_token_layer)};
+  so.capacity_bytes = uint64_t(c.capacity_gb * 1e9);
+  so.fsync = c.fsync;
+  auto store = storage::block_store::open(so);
+
+  // Node data planes (before the actor system: they must outlive every actor that points at them).
+  std::vector<std::unique_ptr<runtime::node_io>> ios;
+  for (uint32_t n = 0; n < c.total_nodes(); ++n) {
+    runtime::node_io_options no;
+    no.node = n;
+    for (uint32_t i = 0; i < c.engines_per_node; ++i) no.engines.push_back(n * c.engines_per_node + i);
+    no.geometry = geo;
+    no.buffer_bytes = uint64_t(c.dram_buffer_gb * 1e9);
+    no.hbm_bytes = hbm_bytes;
+    no.snic_gb_per_s = c.snic_gb_per_s;
+    no.fabric.provider = c.provider;
+    no.fabric.rate_gb_per_s = c.cnic_gb_per_s;
+    no.fabric.isolation = c.isolation;
+    no.fabric.kv_share = c.kv_share;
+    no.fabric.timeout = std::chrono::milliseconds(int64_t(c.timeout_s * 1000));
+    no.timeout = no.fabric.timeout;
+    no.bypass = o.policy == "oracle";
+    ios.push_back(std::make_unique<runtime::node_io>(no, *store));
+  }
+  runtime::fabric_directory directory(engines_total);
+  for (auto& io : ios)
+    for (auto& e : io->entries()) directory[e.engine] = e;
+  for (auto& io : ios) io->connect(directory);
+
+  // α and β from the hardware and the compute fit (DESIGN §7.2).
+  const auto fit = first->fit();
+  schedule::flops_fit sfit{fit.fixed_s, fit.seconds_per_flop};
+  const double snic_rate = c.snic_gb_per_s > 0 ? c.snic_gb_per_s * 1e9 : 2e9;
+  schedule::policy_params params;
+  params.kv_bytes_per_token = geo.layers * geo.bytes_per_token_layer;
+  params.alpha_tokens = schedule::alpha_tokens(snic_rate, params.kv_bytes_per_token, c.alpha_s);
+  params.beta_tokens =
+      schedule::beta_tokens(schedule::prefill_tokens_per_s(spec, sfit, 4 * geo.block_tokens, geo.block_tokens), c.beta_s);
+
+  run_summary summary;
+  summary.policy = o.policy;
+  std::vector<turn_record> records;
+  std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> to_verify;  // prompt, generated
+  {
+    run_config cfg;
+    caf::actor_system sys{cfg};
+    auto view = std::make_shared<cluster_view>();
+    view->geometry = geo;
+    view->slot_stride = store->read_buffer_bytes();
+    view->payload_offset = store->payload_offset();
+    view->prefill_nodes = c.prefill_nodes;
+    view->decode_nodes = c.decode_nodes;
+    view->engines_per_node = c.engines_per_node;
+    view->backend = c.backend;
+    view->vocab = spec.vocab ? spec.vocab : 32000;
+    view->policy = o.policy;
+    view->prefetch_layers = c.prefetch_layers;
+    view->quota_s = c.quota_ms / 1000.0;
+    view->max_decode_batch = c.max_decode_batch;
+    view->timeout_s = c.timeout_s;
+    view->store = store.get();
+
+    scheduler_options sched;
+    sched.policy = scheduler_policy_for(o.policy);
+    sched.params = params;
+    for (const auto& s : c.switches) sched.switches.push_back({s.at_s, s.policy});
+    view->scheduler = spawn_scheduler(sys, sched);
+    if (o.control_port) {
+      const uint16_t port = publish_control(sys, view->scheduler, o.control_port);
+      if (o.on_control_port) o.on_control_port(port);
+    }
+
+    std::vector<caf::actor> all;  // every actor to stop at the end
+    all.push_back(caf::actor_cast<caf::actor>(view->scheduler));
+    for (auto& io : ios) {
+      view->traffic_queues.push_back(spawn_traffic_queue(sys, *io));
+      all.push_back(caf::actor_cast<caf::actor>(view->traffic_queues.back()));
+    }
+    view->engines.resize(engines_total);
+    view->leaders.resize(c.total_nodes());
+    caf::scoped_actor self{sys};
+    for (const auto& script : o.scripts) {
+      view->clients.push_back(spawn_agent_client(sys, view, script, caf::actor_cast<caf::actor>(self)));
+      all.push_back(caf::actor_cast<caf::actor>(view->clients.back()));
+    }
+    for (uint32_t e = 0; e < engines_total; ++e) {
+      engine_setup es;
+      es.engine = e;
+      es.view = view;
+      es.io = ios[view->node_of(e)].get();
+      es.backend = e == 0 ? first : std::shared_ptr<gpu::compute_backend>(gpu::make_backend(bo));
+      es.worker = spawn_compute_worker(sys, es.backend);
+      all.push_back(caf::actor_cast<caf::actor>(es.worker));
+      const bool prefill = view->is_prefill_node(view->node_of(e));
+      view->engines[e] = prefill ? spawn_prefill_engine(sys, es) : spawn_decode_engine(sys, es);
+      all.push_back(caf::actor_cast<caf::actor>(view->engines[e]));
+    }
+    for (uint32_t n = 0; n < c.total_nodes(); ++n) {
+      view->leaders[n] = spawn_leader(sys, view, n, ios[n].get());
+      all.push_back(caf::actor_cast<caf::actor>(view->leaders[n]));
+    }
+    for (auto& l : view->leaders) caf::anon_send(l, atom::tick_v);
+
+    run_progress progress;
+    progress.agents_total = uint32_t(o.scripts.size());
+    for (const auto& s : o.scripts) progress.turns_total += s.turns.size();
+    const int64_t t0 = now_ns();
+    for (size_t a = 0; a < o.scripts.size(); ++a) {
+      const auto delay = std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(o.scripts[a].start_s));
+      if (o.scripts[a].start_s > 0) caf::delayed_anon_send(view->clients[a], delay, atom::start_v);
+      else caf::anon_send(view->clients[a], atom::start_v);
+    }
+
+    std::string stall;
+    int64_t last_report = t0;
+    int64_t last_event = t0;
+    bool fatal = false;
+    while (progress.agents_done < progress.agents_total && stall.empty()) {
+      self->receive(
+          [&](atom::result, const envelope<schema::TurnResult>& e, const envelope<schema::TurnPayload>& p) {
+            const auto r = decode(e);
+            turn_record rec;
+            rec.agent = r.agent;
+            rec.turn = r.turn;
+            rec.error = r.error;
+            rec.ttft_s = seconds_between(r.times.submitted, r.times.first_token);
+            rec.has_ttst = r.times.second_token != 0;
+            rec.ttst_s = seconds_between(r.times.first_token, r.times.second_token);
+            if (r.times.second_token && r.generated.size() > 2) {
+              rec.has_tpot = true;
+              rec.tpot_s = seconds_between(r.times.second_token, r.times.done) / double(r.generated.size() - 2);
+            }
+            rec.queue_s = seconds_between(r.times.submitted, r.times.assigned);
+            rec.kv_read_s = seconds_between(r.times.assigned, r.times.kv_ready);
+            rec.assign_s = seconds_between(r.times.kv_ready, r.times.prefill_start);
+            rec.prefill_s = seconds_between(r.times.prefill_start, r.times.first_token);
+            rec.path = r.path;
+            rec.hit_blocks = r.valid_hit_blocks;
+            rec.corrupt_blocks = r.corrupt_blocks;
+            rec.kv_verified = r.kv_verified;
+            rec.kv_corrupt = r.kv_corrupt;
+            rec.done_s = seconds_between(t0, r.times.done ? r.times.done : now_ns());
+            records.push_back(rec);
+            if (!r.error.empty()) fatal = true;
+            const auto payload = decode(p);
+            if (r.error.empty() && !payload.tokens.empty()) to_verify.emplace_back(payload.tokens, r.generated);
+            ++progress.turns_done;
+            last_event = now_ns();
+          },
+          [&](atom::finish, uint32_t) {
+            ++progress.agents_done;
+            last_event = now_ns();
+          },
+          caf::after(std::chrono::milliseconds(200)) >>
+              [&] {
+                if (seconds_between(last_event, now_ns()) > c.timeout_s)
+                  stall = fmt::format("no turn finished for {:.0f} s ({} of {} turns done)", c.timeout_s,
+                                      progress.turns_done, progress.turns_total);
+              });
+      if (o.on_progress && seconds_between(last_report, now_ns()) >= 1.0) {
+        last_report = now_ns();
+        progress.elapsed_s = seconds_between(t0, last_report);
+        o.on_progress(progress);
+      }
+    }
+    summary.jct_s = records.empty() ? 0 : seconds_between(t0, now_ns());
+    if (!records.empty()) {
+      double last = 0;
+      for (auto& r : records) last = std::max(last, r.done_s);
+      summary.jct_s = last;
+    }
+    if (o.on_progress) {
+      progress.elapsed_s = seconds_between(t0, now_ns());
+      o.on_progress(progress);
+    }
+    for (auto& a : all) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    if (!stall.empty()) {
+      sys.await_all_actors_done();
+      throw user_error("run stalled: " + stall);
+    }
+    (void)fatal;
+  }
+
+  for (auto& io : ios) {
+    const auto s = io->stats();
+    summary.snic_bytes.push_back(s.snic_bytes);
+    summary.persisted_blocks += s.persisted_blocks;
+  }
+  summarize_turns(summary, records);
+
+  // JCT lower bound: the slower of reading every byte at full SNIC rate and computing every prefill.
+  uint64_t total_bytes = 0;
+  for (auto b : summary.snic_bytes) total_bytes += b;
+  const double bytes_bound = c.snic_gb_per_s > 0 ? double(total_bytes) / (c.snic_gb_per_s * 1e9 * c.total_nodes()) : 0;
+  double compute_s = 0;
+  for (const auto& s : o.scripts)
+    for (const auto& t : s.turns) compute_s += fit.seconds(prefill_flops(spec, t.hit_candidates, t.prompt - t.hit_candidates));
+  const double compute_bound = compute_s / double(c.prefill_nodes * c.engines_per_node);
+  summary.jct_lower_bound_s = std::max(bytes_bound, compute_bound);
+  summary.jct_over_bound = summary.jct_lower_bound_s > 0 ? summary.jct_s / summary.jct_lower_bound_s : 0;
+
+  // Verification after the run, so it does not slow the measured cluster.
+  if (!to_verify.empty()) {
+    gpu::backend_options ref = bo;
+    ref.kind = "cpu";
+    auto reference = c.backend == "modeled" ? nullptr : gpu::make_backend(ref);
+    for (const auto& [prompt, generated] : to_verify) {
+      if (!reference) break;
+      ++summary.verified_turns;
+      if (recompute_turn(*reference, prompt, uint32_t(generated.size())) != generated) ++summary.mismatched_turns;
+    }
+  }
+  return summary;
+}
+
+}  // namespace dualpath::actors

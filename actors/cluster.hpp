@@ -1,0 +1,47 @@
+#pragma once
+// The embedded cluster (DESIGN §13): every node's actors in this one process, storage in a local
+// directory, KV over libfabric. run_cluster() replays agent scripts under one policy and reports.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "actors/agent_client.hpp"
+#include "actors/run_report.hpp"
+#include "core/cluster_config.hpp"
+
+namespace dualpath::actors {
+
+// Run policies: each names a scheduler policy and a data path.
+//   basic       PE read path only, every hit layer in HBM before the prefill starts (no layer-wise)
+//   layerwise   PE read path only, layer-wise prefill
+//   dualpath    both read paths, the DualPath scheduler (DESIGN §7)
+//   round_robin engines round robin, path by shorter read queue
+//   split       one request's hit blocks divided between both SNICs
+//   oracle      no SNIC reads, no fabric copies (direct store reads and memcpy): the zero-I/O bound
+const std::vector<std::string>& run_policy_names();
+void check_run_policy(const std::string& name);  // user_error listing the known names
+
+struct run_progress {
+  uint64_t turns_done = 0, turns_total = 0;
+  uint32_t agents_done = 0, agents_total = 0;
+  double elapsed_s = 0;
+};
+
+struct run_options {
+  cluster_config config;
+  std::string policy = "dualpath";
+  std::vector<agent_script> scripts;
+  uint32_t verify_every = 0;  // recompute every Nth turn of each agent from scratch on the cpu backend
+  uint16_t control_port = 0;  // publish the scheduler's control port here (0: not published)
+  std::function<void(const run_progress&)> on_progress;  // called about once per second
+  std::function<void(uint16_t)> on_control_port;         // the bound control port, once published
+};
+
+// Runs the cluster until every script finished; throws user_error on bad configuration, or when the run
+// makes no progress for config.timeout_s.
+run_summary run_cluster(const run_options& options);
+
+// Recomputes a turn from scratch (full prefill of `prompt`, then decode): the correctness reference.
+std::vector<int32_t> recompute_turn(gpu::compute_backend& backend, const std::vector<int32_t>& prompt, uint32_t gen);
+
+}  // namespace dualpath::actors
