@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "actors/type_ids.hpp"
+#include "schedule/config.hpp"
 #include "schedule/policy.hpp"
 
 namespace dualpath::actors {
@@ -34,10 +35,7 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<atom::scripted, uint32_t>>;
 
 // One entry of `[[schedule.switch]]`: at `at_s` seconds after the scheduler starts, switch to `policy`.
-struct policy_switch {
-  double at_s = 0;
-  std::string policy;
-};
+using policy_switch = schedule::policy_switch;
 
 struct scheduler_options {
   std::string policy = "dualpath";
