@@ -1,10 +1,12 @@
 #include "storage/snic_gate.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include <spdlog/spdlog.h>
 
@@ -17,6 +19,10 @@ struct snic_gate::impl {
   const double bytes_per_ns;  // 0 = uncapped
   const uint32_t depth;
   const uint64_t request_bytes;
+  // Reads kept in flight at the store. Capped, only what the link drains in `lookahead` (at least
+  // two): reading further ahead would only delay the first block and gain nothing.
+  const uint32_t window;
+  static constexpr double lookahead_ns = 25e6;
 
   mutable std::mutex mu;
   std::condition_variable work_cv;   // wakes the worker: new requests, arrivals, stop
@@ -24,8 +30,10 @@ struct snic_gate::impl {
   std::deque<read_request> fifo;
   struct arrived_read {
     read_completion c;
-    clock_type::time_point at;
+    clock_type::time_point sent, at;  // dispatched to the store, back from it
   };
+  std::unordered_map<uint64_t, std::pair<uint64_t, clock_type::time_point>> dispatched;  // id -> user_data, sent
+  uint64_t next_id = 0;
   std::deque<arrived_read> arrived;  // back from the store, not yet scheduled on the link
   struct held_read {
     read_completion c;
@@ -43,7 +51,12 @@ struct snic_gate::impl {
   std::thread worker;
 
   impl(block_store& s, double cap, uint32_t d)
-      : store(s), bytes_per_ns(cap > 0 ? cap : 0), depth(d == 0 ? 1 : d), request_bytes(s.read_buffer_bytes()) {
+      : store(s),
+        bytes_per_ns(cap > 0 ? cap : 0),
+        depth(d == 0 ? 1 : d),
+        request_bytes(s.read_buffer_bytes()),
+        window(cap > 0 ? std::min<uint32_t>(depth, std::max<uint32_t>(2, uint32_t(cap * lookahead_ns / double(request_bytes))))
+                       : depth) {
     st.cap_gb_per_s = cap > 0 ? cap : 0;  // 1 GB/s = 1 byte/ns
   }
 
@@ -63,9 +76,13 @@ struct snic_gate::impl {
     while (!stop) {
       // Dispatch FIFO heads while this gate has room at the store.
       std::vector<read_request> batch;
-      while (!fifo.empty() && in_store + held.size() + arrived.size() < depth) {
-        batch.push_back(fifo.front());
+      while (!fifo.empty() && in_store + held.size() + arrived.size() < window) {
+        // Tag with a gate-local id to remember the caller's user_data and the dispatch time.
+        read_request r = fifo.front();
         fifo.pop_front();
+        dispatched.emplace(next_id, std::make_pair(r.user_data, clock_type::now()));
+        r.user_data = next_id++;
+        batch.push_back(r);
         ++in_store;
       }
       if (!batch.empty()) {
@@ -83,8 +100,11 @@ struct snic_gate::impl {
         arrived.pop_front();
         auto release = a.at;
         if (bytes_per_ns > 0) {
-          const auto start = std::max(a.at, link_free);
-          release = start + std::chrono::nanoseconds(int64_t(double(a.c.bytes_read) / bytes_per_ns));
+          // The link streams a block while it is read (cut-through) but never faster than the cap:
+          // it starts after the previous block left, and ends no earlier than the data arrived.
+          const auto send = std::chrono::nanoseconds(int64_t(double(a.c.bytes_read) / bytes_per_ns));
+          const auto start = std::max({link_free, a.sent, a.at - send});
+          release = start + send;
           link_free = release;
         }
         held.push_back({std::move(a.c), release});
@@ -102,7 +122,7 @@ struct snic_gate::impl {
         released = true;
       }
       if (released) ready_cv.notify_all();
-      const bool can_dispatch = !fifo.empty() && in_store + held.size() + arrived.size() < depth;
+      const bool can_dispatch = !fifo.empty() && in_store + held.size() + arrived.size() < window;
       if (can_dispatch) continue;
       if (!held.empty()) work_cv.wait_until(lock, held.front().release);
       else work_cv.wait_for(lock, std::chrono::milliseconds(50));
@@ -113,7 +133,11 @@ struct snic_gate::impl {
     {
       std::lock_guard<std::mutex> lock(mu);
       --in_store;
-      arrived.push_back({std::move(c), clock_type::now()});
+      const auto it = dispatched.find(c.user_data);
+      const auto sent = it->second.second;
+      c.user_data = it->second.first;
+      dispatched.erase(it);
+      arrived.push_back({std::move(c), sent, clock_type::now()});
     }
     work_cv.notify_all();
   }

@@ -2,9 +2,12 @@
 // The emulated storage NIC of one node (DESIGN §9): a FIFO of pending block reads in front of a
 // block_store, with an optional rate cap in GB/s. Its queued bytes (`read_q`) are what the scheduler
 // balances on. An internal thread drains the FIFO, so callers only submit and poll.
-// The cap is a token bucket without burst over the bytes actually read: each completed read occupies
-// the emulated link for bytes/cap seconds after the link is free and its data has arrived from the
-// store (store-and-forward), and is released to poll() when that time is over.
+// The cap is a token bucket without burst over the bytes actually read: each read occupies the
+// emulated link for bytes/cap seconds, starting when the previous one has left (and not before it
+// was dispatched to the store), and is released to poll() at the end of that time or when its data
+// has arrived from the store, whichever is later.
+// Reads are dispatched to the store in FIFO order; completions of reads in flight together may
+// come back in another order.
 #include <chrono>
 #include <cstdint>
 #include <memory>
