@@ -41,6 +41,7 @@ void summarize_turns(run_summary& s, const std::vector<turn_record>& records) {
     s.kv_verified_blocks += r.kv_verified;
     s.kv_corrupt_blocks += r.kv_corrupt;
     s.corrupt_blocks_recomputed += r.corrupt_blocks;
+    s.hit_blocks += r.hit_blocks;
   }
   s.ttft = summarize(ttft);
   s.ttst = summarize(ttst);
@@ -82,6 +83,7 @@ nlohmann::json to_json(const run_summary& s) {
   j["kv_corrupt_blocks"] = s.kv_corrupt_blocks;
   j["corrupt_blocks_recomputed"] = s.corrupt_blocks_recomputed;
   j["persisted_blocks"] = s.persisted_blocks;
+  j["hit_blocks"] = s.hit_blocks;
   if (!s.first_error.empty()) j["first_error"] = s.first_error;
   return j;
 }

@@ -40,6 +40,7 @@ struct run_summary {
   uint64_t verified_turns = 0, mismatched_turns = 0;
   uint64_t kv_verified_blocks = 0, kv_corrupt_blocks = 0, corrupt_blocks_recomputed = 0;
   uint64_t persisted_blocks = 0;
+  uint64_t hit_blocks = 0;  // Full Blocks served from storage (either path), summed over turns
   std::string first_error;
 };
 
