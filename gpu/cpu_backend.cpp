@@ -261,7 +261,7 @@ class cpu_backend : public compute_backend {
     flops_fit f;
     f.seconds_per_flop = std::max(1e-15, (tb - ts) / (fb - fs));
     f.fixed_s = std::max(0.0, ts - fs * f.seconds_per_flop);
-    spdlog::info("cpu backend fit for {}: {:.1f} GFLOP/s marginal, {:.2f} ms fixed", m.name,
+    spdlog::debug("cpu backend fit for {}: {:.1f} GFLOP/s marginal, {:.2f} ms fixed", m.name,
                  1e-9 / f.seconds_per_flop, f.fixed_s * 1e3);
     return f;
   }

@@ -1,0 +1,172 @@
+#include "bench/compute_bench.hpp"
+
+#include <cblas.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <vector>
+
+#include "core/cost_model.hpp"
+#include "core/errors.hpp"
+#include "gpu/backend.hpp"
+#include "gpu/bf16.hpp"
+
+namespace dualpath::bench {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// sgemm over the linear layers of one transformer layer at M = rows (QKV, O, gate+up, down), in GFLOP/s.
+double sgemm_gflop_per_s(const model_spec& m, uint32_t rows, uint32_t repeats) {
+  const uint64_t H = m.hidden, Q = uint64_t(m.heads) * m.head_dim, KV = uint64_t(m.kv_heads) * m.head_dim,
+                 I = m.intermediate;
+  struct shape { uint64_t in, out; };
+  const std::vector<shape> shapes{{H, Q + 2 * KV}, {Q, H}, {H, 2 * I}, {I, H}};
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<std::vector<float>> x, w, y;
+  double flops = 0;
+  for (const auto& s : shapes) {
+    x.emplace_back(rows * s.in);
+    w.emplace_back(s.out * s.in);
+    y.emplace_back(rows * s.out);
+    for (auto& v : x.back()) v = u(rng);
+    for (auto& v : w.back()) v = u(rng);
+    flops += 2.0 * rows * s.in * s.out;
+  }
+  auto run = [&] {
+    for (size_t i = 0; i < shapes.size(); ++i)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(shapes[i].out), int(shapes[i].in), 1.0f,
+                  x[i].data(), int(shapes[i].in), w[i].data(), int(shapes[i].in), 0.0f, y[i].data(),
+                  int(shapes[i].out));
+  };
+  run();  // warm-up
+  std::vector<double> rates;
+  for (uint32_t r = 0; r < repeats; ++r) {
+    const auto t0 = clock_type::now();
+    run();
+    rates.push_back(flops / since(t0) / 1e9);
+  }
+  return median(rates);
+}
+
+}  // namespace
+
+compute_bench_result run_compute_bench(const compute_bench_options& o) {
+  if (o.append == 0) throw user_error("bench compute: --append must be at least 1");
+  if (o.decode_batch == 0) throw user_error("bench compute: --decode-batch must be at least 1");
+  if (o.repeats == 0) throw user_error("bench compute: --repeats must be at least 1");
+  gpu::backend_options bo;
+  bo.kind = o.backend;
+  bo.model = o.model;
+  bo.gpu_profile = o.gpu_profile;
+  bo.mfu = o.mfu;
+  bo.seed = o.seed;
+  auto be = gpu::make_backend(bo);
+  const model_spec& m = be->model();
+  const uint64_t bpt = m.kv_bytes_per_token_layer, total = uint64_t(o.context) + o.append;
+
+  // KV of the context for every layer: random bf16 values of unit scale (timing does not depend on them).
+  std::vector<std::vector<std::byte>> kv(m.layers, std::vector<std::byte>(total * bpt));
+  std::mt19937 rng(uint32_t(o.seed));
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (auto& layer : kv)
+    for (uint64_t i = 0; i + 1 < layer.size(); i += 2) {
+      const uint16_t h = gpu::float_to_bf16(u(rng));
+      std::memcpy(&layer[i], &h, 2);
+    }
+  std::vector<int32_t> tokens(o.append);
+  for (auto& t : tokens) t = int32_t(rng() % m.vocab);
+
+  std::vector<std::byte> new_kv(uint64_t(o.append) * bpt);
+  auto prefill_once = [&] {
+    auto pass = be->begin_prefill({gpu::prefill_item{1, o.context, tokens, true}});
+    for (uint32_t l = 0; l < m.layers; ++l)
+      pass->run_layer(l, {{gpu::kv_span{kv[l].data(), o.context}}}, {new_kv.data()});
+    pass->finish();
+  };
+  std::vector<std::byte> dec_out(uint64_t(o.decode_batch) * m.layers * bpt);
+  auto decode_once = [&] {
+    std::vector<gpu::decode_item> items(o.decode_batch);
+    for (uint32_t r = 0; r < o.decode_batch; ++r) {
+      items[r].request_id = r;
+      items[r].token = tokens[r % tokens.size()];
+      items[r].position = uint32_t(total);
+      for (uint32_t l = 0; l < m.layers; ++l) items[r].kv.push_back({gpu::kv_span{kv[l].data(), uint32_t(total)}});
+      items[r].new_kv = dec_out.data() + uint64_t(r) * m.layers * bpt;
+    }
+    be->decode_step(items);
+  };
+
+  compute_bench_result res;
+  res.backend = be->kind();
+  res.model = m.name;
+  res.context = o.context;
+  res.append = o.append;
+  res.decode_batch = o.decode_batch;
+  prefill_once();  // warm-up (page in weights, start BLAS threads)
+  std::vector<double> pt, dt;
+  for (uint32_t r = 0; r < o.repeats; ++r) {
+    const auto t0 = clock_type::now();
+    prefill_once();
+    pt.push_back(since(t0));
+  }
+  decode_once();
+  for (uint32_t r = 0; r < o.repeats; ++r) {
+    const auto t0 = clock_type::now();
+    decode_once();
+    dt.push_back(since(t0));
+  }
+  res.prefill_s = median(pt);
+  res.prefill_tokens_per_s = o.append / res.prefill_s;
+  res.gflop_per_s = prefill_flops(m, o.context, o.append) / res.prefill_s / 1e9;
+  res.decode_step_s = median(dt);
+  res.decode_tokens_per_s = o.decode_batch / res.decode_step_s;
+  if (m.intermediate > 0 && m.attention == attention_kind::gqa) res.sgemm_gflop_per_s = sgemm_gflop_per_s(m, o.append, o.repeats);
+  const auto fit = be->fit();
+  res.fit_gflop_per_s = fit.seconds_per_flop > 0 ? 1e-9 / fit.seconds_per_flop : 0;
+  return res;
+}
+
+std::string compute_bench_result::to_json() const {
+  nlohmann::json j = {{"backend", backend},
+                      {"model", model},
+                      {"context", context},
+                      {"append", append},
+                      {"decode_batch", decode_batch},
+                      {"prefill_s", prefill_s},
+                      {"prefill_tokens_per_s", prefill_tokens_per_s},
+                      {"gflop_per_s", gflop_per_s},
+                      {"decode_step_s", decode_step_s},
+                      {"decode_tokens_per_s", decode_tokens_per_s},
+                      {"sgemm_gflop_per_s", sgemm_gflop_per_s},
+                      {"gflop_ratio_vs_sgemm", sgemm_gflop_per_s > 0 ? gflop_per_s / sgemm_gflop_per_s : 0.0},
+                      {"fit_gflop_per_s", fit_gflop_per_s}};
+  return j.dump(2) + "\n";
+}
+
+std::string compute_bench_result::to_text() const {
+  std::string out = fmt::format("backend {}  model {}  context {}  append {}\n", backend, model, context, append);
+  out += fmt::format("prefill   {:10.1f} tokens/s  {:8.3f} s/pass  {:8.1f} GFLOP/s (model FLOPs)\n",
+                     prefill_tokens_per_s, prefill_s, gflop_per_s);
+  out += fmt::format("decode    {:10.1f} tokens/s  {:8.4f} s/step (batch {})\n", decode_tokens_per_s, decode_step_s,
+                     decode_batch);
+  if (sgemm_gflop_per_s > 0)
+    out += fmt::format("sgemm     {:10.1f} GFLOP/s on the model's linear shapes  (prefill = {:.2f}x sgemm)\n",
+                       sgemm_gflop_per_s, gflop_per_s / sgemm_gflop_per_s);
+  out += fmt::format("fit       {:10.1f} GFLOP/s marginal (the batcher's FLOPs->time curve)\n", fit_gflop_per_s);
+  return out;
+}
+
+}  // namespace dualpath::bench
