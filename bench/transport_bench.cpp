@@ -8,12 +8,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <sys/mman.h>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "core/errors.hpp"
 #include "transport/endpoint.hpp"
+#include "transport/host_buffer.hpp"
 
 namespace dualpath::bench {
 
@@ -33,14 +33,10 @@ double percentile(std::vector<double> v, double p) {
 
 double median(std::vector<double> v) { return percentile(std::move(v), 0.5); }
 
+// Huge-page backed, pre-faulted host memory, as the runtime registers it.
 struct buffer {
-  explicit buffer(uint64_t n)
-      : size(n), ptr(static_cast<std::byte*>(std::aligned_alloc(2 << 20, (n + (2 << 20) - 1) / (2 << 20) * (2 << 20)))) {
-    if (!ptr) throw user_error(fmt::format("bench transport: cannot allocate {} bytes", n));
-    madvise(ptr, (n + (2 << 20) - 1) / (2 << 20) * (2 << 20), MADV_HUGEPAGE);
-    std::memset(ptr, 0x5a, n);  // fault the pages in before anything is timed
-  }
-  ~buffer() { std::free(ptr); }
+  explicit buffer(uint64_t n) : mem(n), size(n), ptr(mem.data()) { std::memset(ptr, 0x5a, n); }
+  host_buffer mem;
   uint64_t size;
   std::byte* ptr;
 };

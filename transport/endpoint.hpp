@@ -74,7 +74,7 @@ struct completion {
 // Remote completion data that arrived at this endpoint: one per write() that carried remote_data.
 struct arrival {
   uint64_t data = 0;
-  uint64_t bytes = 0;  // bytes of the slice that carried the data (the transfer's last slice)
+  uint64_t bytes = 0;  // length of the slice that carried it, as the provider reports it (shm does; tcp gives 0)
 };
 
 struct class_stats {

@@ -71,3 +71,16 @@ TEST_CASE("token bucket charges whole slices and refuses while in debt") {
   token_bucket open(0, 0);
   CHECK(open.ready(t0));
 }
+
+#include "transport/host_buffer.hpp"
+
+TEST_CASE("host buffers are huge-page aligned, zeroed and refuse zero bytes") {
+  host_buffer buf(3 << 20);
+  CHECK(reinterpret_cast<uintptr_t>(buf.data()) % (2 << 20) == 0);
+  CHECK(buf.size() == 3u << 20);
+  CHECK(buf.data()[(3 << 20) - 1] == std::byte{0});
+  host_buffer moved(std::move(buf));
+  CHECK(buf.data() == nullptr);
+  CHECK(moved.size() == 3u << 20);
+  CHECK_THROWS_AS(host_buffer(0), dualpath::user_error);
+}
