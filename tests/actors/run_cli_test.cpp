@@ -1,0 +1,90 @@
+// `dualpath run` on bad input: one clear message naming what and where, exit code 2, nothing hangs.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct cli_result {
+  int rc = -1;
+  std::string err;
+};
+
+struct workdir {
+  fs::path path = fs::temp_directory_path() / ("dualpath-run-cli-" + std::to_string(getpid()));
+  workdir() { fs::create_directories(path); }
+  ~workdir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name) << text;
+    return (path / name).string();
+  }
+};
+
+cli_result run_cli(const workdir& w, const std::string& args) {
+  const char* env = std::getenv("DUALPATH_BINARY");
+  const std::string bin = env && *env ? env : DUALPATH_BINARY_DEFAULT;
+  const std::string err = (w.path / "stderr.txt").string();
+  const std::string cmd = "cd '" + w.path.string() + "' && timeout 60 '" + bin + "' " + args + " >/dev/null 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  std::stringstream ss;
+  ss << std::ifstream(err).rdbuf();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
+}
+
+}  // namespace
+
+TEST_CASE("run: a malformed trace line names file, line and field") {
+  workdir w;
+  const auto trace = w.write("bad.jsonl", "{\"id\":\"a\",\"rounds\":[{\"append\":10,\"gen\":4}]}\n{\"id\":\"b\",\"rounds\":[{\"append\":10,\"gen\":\"x\"}]}\n");
+  const auto r = run_cli(w, "run --quiet --trace " + trace);
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("bad.jsonl:2") != std::string::npos);
+  CHECK(r.err.find("rounds[0].gen") != std::string::npos);
+}
+
+TEST_CASE("run: a missing model directory, an unwritable store and a bad cluster key exit 2") {
+  workdir w;
+  auto r = run_cli(w, "run --quiet --cluster " + w.write("m.toml", "[model]\nname = \"./no-such-model-dir\"\n"));
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("no-such-model-dir") != std::string::npos);
+
+  w.write("plain-file", "x");
+  r = run_cli(w, "run --quiet --cluster " + w.write("s.toml", "[storage]\ndir = \"plain-file/store\"\n"));
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("plain-file/store") != std::string::npos);
+
+  r = run_cli(w, "run --quiet --cluster " + w.write("k.toml", "[hardware]\nsnic = 3\n"));
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("hardware.snic") != std::string::npos);
+
+  r = run_cli(w, "run --quiet --cluster " + w.write("t.toml", "[cluster]\nprefill_nodes = \"two\"\n"));
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("must be an integer") != std::string::npos);
+
+  r = run_cli(w, "run --quiet --policy fastest");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("known: basic") != std::string::npos);
+}
+
+TEST_CASE("run: the embedded default writes a JSON report with every policy and the speedups") {
+  workdir w;
+  const auto r = run_cli(w, "run --quiet --max-turns 2 --agents 2 --verify-every 1 --report report.json");
+  REQUIRE(r.rc == 0);
+  std::stringstream ss;
+  ss << std::ifstream(w.path / "report.json").rdbuf();
+  const std::string json = ss.str();
+  for (const char* field : {"\"runs\"", "\"policy\": \"basic\"", "\"policy\": \"dualpath\"", "\"policy\": \"oracle\"",
+                            "\"dualpath_vs_basic\"", "\"oracle_vs_dualpath\"", "\"ttft_breakdown_s\"", "\"snic_max_over_avg\"",
+                            "\"jct_over_bound\"", "\"mismatched_turns\": 0", "\"verified_turns\": 4"})
+    CHECK_MESSAGE(json.find(field) != std::string::npos, field);
+}
