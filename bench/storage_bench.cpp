@@ -56,8 +56,10 @@ struct read_pass {
   std::vector<double> latencies_us;
 };
 
-// Reads every key once with `depth` reads outstanding, reusing `depth` buffers.
-read_pass read_all(block_store& store, const std::vector<block_key>& keys, uint32_t depth) {
+// Reads every key once with `depth` reads outstanding, reusing `depth` buffers. `reader` is the
+// store itself or an SNIC gate in front of it.
+template <class Reader>
+read_pass read_all(Reader& reader, const block_store& store, const std::vector<block_key>& keys, uint32_t depth) {
   std::vector<aligned_buffer> bufs;
   for (uint32_t i = 0; i < depth; ++i) bufs.push_back(make_aligned_buffer(store.read_buffer_bytes()));
   std::vector<uint64_t> free_slots;
@@ -76,8 +78,8 @@ read_pass read_all(block_store& store, const std::vector<block_key>& keys, uint3
       started[slot] = clock_type::now();
       batch.push_back({keys[next++], bufs[slot].get(), slot});
     }
-    store.submit(std::move(batch));
-    for (const auto& c : store.poll(std::chrono::milliseconds(100))) {
+    reader.submit(std::move(batch));
+    for (const auto& c : reader.poll(std::chrono::milliseconds(100))) {
       if (!c.ok) throw std::runtime_error(fmt::format("benchmark read of {} failed: {}", key_hex(c.key), c.reason));
       pass.latencies_us.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - started[c.user_data]).count());
       bytes += c.bytes_read;
@@ -184,12 +186,18 @@ storage_bench_result run_storage_bench(const storage_bench_options& o) {
   bool fio_direct = true;
   std::vector<double> fio_runs;
   auto order = keys;
-  std::vector<double> gbps, lat;
+  std::vector<double> gbps, gate_gbps, lat;
   for (uint32_t rep = 0; rep < o.repeats; ++rep) {
     drop_cache(so.dir, keys);
     std::rotate(order.begin(), order.begin() + (order.size() / 3), order.end());
-    auto pass = read_all(*store, order, o.depth);
+    auto pass = read_all(*store, *store, order, o.depth);
     gbps.push_back(pass.gb_per_s);
+    {
+      // The same through an uncapped SNIC gate: it should cost nothing.
+      drop_cache(so.dir, keys);
+      snic_gate gate(*store, 0, o.depth);
+      gate_gbps.push_back(read_all(gate, *store, order, o.depth).gb_per_s);
+    }
     lat.insert(lat.end(), pass.latencies_us.begin(), pass.latencies_us.end());
     if (fio_err.empty()) {
       std::filesystem::create_directories(fio_dir, ec);
@@ -203,6 +211,7 @@ storage_bench_result run_storage_bench(const storage_bench_options& o) {
     }
   }
   r.read_gb_per_s = median(gbps);
+  r.gate_read_gb_per_s = median(gate_gbps);
   r.read_p50_us = percentile(lat, 0.5);
   r.read_p99_us = percentile(lat, 0.99);
   r.direct_io = store->stats().direct_io;
@@ -254,6 +263,7 @@ std::string storage_bench_result::to_json() const {
   j["write_gb_per_s"] = write_gb_per_s;
   j["read_gb_per_s"] = read_gb_per_s;
   j["read_p50_us"] = read_p50_us;
+  j["gate_read_gb_per_s"] = gate_read_gb_per_s;
   j["read_p99_us"] = read_p99_us;
   j["fio_read_gb_per_s"] = fio_read_gb_per_s;
   j["fio_direct"] = fio_direct;
@@ -273,6 +283,8 @@ std::string storage_bench_result::to_text() const {
                               file_bytes, depth, direct_io ? "O_DIRECT" : "buffered");
   s += fmt::format("write   {:8.3f} GB/s\n", write_gb_per_s);
   s += fmt::format("read    {:8.3f} GB/s   p50 {:.0f} us   p99 {:.0f} us\n", read_gb_per_s, read_p50_us, read_p99_us);
+  s += fmt::format("gate    {:8.3f} GB/s   (uncapped SNIC gate, ratio {:.2f})\n", gate_read_gb_per_s,
+                   gate_read_gb_per_s / read_gb_per_s);
   if (fio_read_gb_per_s > 0)
     s += fmt::format("fio     {:8.3f} GB/s   ours/fio {:.2f}   ({})\n", fio_read_gb_per_s,
                      read_gb_per_s / fio_read_gb_per_s, fio_note);

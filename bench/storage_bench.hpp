@@ -23,6 +23,7 @@ struct storage_bench_result {
   uint64_t block_bytes = 0, file_bytes = 0, blocks = 0, depth = 0;
   bool direct_io = false;
   double write_gb_per_s = 0, read_gb_per_s = 0, read_p50_us = 0, read_p99_us = 0;
+  double gate_read_gb_per_s = 0;  // the same reads through an uncapped snic_gate
   double fio_read_gb_per_s = 0;  // 0 when fio did not run
   bool fio_direct = false;
   std::string fio_note;          // why fio did not run, or how it ran

@@ -73,6 +73,18 @@ file_error write_file_atomic(const std::string& path, const std::byte* data, uin
   uint64_t done = 0;
   while (done < size) {
     const ssize_t n = ::pwrite(fd, data + done, size - done, off_t(done));
+    if (n < 0 && errno == EINVAL && direct && done == 0) {
+      // The filesystem accepted O_DIRECT at open but not this write: start over buffered.
+      ::close(fd);
+      fd = ::open(tmp.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+      if (fd < 0) {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        return fail(err, "reopening " + tmp);
+      }
+      direct = false;
+      continue;
+    }
     if (n < 0) {
       if (errno == EINTR) continue;
       return abort_with(errno, "writing " + tmp);

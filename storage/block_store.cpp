@@ -103,9 +103,13 @@ class store_impl final : public block_store {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (index_.contains(key)) {
-        index_.touch(key);
-        res.ok = res.already_present = true;
-        return res;
+        struct stat st {};
+        if (::stat(block_path(opt_.dir, key).c_str(), &st) == 0 && uint64_t(st.st_size) == file_bytes_) {
+          index_.touch(key);
+          res.ok = res.already_present = true;
+          return res;
+        }
+        index_.erase(key);  // removed behind our back (another process evicted it): write it again
       }
       if (opt_.capacity_bytes != 0) {
         if (file_bytes_ > opt_.capacity_bytes) return fail_write(res, ENOSPC, "block larger than the capacity");

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -80,7 +81,9 @@ void read_engine::submit(std::vector<read_job> jobs) {
 void read_engine::queue_read(slot& s) {
   io_uring_sqe* sqe = io_uring_get_sqe(as_ring(ring_));
   // Never null: at most depth_ reads plus the wake-up poll are ever outstanding.
-  io_uring_prep_read(sqe, s.fd, s.job.buffer + s.done, unsigned(s.target - s.done), s.done);
+  // At most 1 GiB per request: the length field is 32 bits.
+  const uint64_t chunk = std::min<uint64_t>(s.target - s.done, uint64_t(1) << 30);
+  io_uring_prep_read(sqe, s.fd, s.job.buffer + s.done, unsigned(chunk), s.done);
   io_uring_sqe_set_data64(sqe, s.index);
 }
 
