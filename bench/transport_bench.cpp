@@ -125,7 +125,7 @@ void run_throughput(const transport_bench_options& o, transport_bench_result& r)
   const uint64_t span = std::max(o.block_bytes, std::min<uint64_t>(o.total_bytes, 64ull << 20) / o.block_bytes * o.block_bytes);
   buffer src(span), dst(span);
   link l(fabric_for(o, true), src, dst);
-  r.provider = l.a->provider_name();
+  r.fabric_provider = l.a->provider_name();
   std::vector<double> rates, copies, latencies;
   std::vector<double> warm;
   auto warm_opts = o;
@@ -154,7 +154,7 @@ std::vector<double> model_latencies(const transport_bench_options& o, bool isola
   constexpr uint64_t model_tag = 1ull << 63;
   std::vector<double> lat;
   uint64_t kv_submitted = 0, kv_done = 0, kv_bytes = 0;
-  const auto pause = std::chrono::microseconds(20);
+  const auto pause = std::chrono::microseconds(o.gap_us);
   const auto t0 = clock::now();
   auto top_up = [&] {
     while (kv_load && kv_submitted - kv_done < o.depth) {
@@ -212,13 +212,13 @@ std::vector<double> model_latencies(const transport_bench_options& o, bool isola
 
 void run_latency(const transport_bench_options& o, transport_bench_result& r) {
   double kv = 0;
-  auto idle = model_latencies(o, true, false, kv, r.provider);
+  auto idle = model_latencies(o, true, false, kv, r.fabric_provider);
   r.idle_p50_us = percentile(idle, 0.5);
   r.idle_p99_us = percentile(idle, 0.99);
-  auto iso = model_latencies(o, true, true, r.isolated_kv_gb_per_s, r.provider);
+  auto iso = model_latencies(o, true, true, r.isolated_kv_gb_per_s, r.fabric_provider);
   r.isolated_p50_us = percentile(iso, 0.5);
   r.isolated_p99_us = percentile(iso, 0.99);
-  auto shared = model_latencies(o, false, true, r.shared_kv_gb_per_s, r.provider);
+  auto shared = model_latencies(o, false, true, r.shared_kv_gb_per_s, r.fabric_provider);
   r.shared_p50_us = percentile(shared, 0.5);
   r.shared_p99_us = percentile(shared, 0.99);
 }
@@ -245,6 +245,7 @@ transport_bench_result run_transport_bench(const transport_bench_options& in) {
   }
   transport_bench_result r;
   r.mode = o.mode;
+  r.provider = o.provider;
   r.slice_bytes = o.slice_bytes;
   r.block_bytes = o.block_bytes;
   r.total_bytes = o.total_bytes;
@@ -263,6 +264,7 @@ transport_bench_result run_transport_bench(const transport_bench_options& in) {
 std::string transport_bench_result::to_json() const {
   nlohmann::json j;
   j["provider"] = provider;
+  j["fabric_provider"] = fabric_provider;
   j["mode"] = mode;
   j["slice_bytes"] = slice_bytes;
   j["block_bytes"] = block_bytes;
@@ -292,7 +294,7 @@ std::string transport_bench_result::to_json() const {
 }
 
 std::string transport_bench_result::to_text() const {
-  std::string out = fmt::format("provider {}  slice {} B  block {} B  depth {}  cap {}\n", provider, slice_bytes,
+  std::string out = fmt::format("provider {} ({})  slice {} B  block {} B  depth {}  cap {}\n", provider, fabric_provider, slice_bytes,
                                 block_bytes, depth, rate_gb_per_s > 0 ? fmt::format("{} GB/s", rate_gb_per_s) : "none");
   if (mode == "throughput") {
     out += fmt::format("writes  {:8.2f} GB/s   memcpy {:8.2f} GB/s   ratio {:.2f}\n", gb_per_s, memcpy_gb_per_s,

@@ -20,10 +20,12 @@ struct transport_bench_options {
   double kv_share = 0.01;
   uint64_t message_bytes = 65536;    // latency mode: size of one model message
   uint32_t messages = 2000;          // latency mode: model messages per phase
+  uint32_t gap_us = 100;             // latency mode: pause after each model message completes
 };
 
 struct transport_bench_result {
   std::string provider, mode;
+  std::string fabric_provider;  // what libfabric picked, e.g. "tcp;ofi_rxm" for tcp
   uint64_t slice_bytes = 0, block_bytes = 0, total_bytes = 0, depth = 0;
   double rate_gb_per_s = 0;
   // throughput mode

@@ -493,7 +493,12 @@ void endpoint::impl::schedule() {
     if (item->tc == traffic_class::kv && inflight_kv >= kv_window) return;
     const auto now = clock::now();
     auto& bucket = op.is_write ? tx_bucket : rx_bucket;
-    if (!bucket.ready(now)) return;
+    // A priority lane does not wait for the debt bulk traffic left in the bucket: model may go while
+    // the debt is under one slice. Its bytes are still charged, so kv pays them back and the long-run
+    // rate stays at the cap; model alone beyond the cap is throttled like everything else.
+    const double allowance =
+        opts.isolation && item->tc == traffic_class::model ? static_cast<double>(opts.slice_bytes) : 0.0;
+    if (!bucket.ready(now, allowance)) return;
     if (op.first_attempt == clock::time_point{}) op.first_attempt = now;
     const ssize_t rc = post(op);
     if (rc == -FI_EAGAIN) {

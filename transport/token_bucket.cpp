@@ -14,10 +14,10 @@ void token_bucket::refill(clock::time_point now) {
   last_ = now;
 }
 
-bool token_bucket::ready(clock::time_point now) {
+bool token_bucket::ready(clock::time_point now, double allowance) {
   if (!capped()) return true;
   refill(now);
-  return tokens_ >= 0;
+  return tokens_ >= -allowance;
 }
 
 void token_bucket::charge(uint64_t bytes) {

@@ -15,8 +15,9 @@ class token_bucket {
   token_bucket(double rate_bytes_per_s, double burst_bytes);
 
   bool capped() const { return rate_ > 0; }
-  // True when a slice may start at `now`.
-  bool ready(clock::time_point now);
+  // True when a slice may start at `now`: the bucket is not in debt, or in less than `allowance` bytes
+  // of it (a priority class may go ahead of the debt that bulk traffic left).
+  bool ready(clock::time_point now, double allowance = 0);
   void charge(uint64_t bytes);
   // How long until ready() turns true (zero when ready or uncapped).
   std::chrono::nanoseconds wait_time(clock::time_point now);

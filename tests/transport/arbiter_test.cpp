@@ -84,3 +84,13 @@ TEST_CASE("host buffers are huge-page aligned, zeroed and refuse zero bytes") {
   CHECK(moved.size() == 3u << 20);
   CHECK_THROWS_AS(host_buffer(0), dualpath::user_error);
 }
+
+TEST_CASE("token bucket lets a priority class go ahead of a bounded debt only") {
+  token_bucket bucket(1e6, 1000);
+  const auto t0 = token_bucket::clock::now();
+  bucket.charge(500);
+  CHECK_FALSE(bucket.ready(t0));
+  CHECK(bucket.ready(t0, 1000));
+  bucket.charge(1000);
+  CHECK_FALSE(bucket.ready(t0, 1000));
+}
