@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <vector>
@@ -27,39 +29,40 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// sgemm over the linear layers of one transformer layer at M = rows (QKV, O, gate+up, down), in GFLOP/s.
-double sgemm_gflop_per_s(const model_spec& m, uint32_t rows, uint32_t repeats) {
-  const uint64_t H = m.hidden, Q = uint64_t(m.heads) * m.head_dim, KV = uint64_t(m.kv_heads) * m.head_dim,
-                 I = m.intermediate;
-  struct shape { uint64_t in, out; };
-  const std::vector<shape> shapes{{H, Q + 2 * KV}, {Q, H}, {H, 2 * I}, {I, H}};
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<std::vector<float>> x, w, y;
-  double flops = 0;
-  for (const auto& s : shapes) {
-    x.emplace_back(rows * s.in);
-    w.emplace_back(s.out * s.in);
-    y.emplace_back(rows * s.out);
-    for (auto& v : x.back()) v = u(rng);
-    for (auto& v : w.back()) v = u(rng);
-    flops += 2.0 * rows * s.in * s.out;
+// sgemm over the linear layers of one transformer layer at M = rows (QKV, O, gate+up, down).
+class sgemm_probe {
+ public:
+  sgemm_probe(const model_spec& m, uint32_t rows) : rows_(rows) {
+    const uint64_t H = m.hidden, Q = uint64_t(m.heads) * m.head_dim, KV = uint64_t(m.kv_heads) * m.head_dim,
+                   I = m.intermediate;
+    shapes_ = {{H, Q + 2 * KV}, {Q, H}, {H, 2 * I}, {I, H}};
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (const auto& s : shapes_) {
+      x_.emplace_back(rows * s.in);
+      w_.emplace_back(s.out * s.in);
+      y_.emplace_back(rows * s.out);
+      for (auto& v : x_.back()) v = u(rng);
+      for (auto& v : w_.back()) v = u(rng);
+      flops_ += 2.0 * rows * s.in * s.out;
+    }
   }
-  auto run = [&] {
-    for (size_t i = 0; i < shapes.size(); ++i)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(shapes[i].out), int(shapes[i].in), 1.0f,
-                  x[i].data(), int(shapes[i].in), w[i].data(), int(shapes[i].in), 0.0f, y[i].data(),
-                  int(shapes[i].out));
-  };
-  run();  // warm-up
-  std::vector<double> rates;
-  for (uint32_t r = 0; r < repeats; ++r) {
+  double gflop_per_s() {  // one timed round over every shape
     const auto t0 = clock_type::now();
-    run();
-    rates.push_back(flops / since(t0) / 1e9);
+    for (size_t i = 0; i < shapes_.size(); ++i)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows_), int(shapes_[i].out), int(shapes_[i].in), 1.0f,
+                  x_[i].data(), int(shapes_[i].in), w_[i].data(), int(shapes_[i].in), 0.0f, y_[i].data(),
+                  int(shapes_[i].out));
+    return flops_ / since(t0) / 1e9;
   }
-  return median(rates);
-}
+
+ private:
+  struct shape { uint64_t in, out; };
+  uint32_t rows_;
+  std::vector<shape> shapes_;
+  std::vector<std::vector<float>> x_, w_, y_;
+  double flops_ = 0;
+};
 
 }  // namespace
 
@@ -115,12 +118,18 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
   res.context = o.context;
   res.append = o.append;
   res.decode_batch = o.decode_batch;
+  const bool with_sgemm = m.intermediate > 0 && m.attention == attention_kind::gqa;
+  std::unique_ptr<sgemm_probe> probe;
+  if (with_sgemm) probe = std::make_unique<sgemm_probe>(m, o.append);
   prefill_once();  // warm-up (page in weights, start BLAS threads)
-  std::vector<double> pt, dt;
+  if (probe) probe->gflop_per_s();
+  // Prefill and sgemm alternate so that load from elsewhere on the machine hits both alike.
+  std::vector<double> pt, dt, sg;
   for (uint32_t r = 0; r < o.repeats; ++r) {
     const auto t0 = clock_type::now();
     prefill_once();
     pt.push_back(since(t0));
+    if (probe) sg.push_back(probe->gflop_per_s());
   }
   decode_once();
   for (uint32_t r = 0; r < o.repeats; ++r) {
@@ -133,7 +142,7 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
   res.gflop_per_s = prefill_flops(m, o.context, o.append) / res.prefill_s / 1e9;
   res.decode_step_s = median(dt);
   res.decode_tokens_per_s = o.decode_batch / res.decode_step_s;
-  if (m.intermediate > 0 && m.attention == attention_kind::gqa) res.sgemm_gflop_per_s = sgemm_gflop_per_s(m, o.append, o.repeats);
+  res.sgemm_gflop_per_s = median(sg);
   const auto fit = be->fit();
   res.fit_gflop_per_s = fit.seconds_per_flop > 0 ? 1e-9 / fit.seconds_per_flop : 0;
   return res;

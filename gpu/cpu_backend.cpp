@@ -19,6 +19,9 @@ namespace dualpath::gpu {
 namespace {
 
 constexpr uint32_t query_tile = 128;  // query rows per attention tile: bounds the score matrix
+// Up to this many new tokens (decode) attention reads the bf16 KV in place instead of gathering it to fp32
+// for sgemm: each key is used by only a few queries, so the gather would cost more than the math.
+constexpr uint64_t direct_max_queries = 2;
 
 // y[rows, out] = x[rows, in] · w[out, in]^T + beta·y
 void linear(const float* x, const float* w, float* y, uint64_t rows, uint64_t in, uint64_t out, float beta) {
@@ -76,24 +79,29 @@ class cpu_batch {
       if (span_tokens(*cached[r]) != it.cached)
         throw std::invalid_argument(fmt::format("request {} layer {}: cached spans cover {} tokens, expected {}",
                                                 it.request_id, l, span_tokens(*cached[r]), it.cached));
-      // Gather this request's K and V (cached bf16, then the new tokens rounded to bf16 as they are stored).
+      // Store the new tokens' K and V (bf16, as every later reader will see them).
+      for (uint64_t i = 0; i < n; ++i) {
+        auto* dst = reinterpret_cast<uint16_t*>(new_kv[r] + i * m_.kv_bytes_per_token_layer);
+        const float* row = &qkv_[(row0_[r] + i) * W];
+        cpu::f32_to_bf16(row + Q, dst, KV);
+        cpu::f32_to_bf16(row + Q + KV, dst + KV, KV);
+      }
+      std::vector<kv_span> spans = *cached[r];
+      spans.push_back(kv_span{new_kv[r], uint32_t(n)});
+      if (n <= direct_max_queries) {
+        attend_direct(r, n, it.cached, ctx, spans);
+        continue;
+      }
+      // Gather K and V into fp32 for the sgemm path.
       kf_.resize(ctx * KV);
       vf_.resize(ctx * KV);
       uint64_t t = 0;
-      for (const auto& s : *cached[r]) {
+      for (const auto& s : spans) {
         for (uint32_t i = 0; i < s.tokens; ++i, ++t) {
           const auto* src = reinterpret_cast<const uint16_t*>(s.data + uint64_t(i) * m_.kv_bytes_per_token_layer);
           cpu::bf16_to_f32(src, &kf_[t * KV], KV);
           cpu::bf16_to_f32(src + KV, &vf_[t * KV], KV);
         }
-      }
-      for (uint64_t i = 0; i < n; ++i, ++t) {
-        auto* dst = reinterpret_cast<uint16_t*>(new_kv[r] + i * m_.kv_bytes_per_token_layer);
-        const float* row = &qkv_[(row0_[r] + i) * W];
-        cpu::f32_to_bf16(row + Q, dst, KV);
-        cpu::f32_to_bf16(row + Q + KV, dst + KV, KV);
-        cpu::bf16_to_f32(dst, &kf_[t * KV], KV);
-        cpu::bf16_to_f32(dst + KV, &vf_[t * KV], KV);
       }
       attend(r, n, it.cached, ctx);
     }
@@ -160,6 +168,38 @@ class cpu_batch {
             std::memcpy(&attn_[(row0_[r] + t0 + i) * Q + (g * group + hh) * hd], &og_[(hh * nt + i) * hd],
                         hd * sizeof(float));
       }
+    }
+  }
+
+  // Attention straight over the bf16 spans: per KV head, scores for the few query rows of its group, masked
+  // softmax, then the V-weighted sum; every key and value is converted once.
+  void attend_direct(size_t r, uint64_t n, uint64_t cached, uint64_t ctx, const std::vector<kv_span>& spans) {
+    const uint64_t hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, KV = uint64_t(m_.kv_heads) * hd,
+                   W = Q + 2 * KV, group = m_.heads / m_.kv_heads, rq = group * n, bpt = m_.kv_bytes_per_token_layer;
+    const float scale = 1.0f / std::sqrt(float(hd));
+    s_.resize(rq * ctx);
+    valid_.resize(rq);
+    og_.resize(rq * hd);
+    for (uint64_t hh = 0; hh < group; ++hh)
+      for (uint64_t i = 0; i < n; ++i) valid_[hh * n + i] = uint32_t(cached + i + 1);
+    qg_.resize(rq * hd);
+    for (uint32_t g = 0; g < m_.kv_heads; ++g) {
+      for (uint64_t row = 0; row < rq; ++row)  // rows ordered (head in group, token)
+        std::memcpy(&qg_[row * hd], &qkv_[(row0_[r] + row % n) * W + (g * group + row / n) * hd], hd * sizeof(float));
+      uint64_t j = 0;
+      for (const auto& s : spans) {
+        cpu::bf16_scores(qg_.data(), rq, uint32_t(hd), s.data, s.tokens, bpt, g * hd, scale, s_.data(), ctx, j);
+        j += s.tokens;
+      }
+      cpu::masked_softmax(s_.data(), rq, ctx, valid_.data());
+      std::fill(og_.begin(), og_.end(), 0.0f);
+      j = 0;
+      for (const auto& s : spans) {
+        cpu::bf16_weighted_values(s_.data(), rq, ctx, j, s.data, s.tokens, bpt, KV + g * hd, uint32_t(hd), og_.data());
+        j += s.tokens;
+      }
+      for (uint64_t row = 0; row < rq; ++row)
+        std::memcpy(&attn_[(row0_[r] + row % n) * Q + (g * group + row / n) * hd], &og_[row * hd], hd * sizeof(float));
     }
   }
 

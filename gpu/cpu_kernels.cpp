@@ -23,7 +23,7 @@ namespace {
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 
-inline v8f exp8_nonpositive(v8f x) {
+__attribute__((always_inline)) inline v8f exp8_nonpositive(v8f x) {
   const v8f lo = v8f{} - 87.0f;
   x = x < lo ? lo : x;
   const v8f t = x * 1.44269504088896341f;
@@ -37,7 +37,7 @@ inline v8f exp8_nonpositive(v8f x) {
   p = p * f + 6.9314718e-1f;
   p = p * f + 1.0f;
   const v8i bits = (__builtin_convertvector(n, v8i) + 127) << 23;
-  return p * reinterpret_cast<const v8f&>(bits);
+  return p * (v8f)bits;  // same-size vector cast: a bit reinterpretation
 }
 
 inline float exp_nonpositive(float x) {
@@ -128,6 +128,44 @@ void bf16_to_f32(const uint16_t* in, float* out, uint64_t n) {
 
 void f32_to_bf16(const float* in, uint16_t* out, uint64_t n) {
   for (uint64_t i = 0; i < n; ++i) out[i] = float_to_bf16(in[i]);
+}
+
+DUALPATH_MULTIVERSION
+void bf16_scores(const float* qg, uint64_t rq, uint32_t hd, const std::byte* base, uint32_t tokens, uint64_t stride,
+                 uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0) {
+  float k[512];
+  for (uint32_t t = 0; t < tokens; ++t) {
+    const auto* src = reinterpret_cast<const uint16_t*>(base + t * stride) + off;
+    for (uint32_t d = 0; d < hd; ++d) {
+      const uint32_t u = uint32_t(src[d]) << 16;
+      std::memcpy(&k[d], &u, 4);
+    }
+    for (uint64_t row = 0; row < rq; ++row) {
+      const float* q = qg + row * hd;
+      float dot = 0;
+#pragma omp simd reduction(+ : dot)
+      for (uint32_t d = 0; d < hd; ++d) dot += q[d] * k[d];
+      s[row * ctx + j0 + t] = dot * scale;
+    }
+  }
+}
+
+DUALPATH_MULTIVERSION
+void bf16_weighted_values(const float* s, uint64_t rq, uint64_t ctx, uint64_t j0, const std::byte* base,
+                          uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd, float* og) {
+  float v[512];
+  for (uint32_t t = 0; t < tokens; ++t) {
+    const auto* src = reinterpret_cast<const uint16_t*>(base + t * stride) + off;
+    for (uint32_t d = 0; d < hd; ++d) {
+      const uint32_t u = uint32_t(src[d]) << 16;
+      std::memcpy(&v[d], &u, 4);
+    }
+    for (uint64_t row = 0; row < rq; ++row) {
+      const float p = s[row * ctx + j0 + t];
+      float* o = og + row * hd;
+      for (uint32_t d = 0; d < hd; ++d) o[d] += p * v[d];
+    }
+  }
 }
 
 int32_t argmax(const float* x, uint64_t n) {

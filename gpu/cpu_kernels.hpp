@@ -1,6 +1,7 @@
 #pragma once
 // Elementwise and row kernels of the cpu backend (the GEMMs go to OpenBLAS). Written as plain loops the
 // compiler vectorises; hot ones are built for AVX2 and baseline x86-64 and picked at run time.
+#include <cstddef>
 #include <cstdint>
 
 namespace dualpath::gpu::cpu {
@@ -20,6 +21,15 @@ void silu_mul(const float* gu, float* out, uint64_t rows, uint32_t inter);
 
 void bf16_to_f32(const uint16_t* in, float* out, uint64_t n);
 void f32_to_bf16(const float* in, uint16_t* out, uint64_t n);
+
+// Decode-style attention straight over bf16 KV rows (no fp32 gather). `base` points at `tokens` KV rows of
+// `stride` bytes; each row holds at element offset `off` the hd-wide key (or value) of one KV head.
+// scores: s[row * ctx + j0 + t] = scale * dot(qg[row], key_t) for rq packed query rows of width hd (<= 512).
+void bf16_scores(const float* qg, uint64_t rq, uint32_t hd, const std::byte* base, uint32_t tokens, uint64_t stride,
+                 uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0);
+// values: og[row] += s[row * ctx + j0 + t] * value_t.
+void bf16_weighted_values(const float* s, uint64_t rq, uint64_t ctx, uint64_t j0, const std::byte* base,
+                          uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd, float* og);
 
 int32_t argmax(const float* x, uint64_t n);  // lowest index among ties
 
