@@ -25,6 +25,7 @@ struct storage_bench_result {
   double write_gb_per_s = 0, read_gb_per_s = 0, read_p50_us = 0, read_p99_us = 0;
   double gate_read_gb_per_s = 0;  // the same reads through an uncapped snic_gate
   double fio_read_gb_per_s = 0;  // 0 when fio did not run
+  double read_vs_fio = 0;        // median over passes of (our pass / the fio run right after it)
   bool fio_direct = false;
   std::string fio_note;          // why fio did not run, or how it ran
   double cap_gb_per_s = 0, cap_seconds = 0, cap_expected_seconds = 0;

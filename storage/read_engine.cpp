@@ -124,6 +124,7 @@ void read_engine::run() {
   };
   arm_wake();
   uint32_t in_flight = 0;
+  std::vector<std::pair<std::function<void(const read_result&)>, read_result>> deferred;
   for (;;) {
     // Move queued jobs into free slots (FIFO).
     std::vector<slot*> started;
@@ -144,9 +145,13 @@ void read_engine::run() {
       start_job(*s);
       if (s->busy) ++in_flight;
     }
+    io_uring_submit(ring);
+    // Callbacks (which verify checksums) run only after the freed slots are busy again, so the
+    // device never waits on them.
+    for (auto& [done, r] : deferred) done(r);
+    deferred.clear();
     if (stopping && in_flight == 0) break;
     if (!started.empty() && in_flight == 0) continue;  // all finished at open: take more
-    io_uring_submit(ring);
     io_uring_cqe* cqe = nullptr;
     __kernel_timespec ts{0, 100 * 1000 * 1000};  // bounded wait so a stop is always noticed
     if (io_uring_wait_cqe_timeout(ring, &cqe, &ts) < 0) continue;
@@ -178,14 +183,12 @@ void read_engine::run() {
     }
     io_uring_cq_advance(ring, seen);
     for (auto& [s, err] : finished) {
-      read_result r{err, s->size, s->done};
       ::close(s->fd);
       s->fd = -1;
-      auto done = std::move(s->job.done);
+      deferred.emplace_back(std::move(s->job.done), read_result{err, s->size, s->done});
       s->job = read_job{};
       s->busy = false;
       --in_flight;
-      done(r);
     }
   }
   // Fail whatever was still queued.
