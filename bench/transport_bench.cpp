@@ -141,24 +141,36 @@ void run_throughput(const transport_bench_options& o, transport_bench_result& r)
   r.p99_us = percentile(latencies, 0.99);
 }
 
-// Model messages one at a time (each after the previous completed and a short pause); when
-// `kv_load`, kv Layer Blocks are kept `depth` deep the whole time. Returns latencies; kv rate in kv_gb.
-std::vector<double> model_latencies(const transport_bench_options& o, bool isolation, bool kv_load, double& kv_gb,
-                                    std::string& provider) {
-  const uint64_t kv_span = std::max<uint64_t>(o.block_bytes * o.depth, 8ull << 20) / o.block_bytes * o.block_bytes;
-  buffer src(kv_span + o.message_bytes), dst(kv_span + o.message_bytes);
-  link l(fabric_for(o, isolation), src, dst);
-  provider = l.a->provider_name();
-  const uint64_t slots = kv_span / o.block_bytes;
-  const uint64_t msg_off = kv_span;
+// One link for the latency mode: kv Layer Blocks cycle through a span, model messages use a slot after it.
+struct latency_link {
+  uint64_t kv_span, slots;
+  buffer src, dst;
+  link l;
+  latency_link(const transport_bench_options& o, bool isolation)
+      : kv_span(std::max<uint64_t>(o.block_bytes * o.depth, 8ull << 20) / o.block_bytes * o.block_bytes),
+        slots(kv_span / o.block_bytes),
+        src(kv_span + o.message_bytes),
+        dst(kv_span + o.message_bytes),
+        l(fabric_for(o, isolation), src, dst) {}
+};
+
+struct phase_result {
+  std::vector<double> latencies;
+  uint64_t kv_bytes = 0;
+  double kv_seconds = 0;
+};
+
+// Sends `count` model messages one at a time (each after the previous completed and a pause); with
+// `kv_load`, kv Layer Blocks are kept `depth` deep the whole time and drained at the end.
+void model_phase(const transport_bench_options& o, latency_link& ll, bool kv_load, uint32_t count, phase_result& out) {
   constexpr uint64_t model_tag = 1ull << 63;
-  std::vector<double> lat;
+  auto& l = ll.l;
   uint64_t kv_submitted = 0, kv_done = 0, kv_bytes = 0;
   const auto pause = std::chrono::microseconds(o.gap_us);
   const auto t0 = clock::now();
   auto top_up = [&] {
     while (kv_load && kv_submitted - kv_done < o.depth) {
-      const uint64_t off = (kv_submitted % slots) * o.block_bytes;
+      const uint64_t off = (kv_submitted % ll.slots) * o.block_bytes;
       l.a->write(traffic_class::kv, *l.src, off, l.to_b, l.dst->remote(), off, o.block_bytes, kv_submitted++);
     }
   };
@@ -173,19 +185,21 @@ std::vector<double> model_latencies(const transport_bench_options& o, bool isola
       }
     }
   };
-  // Let the kv stream reach its steady state before measuring.
   bool ignored = false;
+  auto spin_until = [&](clock::time_point until) {
+    while (clock::now() < until) {
+      drain(ignored);
+      top_up();
+    }
+  };
+  // Let the kv stream reach its steady state before measuring.
   top_up();
-  const auto warm_until = clock::now() + std::chrono::milliseconds(kv_load ? 50 : 0);
-  while (clock::now() < warm_until) {
-    drain(ignored);
-    top_up();
-  }
+  if (kv_load) spin_until(clock::now() + std::chrono::milliseconds(20));
   const auto kv_t0 = clock::now();
   const uint64_t kv_bytes0 = kv_bytes;
-  for (uint32_t m = 0; m < o.messages; ++m) {
+  for (uint32_t m = 0; m < count; ++m) {
     const auto start = clock::now();
-    l.a->write(traffic_class::model, *l.src, msg_off, l.to_b, l.dst->remote(), msg_off, o.message_bytes,
+    l.a->write(traffic_class::model, *l.src, ll.kv_span, l.to_b, l.dst->remote(), ll.kv_span, o.message_bytes,
                model_tag | m);
     bool done = false;
     while (!done) {
@@ -193,34 +207,38 @@ std::vector<double> model_latencies(const transport_bench_options& o, bool isola
       top_up();
       check_deadline(t0, "latency run");
     }
-    lat.push_back(micros(clock::now() - start));
-    const auto resume = clock::now() + pause;
-    while (clock::now() < resume) {
-      drain(ignored);
-      top_up();
-    }
+    out.latencies.push_back(micros(clock::now() - start));
+    spin_until(clock::now() + pause);
   }
-  const double secs = std::chrono::duration<double>(clock::now() - kv_t0).count();
-  kv_gb = static_cast<double>(kv_bytes - kv_bytes0) / secs / 1e9;
-  // Finish the kv still in flight so the endpoints close idle.
-  while (kv_done < kv_submitted) {
+  out.kv_seconds += std::chrono::duration<double>(clock::now() - kv_t0).count();
+  out.kv_bytes += kv_bytes - kv_bytes0;
+  while (kv_done < kv_submitted) {  // the endpoints go back to idle for the next phase
     drain(ignored);
     check_deadline(t0, "latency drain");
   }
-  return lat;
 }
 
+// The three phases run interleaved in rounds, so a busy spell of the machine hits all of them alike.
 void run_latency(const transport_bench_options& o, transport_bench_result& r) {
-  double kv = 0;
-  auto idle = model_latencies(o, true, false, kv, r.fabric_provider);
-  r.idle_p50_us = percentile(idle, 0.5);
-  r.idle_p99_us = percentile(idle, 0.99);
-  auto iso = model_latencies(o, true, true, r.isolated_kv_gb_per_s, r.fabric_provider);
-  r.isolated_p50_us = percentile(iso, 0.5);
-  r.isolated_p99_us = percentile(iso, 0.99);
-  auto shared = model_latencies(o, false, true, r.shared_kv_gb_per_s, r.fabric_provider);
-  r.shared_p50_us = percentile(shared, 0.5);
-  r.shared_p99_us = percentile(shared, 0.99);
+  latency_link isolated(o, true), shared(o, false);
+  r.fabric_provider = isolated.l.a->provider_name();
+  phase_result idle, iso, fifo;
+  constexpr uint32_t rounds = 10;
+  for (uint32_t round = 0; round < rounds; ++round) {
+    const uint32_t count = o.messages / rounds + (round < o.messages % rounds ? 1 : 0);
+    if (count == 0) continue;
+    model_phase(o, isolated, false, count, idle);
+    model_phase(o, isolated, true, count, iso);
+    model_phase(o, shared, true, count, fifo);
+  }
+  r.idle_p50_us = percentile(idle.latencies, 0.5);
+  r.idle_p99_us = percentile(idle.latencies, 0.99);
+  r.isolated_p50_us = percentile(iso.latencies, 0.5);
+  r.isolated_p99_us = percentile(iso.latencies, 0.99);
+  r.isolated_kv_gb_per_s = iso.kv_seconds > 0 ? static_cast<double>(iso.kv_bytes) / iso.kv_seconds / 1e9 : 0;
+  r.shared_p50_us = percentile(fifo.latencies, 0.5);
+  r.shared_p99_us = percentile(fifo.latencies, 0.99);
+  r.shared_kv_gb_per_s = fifo.kv_seconds > 0 ? static_cast<double>(fifo.kv_bytes) / fifo.kv_seconds / 1e9 : 0;
 }
 
 }  // namespace
