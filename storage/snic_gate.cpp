@@ -19,10 +19,11 @@ struct snic_gate::impl {
   const double bytes_per_ns;  // 0 = uncapped
   const uint32_t depth;
   const uint64_t request_bytes;
-  // Reads kept in flight at the store. Capped, only what the link drains in `lookahead` (at least
-  // two): reading further ahead would only delay the first block and gain nothing.
+  // Reads kept in flight at the store. Capped, about what the link drains in `lookahead` (at least
+  // four, to ride out the storage's latency jitter); reading much further ahead would only delay
+  // the first block.
   const uint32_t window;
-  static constexpr double lookahead_ns = 25e6;
+  static constexpr double lookahead_ns = 100e6;
 
   mutable std::mutex mu;
   std::condition_variable work_cv;   // wakes the worker: new requests, arrivals, stop
@@ -55,7 +56,7 @@ struct snic_gate::impl {
         bytes_per_ns(cap > 0 ? cap : 0),
         depth(d == 0 ? 1 : d),
         request_bytes(s.read_buffer_bytes()),
-        window(cap > 0 ? std::min<uint32_t>(depth, std::max<uint32_t>(2, uint32_t(cap * lookahead_ns / double(request_bytes))))
+        window(cap > 0 ? std::min<uint32_t>(depth, std::max<uint32_t>(4, uint32_t(cap * lookahead_ns / double(request_bytes))))
                        : depth) {
     st.cap_gb_per_s = cap > 0 ? cap : 0;  // 1 GB/s = 1 byte/ns
   }
