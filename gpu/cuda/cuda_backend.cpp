@@ -1,0 +1,414 @@
+// The cuda backend: the cpu backend's layer-wise prefill and decode on one GPU. Weights and GEMM inputs are
+// bf16 (cuBLAS, fp32 accumulation), the residual stream fp32, KV bf16. KV spans may live in host or device
+// memory: device spans are read in place through a per-token row table (paged), host spans are uploaded.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+
+#include "core/cost_model.hpp"
+#include "core/errors.hpp"
+#include "gpu/bf16.hpp"
+#include "gpu/cuda/kernels.cuh"
+#include "gpu/cuda_backend.hpp"
+
+namespace dualpath::gpu {
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(fmt::format("cuda: {} failed: {}", what, cudaGetErrorString(e)));
+}
+void check(cublasStatus_t e, const char* what) {
+  if (e != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(fmt::format("cublas: {} failed (status {})", what, int(e)));
+}
+#define CK(x) check((x), #x)
+
+// A grow-only device buffer.
+template <typename T>
+class dbuf {
+ public:
+  dbuf() = default;
+  dbuf(const dbuf&) = delete;
+  dbuf& operator=(const dbuf&) = delete;
+  ~dbuf() {
+    if (p_) cudaFree(p_);
+  }
+  T* get(uint64_t n) {
+    if (n > cap_) {
+      if (p_) CK(cudaFree(p_));
+      p_ = nullptr;
+      CK(cudaMalloc(&p_, std::max<uint64_t>(n, 1) * sizeof(T)));
+      cap_ = n;
+    }
+    return p_;
+  }
+  T* data() const { return p_; }
+
+ private:
+  T* p_ = nullptr;
+  uint64_t cap_ = 0;
+};
+
+template <typename T>
+void upload(dbuf<T>& d, const std::vector<T>& h, cudaStream_t s) {
+  CK(cudaMemcpyAsync(d.get(h.size()), h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice, s));
+}
+
+void upload_bf16(dbuf<uint16_t>& d, const std::vector<float>& h, cudaStream_t s) {
+  std::vector<uint16_t> b(h.size());
+  for (size_t i = 0; i < h.size(); ++i) b[i] = float_to_bf16(h[i]);
+  upload(d, b, s);
+  CK(cudaStreamSynchronize(s));  // `b` dies here
+}
+
+struct device_layer {
+  dbuf<float> attn_norm, bqkv, mlp_norm;
+  dbuf<uint16_t> wqkv, wo, wgu, wdown;
+};
+
+struct device_model {
+  model_spec spec;
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  dbuf<uint16_t> embed, lm_head;
+  dbuf<float> final_norm;
+  std::vector<std::unique_ptr<device_layer>> layers;
+
+  ~device_model() {
+    if (blas) cublasDestroy(blas);
+    if (stream) cudaStreamDestroy(stream);
+  }
+
+  // y[rows, out] (fp32) = x[rows, in] (bf16) · w[out, in]^T (bf16) + beta·y
+  void gemm(const uint16_t* x, const uint16_t* w, float* y, uint32_t rows, uint32_t in, uint32_t out, float beta) {
+    if (!rows) return;
+    const float alpha = 1.0f;
+    CK(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, int(out), int(rows), int(in), &alpha, w, CUDA_R_16BF, int(in), x,
+                    CUDA_R_16BF, int(in), &beta, y, CUDA_R_32F, int(out), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+};
+
+// Scratch shared by every pass of a backend (one pass at a time).
+struct workspace {
+  dbuf<int32_t> tokens;
+  dbuf<uint32_t> pos, emit_rows;
+  dbuf<float> x, qkv, attn, gu, last, logits;
+  dbuf<uint16_t> xn, kvnew, act, staging;
+  dbuf<const uint16_t*> key_table;
+  dbuf<cuda::attn_item> items;
+};
+
+uint64_t span_tokens(const std::vector<kv_span>& spans) {
+  uint64_t n = 0;
+  for (const auto& s : spans) n += s.tokens;
+  return n;
+}
+
+bool on_device(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();  // clear: plain host memory on old runtimes
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+class cuda_batch {
+ public:
+  cuda_batch(device_model& dm, workspace& ws, std::vector<prefill_item> items)
+      : dm_(dm), ws_(ws), m_(dm.spec), items_(std::move(items)) {
+    std::vector<int32_t> tokens;
+    std::vector<uint32_t> pos;
+    for (const auto& it : items_) {
+      row0_.push_back(rows_);
+      for (size_t i = 0; i < it.tokens.size(); ++i) {
+        if (it.tokens[i] < 0 || uint32_t(it.tokens[i]) >= m_.vocab)
+          throw std::invalid_argument(fmt::format("request {}: token {} outside the vocabulary (0..{})", it.request_id,
+                                                  it.tokens[i], m_.vocab - 1));
+        tokens.push_back(it.tokens[i]);
+        pos.push_back(uint32_t(it.cached + i));
+      }
+      rows_ += uint32_t(it.tokens.size());
+      max_new_ = std::max<uint32_t>(max_new_, uint32_t(it.tokens.size()));
+      all_single_ = all_single_ && it.tokens.size() == 1;
+    }
+    if (!rows_) return;
+    const uint32_t H = m_.hidden;
+    upload(ws_.tokens, tokens, dm_.stream);
+    upload(ws_.pos, pos, dm_.stream);
+    cuda::embed(dm_.embed.data(), ws_.tokens.data(), ws_.x.get(uint64_t(rows_) * H), rows_, H, dm_.stream);
+    CK(cudaStreamSynchronize(dm_.stream));  // the host vectors above die here
+  }
+
+  const std::vector<prefill_item>& items() const { return items_; }
+
+  void layer(uint32_t l, const std::vector<const std::vector<kv_span>*>& cached, const std::vector<std::byte*>& new_kv) {
+    if (!rows_) return;
+    const device_layer& L = *dm_.layers.at(l);
+    const uint32_t H = m_.hidden, hd = m_.head_dim, Q = m_.heads * hd, KV = m_.kv_heads * hd, W = Q + 2 * KV,
+                   I = m_.intermediate;
+    const uint64_t bpt = m_.kv_bytes_per_token_layer;
+    cudaStream_t s = dm_.stream;
+    float* x = ws_.x.data();
+    uint16_t* xn = ws_.xn.get(uint64_t(rows_) * std::max({H, Q, I}));
+    float* qkv = ws_.qkv.get(uint64_t(rows_) * W);
+    uint16_t* kvnew = ws_.kvnew.get(uint64_t(rows_) * 2 * KV);
+
+    // Key table: per request, one pointer per token to its KV row (cached spans, then the new tokens).
+    uint64_t host_bytes = 0;
+    for (size_t r = 0; r < items_.size(); ++r) {
+      if (span_tokens(*cached[r]) != items_[r].cached)
+        throw std::invalid_argument(fmt::format("request {} layer {}: cached spans cover {} tokens, expected {}",
+                                                items_[r].request_id, l, span_tokens(*cached[r]), items_[r].cached));
+      for (const auto& sp : *cached[r])
+        if (!on_device(sp.data)) host_bytes += sp.tokens * bpt;
+    }
+    auto* staging = reinterpret_cast<std::byte*>(ws_.staging.get(host_bytes / 2 + 1));
+    table_.clear();
+    attn_items_.clear();
+    uint64_t staged = 0;
+    for (size_t r = 0; r < items_.size(); ++r) {
+      const auto& it = items_[r];
+      attn_items_.push_back({row0_[r], uint32_t(it.tokens.size()), it.cached, uint32_t(table_.size())});
+      for (const auto& sp : *cached[r]) {
+        const std::byte* base = sp.data;
+        if (!on_device(sp.data)) {
+          CK(cudaMemcpyAsync(staging + staged, sp.data, sp.tokens * bpt, cudaMemcpyHostToDevice, s));
+          base = staging + staged;
+          staged += sp.tokens * bpt;
+        }
+        for (uint32_t t = 0; t < sp.tokens; ++t) table_.push_back(reinterpret_cast<const uint16_t*>(base + t * bpt));
+      }
+      for (uint32_t i = 0; i < it.tokens.size(); ++i) table_.push_back(kvnew + uint64_t(row0_[r] + i) * 2 * KV);
+    }
+    upload(ws_.key_table, table_, s);
+    upload(ws_.items, attn_items_, s);
+
+    cuda::rmsnorm_bf16(x, L.attn_norm.data(), xn, rows_, H, float(m_.rms_eps), s);
+    dm_.gemm(xn, L.wqkv.data(), qkv, rows_, H, W, 0.0f);
+    cuda::bias_rope_store(qkv, L.bqkv.data(), ws_.pos.data(), kvnew, rows_, m_.heads, m_.kv_heads, hd, m_.rope_theta, s);
+    float* attn = ws_.attn.get(uint64_t(rows_) * Q);
+    if (all_single_)
+      cuda::decode_attention(qkv, ws_.key_table.data(), ws_.items.data(), uint32_t(items_.size()), attn, m_.heads,
+                             m_.kv_heads, hd, s);
+    else
+      cuda::prefill_attention(qkv, ws_.key_table.data(), ws_.items.data(), uint32_t(items_.size()), max_new_, attn,
+                              m_.heads, m_.kv_heads, hd, s);
+    CK(cudaGetLastError());
+    cuda::to_bf16(attn, xn, uint64_t(rows_) * Q, s);
+    dm_.gemm(xn, L.wo.data(), x, rows_, Q, H, 1.0f);  // residual: x += attn · Wo^T
+    cuda::rmsnorm_bf16(x, L.mlp_norm.data(), xn, rows_, H, float(m_.rms_eps), s);
+    float* gu = ws_.gu.get(uint64_t(rows_) * 2 * I);
+    dm_.gemm(xn, L.wgu.data(), gu, rows_, H, 2 * I, 0.0f);
+    uint16_t* act = ws_.act.get(uint64_t(rows_) * I);
+    cuda::silu_mul_bf16(gu, act, rows_, I, s);
+    dm_.gemm(act, L.wdown.data(), x, rows_, I, H, 1.0f);
+
+    for (size_t r = 0; r < items_.size(); ++r)
+      if (!items_[r].tokens.empty())
+        CK(cudaMemcpyAsync(new_kv[r], kvnew + uint64_t(row0_[r]) * 2 * KV, items_[r].tokens.size() * bpt,
+                           cudaMemcpyDefault, s));
+    CK(cudaStreamSynchronize(s));  // new KV is in place when the layer returns; host tables may be reused
+    CK(cudaGetLastError());
+  }
+
+  std::vector<int32_t> finish() {
+    std::vector<int32_t> out(items_.size(), -1);
+    std::vector<uint32_t> emit_rows;
+    std::vector<size_t> emit;
+    for (size_t r = 0; r < items_.size(); ++r)
+      if (items_[r].emit_token && !items_[r].tokens.empty()) {
+        emit.push_back(r);
+        emit_rows.push_back(uint32_t(row0_[r] + items_[r].tokens.size() - 1));
+      }
+    if (emit.empty()) return out;
+    const uint32_t H = m_.hidden, V = m_.vocab, E = uint32_t(emit.size());
+    cudaStream_t s = dm_.stream;
+    upload(ws_.emit_rows, emit_rows, s);
+    float* last = ws_.last.get(uint64_t(E) * H);
+    cuda::gather_rows(ws_.x.data(), ws_.emit_rows.data(), last, E, H, s);
+    uint16_t* normed = ws_.xn.get(uint64_t(std::max(rows_, E)) * H);
+    cuda::rmsnorm_bf16(last, dm_.final_norm.data(), normed, E, H, float(m_.rms_eps), s);
+    float* logits = ws_.logits.get(uint64_t(E) * V);
+    dm_.gemm(normed, dm_.lm_head.data(), logits, E, H, V, 0.0f);
+    std::vector<float> host(uint64_t(E) * V);
+    CK(cudaMemcpyAsync(host.data(), logits, host.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
+    CK(cudaStreamSynchronize(s));
+    for (size_t e = 0; e < emit.size(); ++e) {
+      const float* lg = &host[e * V];
+      uint32_t best = 0;
+      for (uint32_t i = 1; i < V; ++i)
+        if (lg[i] > lg[best]) best = i;
+      out[emit[e]] = int32_t(best);
+      if (auto* dst = items_[emit[e]].logits) dst->assign(lg, lg + V);
+    }
+    return out;
+  }
+
+ private:
+  device_model& dm_;
+  workspace& ws_;
+  const model_spec& m_;
+  std::vector<prefill_item> items_;
+  std::vector<uint32_t> row0_;
+  uint32_t rows_ = 0, max_new_ = 0;
+  bool all_single_ = true;
+  std::vector<const uint16_t*> table_;
+  std::vector<cuda::attn_item> attn_items_;
+};
+
+class cuda_pass : public prefill_pass {
+ public:
+  cuda_pass(device_model& dm, workspace& ws, std::vector<prefill_item> items)
+      : layers_(dm.spec.layers), batch_(dm, ws, std::move(items)) {}
+
+  void run_layer(uint32_t layer, const std::vector<std::vector<kv_span>>& cached,
+                 const std::vector<std::byte*>& new_kv) override {
+    if (layer != next_) throw std::logic_error(fmt::format("prefill pass: layer {} run, expected {}", layer, next_));
+    if (cached.size() != batch_.items().size() || new_kv.size() != batch_.items().size())
+      throw std::invalid_argument("prefill pass: cached/new_kv must have one entry per item");
+    std::vector<const std::vector<kv_span>*> c;
+    for (const auto& v : cached) c.push_back(&v);
+    batch_.layer(layer, c, new_kv);
+    ++next_;
+  }
+
+  std::vector<int32_t> finish() override {
+    if (next_ != layers_)
+      throw std::logic_error(fmt::format("prefill pass: finish after {} of {} layers", next_, layers_));
+    ++next_;
+    return batch_.finish();
+  }
+
+ private:
+  uint32_t layers_, next_ = 0;
+  cuda_batch batch_;
+};
+
+class cuda_backend : public compute_backend {
+ public:
+  cuda_backend(const dense_model& d, int device) {
+    dm_.spec = d.spec;
+    dm_.device = device;
+    CK(cudaSetDevice(device));
+    CK(cudaStreamCreateWithFlags(&dm_.stream, cudaStreamNonBlocking));
+    check(cublasCreate(&dm_.blas), "cublasCreate");
+    check(cublasSetStream(dm_.blas, dm_.stream), "cublasSetStream");
+    check(cublasSetMathMode(dm_.blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    upload_bf16(dm_.embed, d.embed, dm_.stream);
+    upload_bf16(dm_.lm_head, d.lm_head, dm_.stream);
+    upload(dm_.final_norm, d.final_norm, dm_.stream);
+    for (const auto& L : d.layers) {
+      auto dl = std::make_unique<device_layer>();
+      upload(dl->attn_norm, L.attn_norm, dm_.stream);
+      upload(dl->bqkv, L.bqkv, dm_.stream);
+      upload(dl->mlp_norm, L.mlp_norm, dm_.stream);
+      upload_bf16(dl->wqkv, L.wqkv, dm_.stream);
+      upload_bf16(dl->wo, L.wo, dm_.stream);
+      upload_bf16(dl->wgu, L.wgu, dm_.stream);
+      upload_bf16(dl->wdown, L.wdown, dm_.stream);
+      dm_.layers.push_back(std::move(dl));
+    }
+    CK(cudaStreamSynchronize(dm_.stream));
+  }
+
+  const model_spec& model() const override { return dm_.spec; }
+  std::string kind() const override { return "cuda"; }
+
+  std::unique_ptr<prefill_pass> begin_prefill(std::vector<prefill_item> items) override {
+    CK(cudaSetDevice(dm_.device));
+    return std::make_unique<cuda_pass>(dm_, ws_, std::move(items));
+  }
+
+  std::vector<int32_t> decode_step(std::vector<decode_item>& items) override {
+    CK(cudaSetDevice(dm_.device));
+    const model_spec& m = dm_.spec;
+    std::vector<prefill_item> pitems;
+    for (auto& it : items) {
+      if (it.kv.size() != m.layers)
+        throw std::invalid_argument(fmt::format("decode request {}: kv has {} layers, model has {}", it.request_id,
+                                                it.kv.size(), m.layers));
+      pitems.push_back(prefill_item{it.request_id, it.position, {it.token}, true, it.logits});
+    }
+    cuda_batch batch(dm_, ws_, std::move(pitems));
+    std::vector<const std::vector<kv_span>*> cached(items.size());
+    std::vector<std::byte*> out(items.size());
+    for (uint32_t l = 0; l < m.layers; ++l) {
+      for (size_t r = 0; r < items.size(); ++r) {
+        cached[r] = &items[r].kv[l];
+        out[r] = items[r].new_kv + uint64_t(l) * m.kv_bytes_per_token_layer;
+      }
+      batch.layer(l, cached, out);
+    }
+    return batch.finish();
+  }
+
+  flops_fit fit() const override {
+    std::call_once(fit_once_, [this] { fit_ = const_cast<cuda_backend*>(this)->calibrate(); });
+    return fit_;
+  }
+
+ private:
+  flops_fit calibrate() {
+    const model_spec& m = dm_.spec;
+    auto run = [&](uint32_t tokens) {
+      prefill_item it{0, 0, {}, true};
+      for (uint32_t i = 0; i < tokens; ++i) it.tokens.push_back(int32_t((i * 7919u) % m.vocab));
+      std::vector<std::byte> kv(uint64_t(tokens) * m.kv_bytes_per_token_layer);
+      const auto t0 = std::chrono::steady_clock::now();
+      cuda_pass pass(dm_, ws_, {it});
+      for (uint32_t l = 0; l < m.layers; ++l) pass.run_layer(l, {{}}, {kv.data()});
+      pass.finish();
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    const uint32_t small = 64, big = 1024;
+    run(big);  // warm-up: kernels loaded, workspace sized
+    const double ts = run(small), tb = run(big);
+    const double fs = prefill_flops(m, 0, small), fb = prefill_flops(m, 0, big);
+    flops_fit f;
+    f.seconds_per_flop = std::max(1e-18, (tb - ts) / (fb - fs));
+    f.fixed_s = std::max(0.0, ts - fs * f.seconds_per_flop);
+    return f;
+  }
+
+  device_model dm_;
+  workspace ws_;
+  mutable std::once_flag fit_once_;
+  mutable flops_fit fit_;
+};
+
+}  // namespace
+
+bool cuda_available() {
+  int n = 0;
+  const bool ok = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+  cudaGetLastError();
+  return ok;
+}
+
+std::string cuda_unavailable_reason() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  cudaGetLastError();
+  if (e != cudaSuccess) return std::string("no usable CUDA device (") + cudaGetErrorString(e) + ")";
+  return n == 0 ? "no CUDA device visible" : "";
+}
+
+std::unique_ptr<compute_backend> make_cuda_backend(dense_model model, int device) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || device < 0 || device >= n) {
+    cudaGetLastError();
+    throw user_error(fmt::format("cuda backend: device {} not present ({} visible)", device, n));
+  }
+  if (model.spec.head_dim > 256) throw user_error("cuda backend: head_dim above 256 is not supported");
+  return std::make_unique<cuda_backend>(model, device);
+}
+
+}  // namespace dualpath::gpu

@@ -1,0 +1,298 @@
+#include "gpu/cuda/kernels.cuh"
+
+#include <cfloat>
+
+namespace dualpath::gpu::cuda {
+
+namespace {
+
+constexpr int warp = 32;
+constexpr int key_tile = 32;     // keys per shared-memory tile: one per lane when scoring
+constexpr int rows_per_warp = 4;
+constexpr int attn_warps = 4;
+constexpr int query_tile = rows_per_warp * attn_warps;
+constexpr int max_dims_per_lane = 8;  // head_dim <= 256
+
+__device__ __forceinline__ float bf16_load(uint16_t h) { return __uint_as_float(uint32_t(h) << 16); }
+
+// Round to nearest even, the same rule as the host conversion (NaN kept as NaN).
+__device__ __forceinline__ uint16_t bf16_round(float f) {
+  uint32_t u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = warp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = warp / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+__global__ void embed_kernel(const uint16_t* table, const int32_t* tokens, float* x, uint32_t hidden) {
+  const uint32_t r = blockIdx.x;
+  const uint16_t* src = table + uint64_t(tokens[r]) * hidden;
+  for (uint32_t i = threadIdx.x; i < hidden; i += blockDim.x) x[uint64_t(r) * hidden + i] = bf16_load(src[i]);
+}
+
+__global__ void rmsnorm_kernel(const float* x, const float* w, uint16_t* out, uint32_t dim, float eps) {
+  __shared__ float partial[32];
+  const float* row = x + uint64_t(blockIdx.x) * dim;
+  float ss = 0;
+  for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x) ss += row[i] * row[i];
+  ss = warp_sum(ss);
+  if (threadIdx.x % warp == 0) partial[threadIdx.x / warp] = ss;
+  __syncthreads();
+  if (threadIdx.x < warp) {
+    float v = threadIdx.x < blockDim.x / warp ? partial[threadIdx.x] : 0.0f;
+    v = warp_sum(v);
+    if (threadIdx.x == 0) partial[0] = v;
+  }
+  __syncthreads();
+  const float inv = 1.0f / sqrtf(partial[0] / float(dim) + eps);
+  for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x)
+    out[uint64_t(blockIdx.x) * dim + i] = bf16_round(row[i] * inv * w[i]);
+}
+
+__global__ void bias_rope_store_kernel(float* qkv, const float* bias, const uint32_t* pos, uint16_t* kv_out,
+                                       uint32_t heads, uint32_t kv_heads, uint32_t hd, double theta) {
+  const uint32_t r = blockIdx.x, half = hd / 2, Q = heads * hd, KV = kv_heads * hd, W = Q + 2 * KV;
+  float* row = qkv + uint64_t(r) * W;
+  for (uint32_t i = threadIdx.x; i < W; i += blockDim.x) row[i] += bias[i];
+  __syncthreads();
+  // Rotate pairs (i, i + half) of every q and k head.
+  for (uint32_t idx = threadIdx.x; idx < (heads + kv_heads) * half; idx += blockDim.x) {
+    const uint32_t h = idx / half, i = idx % half;
+    float* v = row + uint64_t(h) * hd;  // k heads follow the q heads directly
+    const double inv_freq = pow(theta, -2.0 * double(i) / double(hd));
+    double sn, cs;
+    sincos(double(pos[r]) * inv_freq, &sn, &cs);
+    const float c = float(cs), s = float(sn), a = v[i], b = v[i + half];
+    v[i] = a * c - b * s;
+    v[i + half] = b * c + a * s;
+  }
+  __syncthreads();
+  uint16_t* dst = kv_out + uint64_t(r) * 2 * KV;
+  for (uint32_t i = threadIdx.x; i < 2 * KV; i += blockDim.x) {
+    const uint16_t h = bf16_round(row[Q + i]);
+    dst[i] = h;
+    row[Q + i] = bf16_load(h);
+  }
+}
+
+// grid (query tiles, heads, items), block attn_warps * 32. Each warp owns rows_per_warp query rows; lanes own
+// keys when scoring and head dims when accumulating values.
+__global__ void prefill_attention_kernel(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items,
+                                         float* out, uint32_t heads, uint32_t kv_heads, uint32_t hd) {
+  extern __shared__ float smem[];
+  const attn_item it = items[blockIdx.z];
+  const uint32_t t0 = blockIdx.x * query_tile;
+  if (t0 >= it.n) return;
+  const uint32_t head = blockIdx.y, g = head / (heads / kv_heads), Q = heads * hd, KV = kv_heads * hd,
+                 W = Q + 2 * KV, lane = threadIdx.x % warp, wid = threadIdx.x / warp, ld = hd + 1;
+  float* Ks = smem;                      // [key_tile][hd + 1]
+  float* Vs = Ks + key_tile * ld;        // [key_tile][hd + 1]
+  float* Qs = Vs + key_tile * ld;        // [query_tile][hd]
+  const float scale = rsqrtf(float(hd));
+  for (uint32_t idx = threadIdx.x; idx < query_tile * hd; idx += blockDim.x) {
+    const uint32_t qr = idx / hd, d = idx % hd;
+    Qs[idx] = t0 + qr < it.n ? qkv[uint64_t(it.row0 + t0 + qr) * W + head * hd + d] * scale : 0.0f;
+  }
+  float m[rows_per_warp], l[rows_per_warp], acc[rows_per_warp][max_dims_per_lane];
+  for (int r = 0; r < rows_per_warp; ++r) {
+    m[r] = -FLT_MAX;
+    l[r] = 0;
+    for (int e = 0; e < max_dims_per_lane; ++e) acc[r][e] = 0;
+  }
+  const uint32_t last_row = min(it.n, t0 + query_tile);          // exclusive
+  const uint32_t keys = it.cached + last_row;                     // keys visible to the tile's last row
+  for (uint32_t kt = 0; kt < keys; kt += key_tile) {
+    __syncthreads();
+    for (uint32_t idx = threadIdx.x; idx < key_tile * hd; idx += blockDim.x) {
+      const uint32_t j = idx / hd, d = idx % hd, key = kt + j;
+      float kv = 0, vv = 0;
+      if (key < keys) {
+        const uint16_t* p = key_ptr[it.key_off + key];
+        kv = bf16_load(p[g * hd + d]);
+        vv = bf16_load(p[KV + g * hd + d]);
+      }
+      Ks[j * ld + d] = kv;
+      Vs[j * ld + d] = vv;
+    }
+    __syncthreads();
+    for (int r = 0; r < rows_per_warp; ++r) {
+      const uint32_t qr = wid * rows_per_warp + r, i = t0 + qr;
+      if (i >= it.n) break;
+      const uint32_t key = kt + lane;
+      const bool visible = key <= it.cached + i;
+      float s = -FLT_MAX;
+      if (visible) {
+        s = 0;
+        for (uint32_t d = 0; d < hd; ++d) s += Qs[qr * hd + d] * Ks[lane * ld + d];
+      }
+      const float tile_max = warp_max(s);
+      if (tile_max == -FLT_MAX) continue;  // nothing visible to this row in this tile (uniform in the warp)
+      const float m_new = fmaxf(m[r], tile_max);
+      const float p = visible ? expf(s - m_new) : 0.0f;
+      const float corr = expf(m[r] - m_new);
+      l[r] = l[r] * corr + warp_sum(p);
+      for (int e = 0; e < max_dims_per_lane; ++e) acc[r][e] *= corr;
+      for (int k = 0; k < key_tile; ++k) {
+        const float pk = __shfl_sync(0xffffffffu, p, k);
+        for (int e = 0; e < max_dims_per_lane; ++e) {
+          const uint32_t d = lane + e * warp;
+          if (d < hd) acc[r][e] += pk * Vs[k * ld + d];
+        }
+      }
+      m[r] = m_new;
+    }
+  }
+  for (int r = 0; r < rows_per_warp; ++r) {
+    const uint32_t i = t0 + wid * rows_per_warp + r;
+    if (i >= it.n) break;
+    for (int e = 0; e < max_dims_per_lane; ++e) {
+      const uint32_t d = lane + e * warp;
+      if (d < hd) out[uint64_t(it.row0 + i) * Q + head * hd + d] = acc[r][e] / l[r];
+    }
+  }
+}
+
+// grid (heads, items), block attn_warps * 32. Warp w takes key tiles w, w + warps, ...; lanes score one key
+// each, then own head dims; the warps' partial softmax states merge through shared memory at the end.
+__global__ void decode_attention_kernel(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items,
+                                        float* out, uint32_t heads, uint32_t kv_heads, uint32_t hd) {
+  extern __shared__ float smem[];
+  const attn_item it = items[blockIdx.y];
+  const uint32_t head = blockIdx.x, g = head / (heads / kv_heads), Q = heads * hd, KV = kv_heads * hd,
+                 W = Q + 2 * KV, lane = threadIdx.x % warp, wid = threadIdx.x / warp;
+  float* q = smem;                              // [hd]
+  float* part = q + hd;                         // [warps][hd + 2]: acc, m, l
+  const float scale = rsqrtf(float(hd));
+  for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x) q[d] = qkv[uint64_t(it.row0) * W + head * hd + d] * scale;
+  __syncthreads();
+  const uint32_t keys = it.cached + 1;
+  float m = -FLT_MAX, l = 0, acc[max_dims_per_lane] = {};
+  for (uint32_t kt = wid * key_tile; kt < keys; kt += attn_warps * key_tile) {
+    const uint32_t key = kt + lane;
+    const uint16_t* p = key < keys ? key_ptr[it.key_off + key] : nullptr;
+    float s = -FLT_MAX;
+    if (p) {
+      s = 0;
+      for (uint32_t d = 0; d < hd; ++d) s += q[d] * bf16_load(p[g * hd + d]);
+    }
+    const float m_new = fmaxf(m, warp_max(s));
+    const float pr = p ? expf(s - m_new) : 0.0f, corr = expf(m - m_new);
+    l = l * corr + warp_sum(pr);
+    for (int e = 0; e < max_dims_per_lane; ++e) acc[e] *= corr;
+    for (int k = 0; k < key_tile; ++k) {
+      const float pk = __shfl_sync(0xffffffffu, pr, k);
+      const uint16_t* pv = reinterpret_cast<const uint16_t*>(
+          __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p), k));
+      if (!pv) continue;
+      for (int e = 0; e < max_dims_per_lane; ++e) {
+        const uint32_t d = lane + e * warp;
+        if (d < hd) acc[e] += pk * bf16_load(pv[KV + g * hd + d]);
+      }
+    }
+    m = m_new;
+  }
+  float* mine = part + wid * (hd + 2);
+  for (int e = 0; e < max_dims_per_lane; ++e) {
+    const uint32_t d = lane + e * warp;
+    if (d < hd) mine[d] = acc[e];
+  }
+  if (lane == 0) {
+    mine[hd] = m;
+    mine[hd + 1] = l;
+  }
+  __syncthreads();
+  float gm = -FLT_MAX;
+  for (int w = 0; w < attn_warps; ++w) gm = fmaxf(gm, part[w * (hd + 2) + hd]);
+  float gl = 0;
+  for (int w = 0; w < attn_warps; ++w) {
+    const float wl = part[w * (hd + 2) + hd + 1];
+    if (wl > 0) gl += wl * expf(part[w * (hd + 2) + hd] - gm);
+  }
+  for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x) {
+    float o = 0;
+    for (int w = 0; w < attn_warps; ++w) {
+      const float wl = part[w * (hd + 2) + hd + 1];
+      if (wl > 0) o += part[w * (hd + 2) + d] * expf(part[w * (hd + 2) + hd] - gm);
+    }
+    out[uint64_t(it.row0) * Q + head * hd + d] = o / gl;
+  }
+}
+
+__global__ void silu_mul_kernel(const float* gu, uint16_t* out, uint32_t inter) {
+  const float* g = gu + uint64_t(blockIdx.x) * 2 * inter;
+  for (uint32_t i = threadIdx.x; i < inter; i += blockDim.x) {
+    const float x = g[i];
+    out[uint64_t(blockIdx.x) * inter + i] = bf16_round(x / (1.0f + expf(-x)) * g[inter + i]);
+  }
+}
+
+__global__ void to_bf16_kernel(const float* in, uint16_t* out, uint64_t n) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x)
+    out[i] = bf16_round(in[i]);
+}
+
+__global__ void gather_rows_kernel(const float* x, const uint32_t* rows, float* out, uint32_t dim) {
+  for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x)
+    out[uint64_t(blockIdx.x) * dim + i] = x[uint64_t(rows[blockIdx.x]) * dim + i];
+}
+
+unsigned blocks_for(uint64_t n) { return unsigned(std::min<uint64_t>((n + 255) / 256, 65535)); }
+
+}  // namespace
+
+void embed(const uint16_t* table, const int32_t* tokens, float* x, uint32_t rows, uint32_t hidden, cudaStream_t s) {
+  if (rows) embed_kernel<<<rows, 256, 0, s>>>(table, tokens, x, hidden);
+}
+
+void rmsnorm_bf16(const float* x, const float* w, uint16_t* out, uint32_t rows, uint32_t dim, float eps,
+                  cudaStream_t s) {
+  if (rows) rmsnorm_kernel<<<rows, 256, 0, s>>>(x, w, out, dim, eps);
+}
+
+void bias_rope_store(float* qkv, const float* bias, const uint32_t* pos, uint16_t* kv_out, uint32_t rows,
+                     uint32_t heads, uint32_t kv_heads, uint32_t head_dim, double theta, cudaStream_t s) {
+  if (rows) bias_rope_store_kernel<<<rows, 256, 0, s>>>(qkv, bias, pos, kv_out, heads, kv_heads, head_dim, theta);
+}
+
+void prefill_attention(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items, uint32_t n_items,
+                       uint32_t max_new, float* out, uint32_t heads, uint32_t kv_heads, uint32_t head_dim,
+                       cudaStream_t s) {
+  if (!n_items || !max_new) return;
+  const size_t shared = (2 * key_tile * (head_dim + 1) + query_tile * head_dim) * sizeof(float);
+  cudaFuncSetAttribute(prefill_attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+  const dim3 grid((max_new + query_tile - 1) / query_tile, heads, n_items);
+  prefill_attention_kernel<<<grid, attn_warps * warp, shared, s>>>(qkv, key_ptr, items, out, heads, kv_heads,
+                                                                    head_dim);
+}
+
+void decode_attention(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items, uint32_t n_items,
+                      float* out, uint32_t heads, uint32_t kv_heads, uint32_t head_dim, cudaStream_t s) {
+  if (!n_items) return;
+  const size_t shared = (head_dim + attn_warps * (head_dim + 2)) * sizeof(float);
+  decode_attention_kernel<<<dim3(heads, n_items), attn_warps * warp, shared, s>>>(qkv, key_ptr, items, out, heads,
+                                                                                   kv_heads, head_dim);
+}
+
+void silu_mul_bf16(const float* gu, uint16_t* out, uint32_t rows, uint32_t inter, cudaStream_t s) {
+  if (rows) silu_mul_kernel<<<rows, 256, 0, s>>>(gu, out, inter);
+}
+
+void to_bf16(const float* in, uint16_t* out, uint64_t n, cudaStream_t s) {
+  if (n) to_bf16_kernel<<<blocks_for(n), 256, 0, s>>>(in, out, n);
+}
+
+void f32_to_bf16_weights(const float* in, uint16_t* out, uint64_t n, cudaStream_t s) { to_bf16(in, out, n, s); }
+
+void gather_rows(const float* x, const uint32_t* rows, float* out, uint32_t n, uint32_t dim, cudaStream_t s) {
+  if (n) gather_rows_kernel<<<n, 256, 0, s>>>(x, rows, out, dim);
+}
+
+}  // namespace dualpath::gpu::cuda

@@ -1,0 +1,49 @@
+#pragma once
+// Device kernels of the cuda backend, behind plain host launchers (all asynchronous on `stream`).
+// Activations are fp32, GEMM inputs bf16 (raw uint16_t), KV bf16 rows [K heads | V heads] per token.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace dualpath::gpu::cuda {
+
+// Per request of a batch: its rows in the activation buffers and where its keys are listed.
+struct attn_item {
+  uint32_t row0;     // first row (new token) of this request
+  uint32_t n;        // new tokens
+  uint32_t cached;   // tokens before them; keys 0..cached+n-1 are listed in key_ptr[key_off ...]
+  uint32_t key_off;  // offset of this request's per-token KV row pointers in the key table
+};
+
+// x[r] = embed[tokens[r]] (bf16 table -> fp32)
+void embed(const uint16_t* table, const int32_t* tokens, float* x, uint32_t rows, uint32_t hidden, cudaStream_t s);
+
+// out[r] = bf16(x[r] / rms(x[r]) * w)   (rows of `dim`)
+void rmsnorm_bf16(const float* x, const float* w, uint16_t* out, uint32_t rows, uint32_t dim, float eps,
+                  cudaStream_t s);
+
+// qkv[r] += bias; rotary embedding on the q and k heads at pos[r]; the k and v parts are rounded to bf16,
+// written to kv_out[r] (one KV row) and written back rounded into qkv so attention sees the stored values.
+void bias_rope_store(float* qkv, const float* bias, const uint32_t* pos, uint16_t* kv_out, uint32_t rows,
+                     uint32_t heads, uint32_t kv_heads, uint32_t head_dim, double theta, cudaStream_t s);
+
+// Flash-style prefill attention: per (request, head, tile of query rows), online softmax over key tiles
+// read through the per-token row pointers (paged), causal over the new tokens.
+void prefill_attention(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items, uint32_t n_items,
+                       uint32_t max_new, float* out, uint32_t heads, uint32_t kv_heads, uint32_t head_dim,
+                       cudaStream_t s);
+
+// Paged decode attention (one new token per request): per (request, head), warps split the keys, then merge.
+void decode_attention(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items, uint32_t n_items,
+                      float* out, uint32_t heads, uint32_t kv_heads, uint32_t head_dim, cudaStream_t s);
+
+// out[r] = bf16(silu(gu[r][:I]) * gu[r][I:])
+void silu_mul_bf16(const float* gu, uint16_t* out, uint32_t rows, uint32_t inter, cudaStream_t s);
+
+void to_bf16(const float* in, uint16_t* out, uint64_t n, cudaStream_t s);
+void f32_to_bf16_weights(const float* in, uint16_t* out, uint64_t n, cudaStream_t s);
+
+// out[e] = x[rows[e]]
+void gather_rows(const float* x, const uint32_t* rows, float* out, uint32_t n, uint32_t dim, cudaStream_t s);
+
+}  // namespace dualpath::gpu::cuda
