@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 
 #include "core/errors.hpp"
@@ -135,6 +136,7 @@ struct endpoint::impl {
   uint64_t next_op = 1;
   uint64_t next_transfer = 1;
   uint32_t inflight = 0;
+  std::set<uint64_t> posted;  // ids of slices the provider holds that still count (not abandoned)
   uint32_t inflight_kv = 0;
   uint32_t model_ready = 0;  // model completions in `done` not yet handed out
 
@@ -352,11 +354,15 @@ void endpoint::impl::fail(uint64_t transfer_id, const std::string& why) {
   if (t.held_last) drop_op(t.held_last);
   transfers.erase(it);
   // Queued slices of this transfer are dropped when the arbiter reaches them; posted ones are abandoned.
-  for (auto& [id, op] : ops) {
-    if (op->transfer == transfer_id && op->posted && !op->abandoned) {
-      op->abandoned = true;
+  for (auto pit = posted.begin(); pit != posted.end();) {
+    auto& op = *ops.at(*pit);
+    if (op.transfer == transfer_id) {
+      op.abandoned = true;
       inflight--;
       if (t.tc == traffic_class::kv) inflight_kv--;
+      pit = posted.erase(pit);
+    } else {
+      ++pit;
     }
   }
 }
@@ -370,6 +376,7 @@ void endpoint::impl::on_slice_done(slice_op& op) {
     return;
   }
   inflight--;
+  posted.erase(id);
   auto it = transfers.find(tid);
   ops.erase(id);
   if (it == transfers.end()) return;
@@ -443,10 +450,9 @@ void endpoint::impl::progress() {
 
 void endpoint::impl::check_timeouts(clock::time_point now) {
   std::vector<std::pair<uint64_t, uint32_t>> expired;
-  for (auto& [id, op] : ops) {
-    if (op->posted && !op->abandoned && now - op->posted_at > opts.timeout) {
-      expired.emplace_back(op->transfer, op->peer);
-    }
+  for (uint64_t id : posted) {
+    const auto& op = *ops.at(id);
+    if (now - op.posted_at > opts.timeout) expired.emplace_back(op.transfer, op.peer);
   }
   for (auto [tid, peer] : expired) {
     const std::string why = fmt::format("no completion from peer {} within {} ms (peer gone?)", peer,
@@ -523,6 +529,7 @@ void endpoint::impl::schedule() {
     bucket.charge(op.length);
     op.posted = true;
     op.posted_at = now;
+    posted.insert(op.id);
     inflight++;
     if (item->tc == traffic_class::kv) inflight_kv++;
     if (opts.isolation) {
