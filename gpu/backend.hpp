@@ -73,8 +73,8 @@ class compute_backend {
   virtual std::string kind() const = 0;  // "cpu" | "cuda" | "modeled"
   virtual std::unique_ptr<prefill_pass> begin_prefill(std::vector<prefill_item> items) = 0;
   virtual std::vector<int32_t> decode_step(std::vector<decode_item>& items) = 0;  // next token per item
-  // FLOPs -> seconds: measured on first call for cpu/cuda (a short calibration run, then cached),
-  // given by the GPU profile and MFU for modeled.
+  // FLOPs -> seconds: measured for cpu (a short calibration run on first call, then cached) and cuda (at
+  // construction), given by the GPU profile and MFU for modeled. Safe to call from any thread.
   virtual flops_fit fit() const = 0;
 };
 

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <mutex>
 #include <stdexcept>
 
 #include "core/cost_model.hpp"
@@ -317,6 +316,7 @@ class cuda_backend : public compute_backend {
       dm_.layers.push_back(std::move(dl));
     }
     CK(cudaStreamSynchronize(dm_.stream));
+    fit_ = calibrate();  // milliseconds on a GPU; done now so no pass can ever share the workspace with it
   }
 
   const model_spec& model() const override { return dm_.spec; }
@@ -350,10 +350,7 @@ class cuda_backend : public compute_backend {
     return batch.finish();
   }
 
-  flops_fit fit() const override {
-    std::call_once(fit_once_, [this] { fit_ = const_cast<cuda_backend*>(this)->calibrate(); });
-    return fit_;
-  }
+  flops_fit fit() const override { return fit_; }
 
  private:
   flops_fit calibrate() {
@@ -380,8 +377,7 @@ class cuda_backend : public compute_backend {
 
   device_model dm_;
   workspace ws_;
-  mutable std::once_flag fit_once_;
-  mutable flops_fit fit_;
+  flops_fit fit_;
 };
 
 }  // namespace
