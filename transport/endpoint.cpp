@@ -636,6 +636,17 @@ std::vector<arrival> endpoint::poll_arrivals() {
 
 bool endpoint::busy() const { return !impl_->transfers.empty() || !impl_->done.empty(); }
 
+std::optional<std::chrono::nanoseconds> endpoint::poll_delay() {
+  auto& s = *impl_;
+  if (!s.posted.empty() || !s.done.empty()) return std::chrono::nanoseconds{0};
+  const auto item = s.arb.peek();
+  if (!item) return std::nullopt;
+  auto it = s.ops.find(item->id);
+  if (it == s.ops.end()) return std::chrono::nanoseconds{0};  // stale entry: the next poll drops it
+  auto& bucket = it->second->is_write ? s.tx_bucket : s.rx_bucket;
+  return bucket.wait_time(clock::now());
+}
+
 transfer_stats endpoint::stats() const {
   auto st = impl_->stats;
   st.queued_slices = impl_->arb.size();

@@ -132,6 +132,10 @@ class endpoint {
 
   // True while transfers are queued or in flight.
   bool busy() const;
+  // When the owner should poll next: zero while slices are in flight or could be posted now, the rate
+  // cap's wait when only the cap holds queued slices back, nullopt when nothing is queued. (A target
+  // still has to poll for arrivals on its own schedule.)
+  std::optional<std::chrono::nanoseconds> poll_delay();
   transfer_stats stats() const;
 
   struct impl;

@@ -139,8 +139,10 @@ TEST_CASE("rate cap holds within 10%") {
   auto dst_mr = p.b->register_memory(dst.ptr, bytes);
   std::vector<completion> done;
   const auto t0 = std::chrono::steady_clock::now();
+  // Mixed classes: model may go ahead of the kv debt, but every byte is charged to the one link.
   for (int i = 0; i < 8; ++i) {
-    p.a->write(traffic_class::kv, *src_mr, i << 20, p.to_b, dst_mr->remote(), i << 20, 1 << 20, i);
+    const auto tc = i % 4 == 3 ? traffic_class::model : traffic_class::kv;
+    p.a->write(tc, *src_mr, i << 20, p.to_b, dst_mr->remote(), i << 20, 1 << 20, i);
   }
   REQUIRE(pump(p.both(), [&] { return done.size() == 8; }, 20s, &done));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -148,6 +150,50 @@ TEST_CASE("rate cap holds within 10%") {
   CAPTURE(gb_per_s);
   CHECK(gb_per_s <= opts.rate_gb_per_s * 1.10);
   CHECK(gb_per_s >= opts.rate_gb_per_s * 0.90);
+}
+
+TEST_CASE("kv keeps its share while model traffic keeps waiting") {
+  auto opts = options("shm");
+  opts.kv_share = 0.2;  // one kv slice per four model slices while both wait
+  opts.slice_bytes = 16 << 10;
+  opts.max_inflight = 1;
+  endpoint_pair p(opts);
+  aligned_buffer src(1 << 20), dst(1 << 20);
+  auto src_mr = p.a->register_memory(src.ptr, src.size);
+  auto dst_mr = p.b->register_memory(dst.ptr, dst.size);
+  for (int i = 0; i < 40; ++i) {
+    p.a->write(traffic_class::model, *src_mr, 0, p.to_b, dst_mr->remote(), 0, 16 << 10, 100 + i);
+  }
+  for (int i = 0; i < 5; ++i) {
+    p.a->write(traffic_class::kv, *src_mr, 0, p.to_b, dst_mr->remote(), 1 << 19, 16 << 10, i);
+  }
+  std::vector<completion> done;
+  REQUIRE(pump(p.both(), [&] { return done.size() == 45; }, 10s, &done));
+  // All five kv blocks finish while model blocks are still waiting (about every fifth slot).
+  const auto last_kv = std::find_if(done.rbegin(), done.rend(), [](auto& c) { return c.context < 100; });
+  const auto last_kv_pos = done.rend() - last_kv - 1;
+  CAPTURE(last_kv_pos);
+  CHECK(last_kv_pos < 30);
+  CHECK(last_kv_pos >= 20);
+}
+
+TEST_CASE("poll_delay reports the rate cap's wait and idleness") {
+  auto opts = options("shm");
+  opts.rate_gb_per_s = 0.001;  // 1 MB/s: the second 64 KiB slice waits about 65 ms
+  opts.slice_bytes = 64 << 10;
+  endpoint_pair p(opts);
+  aligned_buffer src(1 << 20), dst(1 << 20);
+  auto src_mr = p.a->register_memory(src.ptr, src.size);
+  auto dst_mr = p.b->register_memory(dst.ptr, dst.size);
+  CHECK_FALSE(p.a->poll_delay().has_value());
+  p.a->write(traffic_class::kv, *src_mr, 0, p.to_b, dst_mr->remote(), 0, 128 << 10, 1);
+  std::vector<completion> done;
+  // The first slice goes at once; then only the cap holds the second back.
+  REQUIRE(pump(p.both(), [&] { return p.a->stats().kv.slices == 1; }, 10s, &done));
+  const auto delay = p.a->poll_delay();
+  REQUIRE(delay.has_value());
+  CHECK(*delay > std::chrono::milliseconds(10));
+  CHECK(*delay <= std::chrono::milliseconds(70));
 }
 
 TEST_CASE("model traffic overtakes queued kv traffic only with isolation on") {
