@@ -6,7 +6,6 @@
 #include <deque>
 #include <mutex>
 #include <thread>
-#include <unordered_map>
 
 #include <spdlog/spdlog.h>
 
@@ -31,10 +30,8 @@ struct snic_gate::impl {
   std::deque<read_request> fifo;
   struct arrived_read {
     read_completion c;
-    clock_type::time_point sent, at;  // dispatched to the store, back from it
+    clock_type::time_point at;  // back from the store
   };
-  std::unordered_map<uint64_t, std::pair<uint64_t, clock_type::time_point>> dispatched;  // id -> user_data, sent
-  uint64_t next_id = 0;
   std::deque<arrived_read> arrived;  // back from the store, not yet scheduled on the link
   struct held_read {
     read_completion c;
@@ -42,7 +39,12 @@ struct snic_gate::impl {
   };
   std::deque<held_read> held;  // on the emulated link; release times are non-decreasing
   std::deque<read_completion> ready;
-  clock_type::time_point link_free{};
+  // Token bucket of the cap (bytes). Its depth, 100 ms at the cap, lets the link catch up after a
+  // stall of the storage underneath while reads are pending; it starts empty whenever the link
+  // has been idle, so the cap is never exceeded from the start of a busy period.
+  double bucket_bytes = 0;
+  double tokens = 0;
+  clock_type::time_point link_last{};  // time of the last release (tokens are counted up to it)
   uint32_t in_store = 0;   // dispatched to the store, not yet arrived
   uint64_t pending_n = 0;  // submitted, not yet returned by poll()
   std::atomic<uint64_t> read_q{0};
@@ -59,6 +61,7 @@ struct snic_gate::impl {
         window(cap > 0 ? std::min<uint32_t>(depth, std::max<uint32_t>(4, uint32_t(cap * lookahead_ns / double(request_bytes))))
                        : depth) {
     st.cap_gb_per_s = cap > 0 ? cap : 0;  // 1 GB/s = 1 byte/ns
+    bucket_bytes = bytes_per_ns * lookahead_ns;
   }
 
   void add_read_q(uint64_t bytes) {  // under mu
@@ -78,12 +81,14 @@ struct snic_gate::impl {
       // Dispatch FIFO heads while this gate has room at the store.
       std::vector<read_request> batch;
       while (!fifo.empty() && in_store + held.size() + arrived.size() < window) {
-        // Tag with a gate-local id to remember the caller's user_data and the dispatch time.
-        read_request r = fifo.front();
+        if (in_store + held.size() + arrived.size() == 0 && link_last < clock_type::now()) {
+          // The link was idle: its bucket starts empty, so no read leaves before it could have
+          // been sent at the cap after its dispatch.
+          tokens = 0;
+          link_last = clock_type::now();
+        }
+        batch.push_back(fifo.front());
         fifo.pop_front();
-        dispatched.emplace(next_id, std::make_pair(r.user_data, clock_type::now()));
-        r.user_data = next_id++;
-        batch.push_back(r);
         ++in_store;
       }
       if (!batch.empty()) {
@@ -101,12 +106,21 @@ struct snic_gate::impl {
         arrived.pop_front();
         auto release = a.at;
         if (bytes_per_ns > 0) {
-          // The link streams a block while it is read (cut-through) but never faster than the cap:
-          // it starts after the previous block left, and ends no earlier than the data arrived.
-          const auto send = std::chrono::nanoseconds(int64_t(double(a.c.bytes_read) / bytes_per_ns));
-          const auto start = std::max({link_free, a.sent, a.at - send});
-          release = start + send;
-          link_free = release;
+          // Token bucket, in arrival order: tokens accrue at the cap since the last release, up to
+          // the bucket depth; a read leaves once its data is here and the bucket holds its bytes.
+          const double x = double(a.c.bytes_read);
+          const auto t0 = std::max(a.at, link_last);
+          const double depth_bytes = std::max(x, bucket_bytes);
+          double tok = std::min(depth_bytes, tokens + bytes_per_ns * double((t0 - link_last).count()));
+          release = t0;
+          if (tok >= x) {
+            tok -= x;
+          } else {
+            release = t0 + std::chrono::nanoseconds(int64_t((x - tok) / bytes_per_ns + 0.5));
+            tok = 0;
+          }
+          tokens = tok;
+          link_last = release;
         }
         held.push_back({std::move(a.c), release});
       }
@@ -134,11 +148,7 @@ struct snic_gate::impl {
     {
       std::lock_guard<std::mutex> lock(mu);
       --in_store;
-      const auto it = dispatched.find(c.user_data);
-      const auto sent = it->second.second;
-      c.user_data = it->second.first;
-      dispatched.erase(it);
-      arrived.push_back({std::move(c), sent, clock_type::now()});
+      arrived.push_back({std::move(c), clock_type::now()});
     }
     work_cv.notify_all();
   }

@@ -2,10 +2,11 @@
 // The emulated storage NIC of one node (DESIGN §9): a FIFO of pending block reads in front of a
 // block_store, with an optional rate cap in GB/s. Its queued bytes (`read_q`) are what the scheduler
 // balances on. An internal thread drains the FIFO, so callers only submit and poll.
-// The cap is a token bucket without burst over the bytes actually read: each read occupies the
-// emulated link for bytes/cap seconds, starting when the previous one has left (and not before it
-// was dispatched to the store), and is released to poll() at the end of that time or when its data
-// has arrived from the store, whichever is later.
+// The cap is a token bucket over the bytes actually read: tokens accrue at the cap up to a depth of
+// 100 ms of the cap (at least one block) and the bucket starts empty whenever the link was idle, so
+// from the start of a busy period no more than cap x elapsed time bytes are ever delivered; the depth
+// only lets the link catch up after a stall of the storage underneath. A read is released to poll()
+// once its data has arrived from the store and the bucket holds its bytes.
 // Reads are dispatched to the store in FIFO order; completions of reads in flight together may
 // come back in another order.
 #include <chrono>
