@@ -175,32 +175,36 @@ class cpu_batch {
   // softmax, then the V-weighted sum; every key and value is converted once.
   void attend_direct(size_t r, uint64_t n, uint64_t cached, uint64_t ctx, const std::vector<kv_span>& spans) {
     const uint64_t hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, KV = uint64_t(m_.kv_heads) * hd,
-                   W = Q + 2 * KV, group = m_.heads / m_.kv_heads, rq = group * n, bpt = m_.kv_bytes_per_token_layer;
+                   W = Q + 2 * KV, group = m_.heads / m_.kv_heads, rq = group * n, bpt = m_.kv_bytes_per_token_layer,
+                   all = m_.kv_heads * rq;
     const float scale = 1.0f / std::sqrt(float(hd));
-    s_.resize(rq * ctx);
-    valid_.resize(rq);
-    og_.resize(rq * hd);
-    for (uint64_t hh = 0; hh < group; ++hh)
-      for (uint64_t i = 0; i < n; ++i) valid_[hh * n + i] = uint32_t(cached + i + 1);
-    qg_.resize(rq * hd);
-    for (uint32_t g = 0; g < m_.kv_heads; ++g) {
-      for (uint64_t row = 0; row < rq; ++row)  // rows ordered (head in group, token)
-        std::memcpy(&qg_[row * hd], &qkv_[(row0_[r] + row % n) * W + (g * group + row / n) * hd], hd * sizeof(float));
-      uint64_t j = 0;
-      for (const auto& s : spans) {
-        cpu::bf16_scores(qg_.data(), rq, uint32_t(hd), s.data, s.tokens, bpt, g * hd, scale, s_.data(), ctx, j);
-        j += s.tokens;
+    s_.resize(all * ctx);
+    valid_.resize(all);
+    og_.assign(all * hd, 0.0f);
+    qg_.resize(all * hd);
+    // Query rows packed [kv head][head in group, token]; row validity is causal over the new tokens.
+    for (uint32_t g = 0; g < m_.kv_heads; ++g)
+      for (uint64_t row = 0; row < rq; ++row) {
+        std::memcpy(&qg_[(g * rq + row) * hd], &qkv_[(row0_[r] + row % n) * W + (g * group + row / n) * hd],
+                    hd * sizeof(float));
+        valid_[g * rq + row] = uint32_t(cached + row % n + 1);
       }
-      cpu::masked_softmax(s_.data(), rq, ctx, valid_.data());
-      std::fill(og_.begin(), og_.end(), 0.0f);
-      j = 0;
-      for (const auto& s : spans) {
-        cpu::bf16_weighted_values(s_.data(), rq, ctx, j, s.data, s.tokens, bpt, KV + g * hd, uint32_t(hd), og_.data());
-        j += s.tokens;
-      }
-      for (uint64_t row = 0; row < rq; ++row)
-        std::memcpy(&attn_[(row0_[r] + row % n) * Q + (g * group + row / n) * hd], &og_[row * hd], hd * sizeof(float));
+    uint64_t j = 0;
+    for (const auto& s : spans) {
+      cpu::bf16_scores(qg_.data(), m_.kv_heads, rq, uint32_t(hd), s.data, s.tokens, bpt, 0, scale, s_.data(), ctx, j);
+      j += s.tokens;
     }
+    cpu::masked_softmax(s_.data(), all, ctx, valid_.data());
+    j = 0;
+    for (const auto& s : spans) {
+      cpu::bf16_weighted_values(s_.data(), m_.kv_heads, rq, ctx, j, s.data, s.tokens, bpt, KV, uint32_t(hd),
+                                og_.data());
+      j += s.tokens;
+    }
+    for (uint32_t g = 0; g < m_.kv_heads; ++g)
+      for (uint64_t row = 0; row < rq; ++row)
+        std::memcpy(&attn_[(row0_[r] + row % n) * Q + (g * group + row / n) * hd], &og_[(g * rq + row) * hd],
+                    hd * sizeof(float));
   }
 
   const dense_model& d_;

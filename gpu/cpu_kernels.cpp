@@ -131,40 +131,47 @@ void f32_to_bf16(const float* in, uint16_t* out, uint64_t n) {
 }
 
 DUALPATH_MULTIVERSION
-void bf16_scores(const float* qg, uint64_t rq, uint32_t hd, const std::byte* base, uint32_t tokens, uint64_t stride,
-                 uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0) {
-  float k[512];
+void bf16_scores(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base,
+                 uint32_t tokens, uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0) {
+  float k[8192];
+  const uint32_t width = kv_heads * hd;
   for (uint32_t t = 0; t < tokens; ++t) {
     const auto* src = reinterpret_cast<const uint16_t*>(base + t * stride) + off;
-    for (uint32_t d = 0; d < hd; ++d) {
+    for (uint32_t d = 0; d < width; ++d) {
       const uint32_t u = uint32_t(src[d]) << 16;
       std::memcpy(&k[d], &u, 4);
     }
-    for (uint64_t row = 0; row < rq; ++row) {
-      const float* q = qg + row * hd;
-      float dot = 0;
+    for (uint32_t g = 0; g < kv_heads; ++g)
+      for (uint64_t row = 0; row < rq; ++row) {
+        const float* q = qg + (g * rq + row) * hd;
+        const float* kg = k + g * hd;
+        float dot = 0;
 #pragma omp simd reduction(+ : dot)
-      for (uint32_t d = 0; d < hd; ++d) dot += q[d] * k[d];
-      s[row * ctx + j0 + t] = dot * scale;
-    }
+        for (uint32_t d = 0; d < hd; ++d) dot += q[d] * kg[d];
+        s[(g * rq + row) * ctx + j0 + t] = dot * scale;
+      }
   }
 }
 
 DUALPATH_MULTIVERSION
-void bf16_weighted_values(const float* s, uint64_t rq, uint64_t ctx, uint64_t j0, const std::byte* base,
-                          uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd, float* og) {
-  float v[512];
+void bf16_weighted_values(const float* s, uint32_t kv_heads, uint64_t rq, uint64_t ctx, uint64_t j0,
+                          const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd,
+                          float* og) {
+  float v[8192];
+  const uint32_t width = kv_heads * hd;
   for (uint32_t t = 0; t < tokens; ++t) {
     const auto* src = reinterpret_cast<const uint16_t*>(base + t * stride) + off;
-    for (uint32_t d = 0; d < hd; ++d) {
+    for (uint32_t d = 0; d < width; ++d) {
       const uint32_t u = uint32_t(src[d]) << 16;
       std::memcpy(&v[d], &u, 4);
     }
-    for (uint64_t row = 0; row < rq; ++row) {
-      const float p = s[row * ctx + j0 + t];
-      float* o = og + row * hd;
-      for (uint32_t d = 0; d < hd; ++d) o[d] += p * v[d];
-    }
+    for (uint32_t g = 0; g < kv_heads; ++g)
+      for (uint64_t row = 0; row < rq; ++row) {
+        const float p = s[(g * rq + row) * ctx + j0 + t];
+        const float* vg = v + g * hd;
+        float* o = og + (g * rq + row) * hd;
+        for (uint32_t d = 0; d < hd; ++d) o[d] += p * vg[d];
+      }
   }
 }
 

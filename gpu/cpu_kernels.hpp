@@ -22,14 +22,17 @@ void silu_mul(const float* gu, float* out, uint64_t rows, uint32_t inter);
 void bf16_to_f32(const uint16_t* in, float* out, uint64_t n);
 void f32_to_bf16(const float* in, uint16_t* out, uint64_t n);
 
-// Decode-style attention straight over bf16 KV rows (no fp32 gather). `base` points at `tokens` KV rows of
-// `stride` bytes; each row holds at element offset `off` the hd-wide key (or value) of one KV head.
-// scores: s[row * ctx + j0 + t] = scale * dot(qg[row], key_t) for rq packed query rows of width hd (<= 512).
-void bf16_scores(const float* qg, uint64_t rq, uint32_t hd, const std::byte* base, uint32_t tokens, uint64_t stride,
-                 uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0);
-// values: og[row] += s[row * ctx + j0 + t] * value_t.
-void bf16_weighted_values(const float* s, uint64_t rq, uint64_t ctx, uint64_t j0, const std::byte* base,
-                          uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd, float* og);
+// Decode-style attention straight over bf16 KV rows (no fp32 gather), one pass over each row for all KV heads.
+// `base` points at `tokens` KV rows of `stride` bytes; at element offset `off` each row holds kv_heads
+// consecutive hd-wide keys (or values). Query rows are packed [kv_heads][rq][hd] (rq rows per KV head);
+// scores are [kv_heads * rq][ctx] with this span's tokens at columns j0.., hd * kv_heads <= 8192.
+// scores: s[(g * rq + row) * ctx + j0 + t] = scale * dot(qg[g][row], key_t[g])
+void bf16_scores(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base,
+                 uint32_t tokens, uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0);
+// values: og[g][row] += s[(g * rq + row) * ctx + j0 + t] * value_t[g]
+void bf16_weighted_values(const float* s, uint32_t kv_heads, uint64_t rq, uint64_t ctx, uint64_t j0,
+                          const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd,
+                          float* og);
 
 int32_t argmax(const float* x, uint64_t n);  // lowest index among ties
 
