@@ -491,8 +491,9 @@ void endpoint::impl::schedule() {
     if (!peer.dead_reason.empty()) {
       arb.pop();
       const uint64_t tid = op.transfer;
+      const std::string why = fmt::format("peer {} is unreachable: {}", op.peer, peer.dead_reason);
       ops.erase(op_it);
-      fail(tid, fmt::format("peer {} is unreachable: {}", op.peer, peer.dead_reason));
+      fail(tid, why);
       continue;
     }
     if (inflight >= opts.max_inflight) return;
