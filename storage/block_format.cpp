@@ -62,7 +62,18 @@ void block_format::validate() const {
 
 void build_block(const block_format& format, block_key key, block_key parent, const std::byte* payload,
                  std::byte* out) {
+  std::vector<const std::byte*> layers(format.layers);
+  for (uint32_t l = 0; l < format.layers; ++l) layers[l] = payload + l * format.layer_bytes();
+  build_block(format, key, parent, layers, out);
+}
+
+void build_block(const block_format& format, block_key key, block_key parent,
+                 const std::vector<const std::byte*>& layers, std::byte* out) {
   const uint64_t hb = format.header_bytes();
+  const uint64_t lb = format.layer_bytes();
+  // Copy first, then hash the copy: the slice is still in cache, and the checksum covers exactly
+  // the bytes that will be written.
+  for (uint32_t l = 0; l < format.layers; ++l) std::memcpy(out + hb + l * lb, layers[l], lb);
   std::memset(out, 0, hb);
   put<uint64_t>(out, off_magic, block_magic);
   put<uint32_t>(out, off_version, block_format_version);
@@ -74,12 +85,10 @@ void build_block(const block_format& format, block_key key, block_key parent, co
   put<uint64_t>(out, off_key, key);
   put<uint64_t>(out, off_parent, parent);
   put<uint64_t>(out, off_payload_bytes, format.payload_bytes());
-  const uint64_t lb = format.layer_bytes();
   for (uint32_t l = 0; l < format.layers; ++l) {
-    put<uint64_t>(out, off_layer_sums + size_t(l) * 8, XXH3_64bits(payload + l * lb, lb));
+    put<uint64_t>(out, off_layer_sums + size_t(l) * 8, XXH3_64bits(out + hb + l * lb, lb));
   }
   put<uint64_t>(out, off_header_checksum, header_checksum(out, format.layers));
-  std::memcpy(out + hb, payload, format.payload_bytes());
   const uint64_t end = hb + format.payload_bytes();
   std::memset(out + end, 0, format.file_bytes() - end);
 }

@@ -51,6 +51,10 @@ void build_block(const block_format& format, block_key key, block_key parent, co
                  std::byte* out);
 std::vector<std::byte> build_block(const block_format& format, block_key key, block_key parent,
                                    const std::byte* payload);
+// The same from one pointer per layer slice (`format.layers` of them, `layer_bytes()` each), for KV
+// that is not contiguous in memory (e.g. one HBM/DRAM buffer per layer).
+void build_block(const block_format& format, block_key key, block_key parent,
+                 const std::vector<const std::byte*>& layers, std::byte* out);
 
 // Parses and checks the header at `image` (at least header bytes long): magic, version, header
 // checksum, and that it matches `expected` and `key`. Returns "" when valid, else the reason

@@ -99,6 +99,22 @@ class store_impl final : public block_store {
   }
 
   write_result write(block_key key, block_key parent, const std::byte* payload) override {
+    return write_impl(key, parent, [&](std::byte* image) { build_block(opt_.format, key, parent, payload, image); });
+  }
+
+  write_result write_layers(block_key key, block_key parent, const std::vector<const std::byte*>& layers) override {
+    if (layers.size() != opt_.format.layers) {
+      write_result res;
+      std::lock_guard<std::mutex> lock(mu_);
+      return fail_write(res, EINVAL, fmt::format("{} layer slices given for a {}-layer block", layers.size(),
+                                                 opt_.format.layers));
+    }
+    return write_impl(key, parent, [&](std::byte* image) { build_block(opt_.format, key, parent, layers, image); });
+  }
+
+ private:
+  template <class Fill>
+  write_result write_impl(block_key key, block_key parent, const Fill& fill) {
     write_result res;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -122,7 +138,7 @@ class store_impl final : public block_store {
       reserved_ += file_bytes_;
     }
     aligned_buffer image = make_aligned_buffer(file_bytes_);
-    build_block(opt_.format, key, parent, payload, image.get());
+    fill(image.get());
     const std::string path = block_path(opt_.dir, key);
     file_error err;
     if (::mkdir(block_subdir(opt_.dir, key).c_str(), 0755) != 0 && errno != EEXIST)
@@ -139,6 +155,7 @@ class store_impl final : public block_store {
     return res;
   }
 
+ public:
   void submit(std::vector<read_request> batch) override {
     submit(std::move(batch), [this](read_completion c) {
       {
@@ -351,18 +368,21 @@ class store_impl final : public block_store {
   // A block that cannot be served is counted, logged and dropped from the index.
   void record_failure(block_key key, const std::string& why, bool foreign) {
     std::lock_guard<std::mutex> lock(mu_);
+    const bool bad_request = why.rfind("bad request", 0) == 0;
+    const bool io_error = why.rfind("read error", 0) == 0;
     if (why == "miss") ++stats_.misses;
+    else if (io_error || bad_request) ++stats_.io_errors;
     else if (foreign) ++stats_.foreign;
     else ++stats_.corrupt;
     if (why != "miss") spdlog::warn("storage: block {} not served: {}", key_hex(key), why);
+    // The request or the I/O failed, not the block: keep it.
+    if (bad_request || io_error) return;
     // A corrupt file is garbage: remove it so the block can be written again. A foreign one (another
     // model's block under the same key) is left alone; a write of ours replaces it.
-    const bool bad_request = why.rfind("bad request", 0) == 0;
-    if (!foreign && !bad_request && why != "miss" && why.rfind("read error", 0) != 0)
-      ::unlink(block_path(opt_.dir, key).c_str());
+    if (!foreign && why != "miss") ::unlink(block_path(opt_.dir, key).c_str());
     // Only this block leaves the index: lookups stop before it, so the chain is a miss from here on,
     // while intact descendants stay accounted for and serve again once the block is rewritten.
-    if (!bad_request) index_.erase(key);
+    index_.erase(key);
   }
 
   std::string read_layer_impl(block_key key, uint32_t layer, std::byte* dst) {

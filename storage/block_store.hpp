@@ -55,6 +55,7 @@ struct store_stats {
   uint64_t writes = 0, write_bytes = 0, write_errors = 0;
   uint64_t reads = 0, read_bytes = 0;  // completed good reads (submit + read_layer)
   uint64_t misses = 0;                 // absent blocks asked for
+  uint64_t io_errors = 0;              // reads failed by the OS (EIO, ...) or cancelled at shutdown
   uint64_t corrupt = 0;                // bad checksum, truncated, wrong size
   uint64_t foreign = 0;                // another fingerprint / layout / key at this name
   uint64_t evictions = 0, removals = 0;
@@ -62,6 +63,7 @@ struct store_stats {
   bool direct_io = false;              // whether reads currently use O_DIRECT
 };
 
+// Lifetime: a store must outlive the snic_gates in front of it; destroying it waits for reads in flight.
 class block_store {
  public:
   // Opens (creating if needed) the store directory and rebuilds the index by scanning it.
@@ -83,6 +85,8 @@ class block_store {
   // Writes a Full Block atomically. `parent` is the previous key of its chain (0 for the first): it
   // keeps eviction hole-free. Errors (disk full, permissions, capacity) are reported, never thrown.
   virtual write_result write(block_key key, block_key parent, const std::byte* payload) = 0;
+  // The same from one pointer per layer slice (format.layers of them, layer_bytes() each).
+  virtual write_result write_layers(block_key key, block_key parent, const std::vector<const std::byte*>& layers) = 0;
 
   // Queues a batch of asynchronous reads. Each request yields exactly one completion, delivered to
   // `done` from the store's I/O thread (keep it short), or to poll() for the overload without it.
