@@ -26,7 +26,7 @@ struct compute_bench_result {
   double gflop_per_s = 0;            // cost-model FLOPs of the prefill (DESIGN §6) / prefill_s
   double decode_step_s = 0;          // median seconds of one decode step over the batch
   double decode_tokens_per_s = 0;    // decode_batch / decode_step_s
-  double sgemm_gflop_per_s = 0;      // OpenBLAS sgemm on [append x hidden] x the model's linear weights
+  double sgemm_gflop_per_s = 0;      // cpu only: OpenBLAS sgemm on [append x hidden] x the model's linear weights
   double fit_gflop_per_s = 0;        // the backend's FLOPs->time fit, marginal rate
 
   std::string to_json() const;

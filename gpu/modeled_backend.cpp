@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -44,7 +45,13 @@ class modeled_pass : public prefill_pass {
       throw std::logic_error(fmt::format("prefill pass: layer {} run, expected {}", layer, next_layer_));
     if (cached.size() != items_.size() || new_kv.size() != items_.size())
       throw std::invalid_argument("prefill pass: cached/new_kv must have one entry per item");
+    // Back-to-back layers chain their deadlines, so the oversleep of one layer is taken off the next; a layer
+    // that starts late (the caller waited for KV) starts a fresh deadline.
     const auto start = std::chrono::steady_clock::now();
+    const auto per_layer = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(fit_.seconds(flops_) / m_.layers));
+    const bool back_to_back = start - deadline_ < std::chrono::milliseconds(1);  // late only by our oversleep
+    deadline_ = (back_to_back ? deadline_ : start) + per_layer;
     const uint32_t bpt = uint32_t(m_.kv_bytes_per_token_layer);
     for (size_t r = 0; r < items_.size(); ++r) {
       const auto& it = items_[r];
@@ -55,8 +62,7 @@ class modeled_pass : public prefill_pass {
         modeled_kv_fill(layer, uint32_t(it.cached + i), it.tokens[i], new_kv[r] + i * bpt, bpt);
     }
     ++next_layer_;
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    sleep_seconds(fit_.seconds(flops_) / m_.layers - elapsed);
+    std::this_thread::sleep_until(deadline_);
   }
 
   std::vector<int32_t> finish() override {
@@ -77,6 +83,7 @@ class modeled_pass : public prefill_pass {
   std::vector<prefill_item> items_;
   double flops_ = 0;
   uint32_t next_layer_ = 0;
+  std::chrono::steady_clock::time_point deadline_{};
 };
 
 class modeled_backend : public compute_backend {
