@@ -112,56 +112,6 @@ class store_impl final : public block_store {
     return write_impl(key, parent, [&](std::byte* image) { build_block(opt_.format, key, parent, layers, image); });
   }
 
- private:
-  template <class Fill>
-  write_result write_impl(block_key key, block_key parent, const Fill& fill) {
-    write_result res;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (index_.contains(key)) {
-        struct stat st {};
-        if (::stat(block_path(opt_.dir, key).c_str(), &st) == 0 && uint64_t(st.st_size) == file_bytes_) {
-          index_.touch(key);
-          res.ok = res.already_present = true;
-          return res;
-        }
-        index_.erase(key);  // removed behind our back (another process evicted it): write it again
-      }
-      if (opt_.capacity_bytes != 0) {
-        if (file_bytes_ > opt_.capacity_bytes) return fail_write(res, ENOSPC, "block larger than the capacity");
-        while (index_.bytes() + reserved_ + file_bytes_ > opt_.capacity_bytes) {
-          auto victim = index_.victim(parent);
-          if (!victim) return fail_write(res, ENOSPC, "capacity reached and nothing evictable");
-          evict_locked(*victim);
-        }
-      }
-      reserved_ += file_bytes_;
-    }
-    // One image buffer per writing thread, reused: a fresh mapping per write costs page faults.
-    thread_local aligned_buffer image;
-    thread_local uint64_t image_bytes = 0;
-    if (image_bytes < file_bytes_) {
-      image = make_aligned_buffer(file_bytes_);
-      image_bytes = file_bytes_;
-    }
-    fill(image.get());
-    const std::string path = block_path(opt_.dir, key);
-    file_error err;
-    if (::mkdir(block_subdir(opt_.dir, key).c_str(), 0755) != 0 && errno != EEXIST)
-      err = {errno, fmt::format("{} (creating {})", std::strerror(errno), block_subdir(opt_.dir, key))};
-    else
-      err = write_file_atomic(path, image.get(), file_bytes_, opt_.fsync, opt_.direct_io);
-    std::lock_guard<std::mutex> lock(mu_);
-    reserved_ -= file_bytes_;
-    if (err.error != 0) return fail_write(res, err.error, err.what);
-    index_.insert(key, parent, file_bytes_);
-    ++stats_.writes;
-    stats_.write_bytes += file_bytes_;
-    res.ok = true;
-    return res;
-  }
-
- public:
   void submit(std::vector<read_request> batch) override {
     submit(std::move(batch), [this](read_completion c) {
       {
@@ -234,6 +184,54 @@ class store_impl final : public block_store {
   }
 
  private:
+  template <class Fill>
+  write_result write_impl(block_key key, block_key parent, const Fill& fill) {
+    write_result res;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (index_.contains(key)) {
+        struct stat st {};
+        if (::stat(block_path(opt_.dir, key).c_str(), &st) == 0 && uint64_t(st.st_size) == file_bytes_) {
+          index_.touch(key);
+          res.ok = res.already_present = true;
+          return res;
+        }
+        index_.erase(key);  // removed behind our back (another process evicted it): write it again
+      }
+      if (opt_.capacity_bytes != 0) {
+        if (file_bytes_ > opt_.capacity_bytes) return fail_write(res, ENOSPC, "block larger than the capacity");
+        while (index_.bytes() + reserved_ + file_bytes_ > opt_.capacity_bytes) {
+          auto victim = index_.victim(parent);
+          if (!victim) return fail_write(res, ENOSPC, "capacity reached and nothing evictable");
+          evict_locked(*victim);
+        }
+      }
+      reserved_ += file_bytes_;
+    }
+    // One image buffer per writing thread, reused: a fresh mapping per write costs page faults.
+    thread_local aligned_buffer image;
+    thread_local uint64_t image_bytes = 0;
+    if (image_bytes < file_bytes_) {
+      image = make_aligned_buffer(file_bytes_);
+      image_bytes = file_bytes_;
+    }
+    fill(image.get());
+    const std::string path = block_path(opt_.dir, key);
+    file_error err;
+    if (::mkdir(block_subdir(opt_.dir, key).c_str(), 0755) != 0 && errno != EEXIST)
+      err = {errno, fmt::format("{} (creating {})", std::strerror(errno), block_subdir(opt_.dir, key))};
+    else
+      err = write_file_atomic(path, image.get(), file_bytes_, opt_.fsync, opt_.direct_io);
+    std::lock_guard<std::mutex> lock(mu_);
+    reserved_ -= file_bytes_;
+    if (err.error != 0) return fail_write(res, err.error, err.what);
+    index_.insert(key, parent, file_bytes_);
+    ++stats_.writes;
+    stats_.write_bytes += file_bytes_;
+    res.ok = true;
+    return res;
+  }
+
   write_result& fail_write(write_result& res, int error, const std::string& what) {
     ++stats_.write_errors;
     res.ok = false;
