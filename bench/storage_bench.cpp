@@ -218,6 +218,7 @@ storage_bench_result run_storage_bench(const storage_bench_options& o) {
   r.read_p50_us = percentile(lat, 0.5);
   r.read_p99_us = percentile(lat, 0.99);
   r.direct_io = store->stats().direct_io;
+  r.io_uring = store->stats().io_uring;
   r.fio_read_gb_per_s = median(fio_runs);
   r.read_vs_fio = median(pair_ratios);
   r.fio_direct = fio_direct;
@@ -264,6 +265,7 @@ std::string storage_bench_result::to_json() const {
   j["blocks"] = blocks;
   j["depth"] = depth;
   j["direct_io"] = direct_io;
+  j["io_uring"] = io_uring;
   j["write_gb_per_s"] = write_gb_per_s;
   j["read_gb_per_s"] = read_gb_per_s;
   j["read_p50_us"] = read_p50_us;
@@ -283,8 +285,9 @@ std::string storage_bench_result::to_json() const {
 }
 
 std::string storage_bench_result::to_text() const {
-  std::string s = fmt::format("blocks {} x {} B payload ({} B files), depth {}, {} reads\n", blocks, block_bytes,
-                              file_bytes, depth, direct_io ? "O_DIRECT" : "buffered");
+  std::string s = fmt::format("blocks {} x {} B payload ({} B files), depth {}, {} reads through {}\n", blocks,
+                              block_bytes, file_bytes, depth, direct_io ? "O_DIRECT" : "buffered",
+                              io_uring ? "io_uring" : "a blocking thread pool");
   s += fmt::format("write   {:8.3f} GB/s\n", write_gb_per_s);
   s += fmt::format("read    {:8.3f} GB/s   p50 {:.0f} us   p99 {:.0f} us\n", read_gb_per_s, read_p50_us, read_p99_us);
   s += fmt::format("gate    {:8.3f} GB/s   (uncapped SNIC gate, ratio {:.2f})\n", gate_read_gb_per_s,

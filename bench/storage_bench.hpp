@@ -22,6 +22,7 @@ struct storage_bench_options {
 struct storage_bench_result {
   uint64_t block_bytes = 0, file_bytes = 0, blocks = 0, depth = 0;
   bool direct_io = false;
+  bool io_uring = false;  // false: the store fell back to blocking reads on a thread pool
   double write_gb_per_s = 0, read_gb_per_s = 0, read_p50_us = 0, read_p99_us = 0;
   double gate_read_gb_per_s = 0;  // the same reads through an uncapped snic_gate
   double fio_read_gb_per_s = 0;  // 0 when fio did not run

@@ -180,6 +180,7 @@ class store_impl final : public block_store {
     s.bytes = index_.bytes();
     s.capacity_bytes = opt_.capacity_bytes;
     s.direct_io = engine_ && engine_->direct();
+    s.io_uring = engine_ && engine_->uses_io_uring();
     return s;
   }
 

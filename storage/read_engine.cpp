@@ -10,7 +10,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <chrono>
+#include <cstdlib>
 #include <stdexcept>
+
+#include <spdlog/spdlog.h>
 
 #include "storage/block_files.hpp"
 #include "storage/block_format.hpp"
@@ -33,20 +37,25 @@ struct read_engine::slot {
 };
 
 read_engine::read_engine(uint32_t depth, bool direct) : depth_(depth == 0 ? 1 : depth), direct_(direct) {
+  const char* no_uring = std::getenv("DUALPATH_STORAGE_NO_URING");
+  event_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  const bool switched_off = no_uring && std::strcmp(no_uring, "1") == 0;
+  int rc = -ENOSYS;
   auto* ring = new io_uring;
-  // One extra entry for the wake-up poll on the eventfd.
-  const int rc = io_uring_queue_init(depth_ + 1, ring, 0);
+  if (event_fd_ >= 0 && !switched_off) {
+    rc = io_uring_queue_init(depth_ + 1, ring, 0);  // one extra entry for the wake-up poll
+  }
   if (rc < 0) {
     delete ring;
-    throw std::runtime_error(std::string("io_uring_queue_init: ") + std::strerror(-rc));
+    const uint32_t threads = std::min<uint32_t>(depth_, 8);
+    const std::string why = switched_off       ? "DUALPATH_STORAGE_NO_URING=1"
+                            : event_fd_ < 0    ? std::string("eventfd: ") + std::strerror(errno)
+                                               : std::string("io_uring_queue_init: ") + std::strerror(-rc);
+    spdlog::warn("storage: not using io_uring ({}); reading with {} blocking threads", why, threads);
+    for (uint32_t i = 0; i < threads; ++i) pool_.emplace_back([this] { run_blocking(); });
+    return;
   }
   ring_ = ring;
-  event_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (event_fd_ < 0) {
-    io_uring_queue_exit(ring);
-    delete ring;
-    throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
-  }
   for (uint32_t i = 0; i < depth_; ++i) {
     slots_.push_back(new slot);
     slots_.back()->index = i;
@@ -55,18 +64,79 @@ read_engine::read_engine(uint32_t depth, bool direct) : depth_(depth == 0 ? 1 : 
 }
 
 read_engine::~read_engine() {
-  stop_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
   wake();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
+  for (auto& t : pool_) t.join();
+  // Fail whatever was still queued (the pool leaves it; the ring thread already did).
+  std::deque<read_job> rest;
+  rest.swap(queue_);
+  for (auto& j : rest) j.done(read_result{ECANCELED, 0, 0});
   for (slot* s : slots_) delete s;
-  ::close(event_fd_);
-  io_uring_queue_exit(as_ring(ring_));
-  delete as_ring(ring_);
+  if (event_fd_ >= 0) ::close(event_fd_);
+  if (ring_) {
+    io_uring_queue_exit(as_ring(ring_));
+    delete as_ring(ring_);
+  }
 }
 
 void read_engine::wake() {
+  if (!ring_) {
+    cv_.notify_all();
+    return;
+  }
   const uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(event_fd_, &one, sizeof one);
+}
+
+read_result read_engine::read_whole(const read_job& job, bool* direct) {
+  read_result r;
+  if (job.refuse != 0) {
+    r.error = job.refuse;
+    return r;
+  }
+  const int fd = open_for_read(job.path, direct);
+  if (fd < 0) {
+    r.error = -fd;
+    return r;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) == 0) r.file_size = uint64_t(st.st_size);
+  const uint64_t target = (r.file_size + block_alignment - 1) / block_alignment * block_alignment;
+  if (target <= job.length) {
+    while (r.bytes_read < target) {
+      const ssize_t n = ::pread(fd, job.buffer + r.bytes_read, target - r.bytes_read, off_t(r.bytes_read));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        r.error = errno;
+        break;
+      }
+      if (n == 0) break;
+      r.bytes_read += uint64_t(n);
+    }
+  }
+  ::close(fd);
+  return r;
+}
+
+void read_engine::run_blocking() {
+  for (;;) {
+    read_job job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      while (queue_.empty() && !stop_) cv_.wait_for(lock, std::chrono::milliseconds(100));
+      if (stop_) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    bool direct = direct_.load();
+    const read_result r = read_whole(job, &direct);
+    if (!direct) direct_ = false;
+    job.done(r);
+  }
 }
 
 void read_engine::submit(std::vector<read_job> jobs) {

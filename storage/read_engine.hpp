@@ -2,6 +2,8 @@
 // Batched asynchronous file reads through one io_uring owned by one I/O thread. Jobs wait in a FIFO
 // until one of `depth` slots is free; the thread opens the file (O_DIRECT where allowed), reads it
 // whole into the job's buffer (resubmitting after short reads) and calls the job's callback.
+// Where io_uring is not available (a seccomp policy refuses it, an old kernel) or the environment
+// sets DUALPATH_STORAGE_NO_URING=1, a pool of threads does blocking preads instead: same results.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -30,7 +32,6 @@ struct read_job {
 
 class read_engine {
  public:
-  // Throws std::runtime_error if io_uring cannot be set up.
   read_engine(uint32_t depth, bool direct);
   ~read_engine();  // finishes jobs in flight, fails queued ones with ECANCELED
   read_engine(const read_engine&) = delete;
@@ -38,6 +39,7 @@ class read_engine {
 
   void submit(std::vector<read_job> jobs);
   bool direct() const { return direct_.load(); }
+  bool uses_io_uring() const { return ring_ != nullptr; }
 
  private:
   struct slot;
@@ -45,6 +47,8 @@ class read_engine {
   void start_job(slot& s);
   void queue_read(slot& s);
   void wake();
+  void run_blocking();  // one thread of the fallback pool
+  static read_result read_whole(const read_job& job, bool* direct);
 
   uint32_t depth_;
   std::atomic<bool> direct_;
@@ -55,6 +59,8 @@ class read_engine {
   std::deque<read_job> queue_;
   std::vector<slot*> slots_;
   std::thread thread_;
+  std::condition_variable cv_;      // fallback pool: new jobs or stop
+  std::vector<std::thread> pool_;
 };
 
 }  // namespace dualpath::storage

@@ -260,6 +260,31 @@ TEST_CASE("reopening a store recovers its index, chains and all, from the blocks
   }
 }
 
+TEST_CASE("without io_uring (refused by a seccomp policy, or switched off) reads still work") {
+  test::temp_dir dir;
+  const auto f = test::small_format();
+  ::setenv("DUALPATH_STORAGE_NO_URING", "1", 1);
+  auto store = block_store::open(test::options_for(dir.path, f));
+  ::unsetenv("DUALPATH_STORAGE_NO_URING");
+  CHECK_FALSE(store->stats().io_uring);
+  const auto keys = block_keys_from_ids({1, 2, 3});
+  write_chain(*store, keys);
+  std::vector<aligned_buffer> bufs;
+  auto with_miss = keys;
+  with_miss.push_back(999);
+  const auto got = read_all(*store, with_miss, bufs);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    CHECK_MESSAGE(got[i].ok, got[i].reason);
+    const auto expect = test::payload_for(f, keys[i]);
+    CHECK(std::memcmp(got[i].payload, expect.data(), expect.size()) == 0);
+  }
+  CHECK(got[3].reason == "miss");
+  flip_byte(block_path(dir.path, keys[1]), f.header_bytes() + 5);
+  CHECK(read_all(*store, keys, bufs)[1].reason == "layer 0 checksum");
+  auto uring = block_store::open(test::options_for(dir.path, f));
+  CHECK(uring->stats().io_uring);
+}
+
 TEST_CASE("a block written by another store instance on the same directory is found") {
   test::temp_dir dir;
   const auto f = test::small_format();
