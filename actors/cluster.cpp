@@ -165,6 +165,7 @@ run_summary run_cluster(const run_options& o) {
     view->policy = o.policy;
     view->prefetch_layers = c.prefetch_layers;
     view->quota_s = c.quota_ms / 1000.0;
+    view->quota_scope = c.quota_scope;
     view->max_decode_batch = c.max_decode_batch;
     view->timeout_s = c.timeout_s;
     view->store = store.get();
@@ -245,6 +246,7 @@ run_summary run_cluster(const run_options& o) {
             rec.prefill_s = seconds_between(r.times.prefill_start, r.times.first_token);
             rec.path = r.path;
             rec.hit_blocks = r.valid_hit_blocks;
+            rec.prompt_tokens = r.prompt_tokens;
             rec.corrupt_blocks = r.corrupt_blocks;
             rec.kv_verified = r.kv_verified;
             rec.kv_corrupt = r.kv_corrupt;
@@ -301,9 +303,13 @@ run_summary run_cluster(const run_options& o) {
   uint64_t total_bytes = 0;
   for (auto b : summary.snic_bytes) total_bytes += b;
   const double bytes_bound = c.snic_gb_per_s > 0 ? double(total_bytes) / (c.snic_gb_per_s * 1e9 * c.total_nodes()) : 0;
+  // The compute this run had to do: every prompt token past the blocks it could load.
   double compute_s = 0;
-  for (const auto& s : o.scripts)
-    for (const auto& t : s.turns) compute_s += fit.seconds(prefill_flops(spec, t.hit_candidates, t.prompt - t.hit_candidates));
+  for (const auto& r : records) {
+    if (!r.error.empty() || r.prompt_tokens == 0) continue;
+    const uint64_t cached = uint64_t(r.hit_blocks) * geo.block_tokens;
+    compute_s += fit.seconds(prefill_flops(spec, cached, r.prompt_tokens - cached));
+  }
   const double compute_bound = compute_s / double(c.prefill_nodes * c.engines_per_node);
   summary.jct_lower_bound_s = std::max(bytes_bound, compute_bound);
   summary.jct_over_bound = summary.jct_lower_bound_s > 0 ? summary.jct_s / summary.jct_lower_bound_s : 0;

@@ -26,6 +26,7 @@ struct cluster_view {
   std::string policy;           // run policy: basic | layerwise | dualpath | round_robin | split | oracle
   uint32_t prefetch_layers = 2; // layer-wise depth; `basic` loads every layer first
   double quota_s = 0.3;
+  std::string quota_scope = "attention";  // what the compute quota bounds: attention (§7.6) or the forward pass
   uint32_t max_decode_batch = 64;
   double timeout_s = 60;
   storage::block_store* store = nullptr;  // clients look up hits; the store is a shared directory

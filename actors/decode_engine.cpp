@@ -37,6 +37,9 @@ struct decode_state {
   std::map<uint64_t, de_request> active;
   uint32_t admitting = 0;
   bool stepping = false;
+  // A turn is answered only once its blocks are in storage, so the agent's next turn can hit them.
+  std::map<uint64_t, uint32_t> persists_pending;
+  std::map<uint64_t, turn_result> answered_when_persisted;
 
   const cluster_view& view() const { return *setup.view; }
   const runtime::kv_geometry& geo() const { return setup.view->geometry; }
@@ -189,7 +192,11 @@ struct decode_state {
     }
     for (; r.persisted_upto < full; ++r.persisted_upto) {
       const uint32_t b = r.persisted_upto;
-      setup.io->persist(r.keys[b], b == 0 ? 0 : r.keys[b - 1], block_ptr(r, b));
+      const uint64_t id = r.info.payload.request;
+      ++persists_pending[id];
+      auto me = caf::actor_cast<engine_actor>(self);
+      setup.io->persist(r.keys[b], b == 0 ? 0 : r.keys[b - 1], block_ptr(r, b),
+                        [me, id] { caf::anon_send(me, atom::persisted_v, id); });
     }
   }
 
@@ -266,8 +273,25 @@ struct decode_state {
     res.corrupt_blocks = r.info.corrupt_blocks;
     res.kv_verified = r.info.kv_verified;
     res.kv_corrupt = r.info.kv_corrupt;
+    res.prompt_tokens = uint32_t(r.info.payload.tokens.size());
     hbm->free(r.hbm);
-    self->send(view().clients.at(r.info.payload.agent), atom::result_v, encode(res));
+    const uint64_t id = res.request;
+    if (persists_pending[id] == 0) return answer(res);
+    answered_when_persisted[id] = std::move(res);
+  }
+
+  void on_persisted(uint64_t id) {
+    if (--persists_pending[id] > 0) return;
+    auto it = answered_when_persisted.find(id);
+    if (it == answered_when_persisted.end()) return;
+    answer(it->second);
+    answered_when_persisted.erase(it);
+  }
+
+  void answer(turn_result& res) {
+    persists_pending.erase(res.request);
+    res.times.done = now_ns();
+    self->send(view().clients.at(res.agent), atom::result_v, encode(res));
   }
 };
 
@@ -279,6 +303,7 @@ engine_actor::behavior_type decode_engine(engine_actor::stateful_pointer<decode_
       },
       [=](atom::handoff, const envelope<schema::Handoff>& e) { self->state.on_handoff(e); },
       [=](atom::tick) { self->state.step(); },
+      [=](atom::persisted, uint64_t id) { self->state.on_persisted(id); },
   };
 }
 

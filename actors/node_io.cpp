@@ -11,6 +11,17 @@ namespace dualpath::runtime {
 
 using clock_type = std::chrono::steady_clock;
 
+namespace {
+uint64_t checked_slots(const node_io_options& o, storage::block_store& store) {
+  const uint64_t slots = o.buffer_bytes / store.read_buffer_bytes();
+  if (slots == 0) {
+    throw user_error("DRAM buffer of node " + std::to_string(o.node) + " (" + std::to_string(o.buffer_bytes) +
+                     " B) cannot hold one Full Block (" + std::to_string(store.read_buffer_bytes()) + " B)");
+  }
+  return slots;
+}
+}  // namespace
+
 struct node_io::pending_reserve {
   uint32_t count = 0;
   clock_type::time_point since;
@@ -34,44 +45,45 @@ struct node_io::pending_copy {
 };
 
 node_io::node_io(const node_io_options& options, storage::block_store& store)
-    : options_(options), store_(store), gate_(store, options.snic_gb_per_s) {
+    : options_(options),
+      store_(store),
+      gate_(store, options.snic_gb_per_s),
+      buffer_memory_(checked_slots(options, store) * store.read_buffer_bytes()) {
   slot_stride_ = store_.read_buffer_bytes();
   slots_total_ = uint32_t(options_.buffer_bytes / slot_stride_);
-  if (slots_total_ == 0) {
-    throw user_error("DRAM buffer of node " + std::to_string(options_.node) + " (" +
-                     std::to_string(options_.buffer_bytes) + " B) cannot hold one Full Block (" +
-                     std::to_string(slot_stride_) + " B)");
-  }
-  buffer_ = storage::make_aligned_buffer(uint64_t(slots_total_) * slot_stride_);
-  std::memset(buffer_.get(), 0, uint64_t(slots_total_) * slot_stride_);
+  buffer_ = buffer_memory_.data();
   for (uint32_t s = slots_total_; s-- > 0;) free_slots_.push_back(s);
   stats_.slots_total = stats_.slots_free = stats_.slots_low_water = slots_total_;
 
+  hbm_memory_.reserve(options_.engines.size());
   for (size_t i = 0; i < options_.engines.size(); ++i) {
-    hbm_.push_back(std::make_unique<gpu::hbm_arena>(options_.hbm_bytes));
+    hbm_memory_.emplace_back(options_.hbm_bytes);
+    hbm_.push_back(std::make_unique<gpu::hbm_arena>(hbm_memory_.back().data(), options_.hbm_bytes));
     endpoints_.push_back(transport::endpoint::open(options_.fabric));
     auto& ep = *endpoints_.back();
-    buffer_regions_.push_back(ep.register_memory(buffer_.get(), uint64_t(slots_total_) * slot_stride_));
+    buffer_regions_.push_back(ep.register_memory(buffer_, uint64_t(slots_total_) * slot_stride_));
     hbm_regions_.push_back(ep.register_memory(hbm_.back()->base(), hbm_.back()->capacity()));
   }
   thread_ = std::thread([this] { run(); });
   persist_thread_ = std::thread([this] {
     for (;;) {
       std::unique_lock<std::mutex> lock(persist_mutex_);
-      persist_wake_.wait(lock, [this] { return stop_ || !persist_queue_.empty(); });
-      if (persist_queue_.empty()) return;
-      auto [key, parent, payload] = std::move(persist_queue_.front());
-      persist_queue_.pop_front();
+      persist_wake_.wait(lock, [this] { return stop_ || !background_.empty(); });
+      if (background_.empty()) return;
+      auto task = std::move(background_.front());
+      background_.pop_front();
       lock.unlock();
-      const auto r = store_.write(key, parent, payload.data());
-      std::lock_guard<std::mutex> g(mutex_);
-      if (r.ok) ++stats_.persisted_blocks;
-      else {
-        ++stats_.persist_errors;
-        spdlog::warn("node {}: block {} not persisted: {}", options_.node, key_hex(key), r.reason);
-      }
+      task();
     }
   });
+}
+
+void node_io::post_background(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> g(persist_mutex_);
+    background_.push_back(std::move(task));
+  }
+  persist_wake_.notify_one();
 }
 
 node_io::~node_io() {
@@ -96,7 +108,7 @@ std::vector<endpoint_entry> node_io::entries() const {
   std::vector<endpoint_entry> out;
   for (size_t i = 0; i < endpoints_.size(); ++i) {
     out.push_back({options_.engines[i], options_.node, endpoints_[i]->address(), buffer_regions_[i]->remote(),
-                   hbm_regions_[i]->remote(), buffer_.get(), hbm_[i]->base()});
+                   hbm_regions_[i]->remote(), buffer_, hbm_[i]->base()});
   }
   return out;
 }
@@ -118,7 +130,7 @@ uint32_t node_io::local_index(uint32_t engine) const {
 gpu::hbm_arena& node_io::hbm(uint32_t engine) { return *hbm_[local_index(engine)]; }
 
 std::byte* node_io::slot_data(uint32_t slot) const {
-  return buffer_.get() + uint64_t(slot) * slot_stride_ + store_.payload_offset();
+  return buffer_ + uint64_t(slot) * slot_stride_ + store_.payload_offset();
 }
 
 uint64_t node_io::slot_offset(uint32_t slot) const { return uint64_t(slot) * slot_stride_ + store_.payload_offset(); }
@@ -165,18 +177,20 @@ void node_io::post_load(std::shared_ptr<pending_load> l) {
     return;
   }
   if (options_.bypass) {
-    const auto& g = options_.geometry;
-    for (size_t i = 0; i < l->keys.size() && l->result.error.empty(); ++i) {
-      for (uint32_t layer = 0; layer < g.layers; ++layer) {
-        std::string reason;
-        if (!store_.read_layer(l->keys[i], layer, slot_data(l->result.slots[i]) + layer * g.layer_bytes(), &reason)) {
-          l->result.error = reason.empty() ? "miss" : reason;
-          break;
+    post_background([this, l] {
+      const auto& g = options_.geometry;
+      for (size_t i = 0; i < l->keys.size() && l->result.error.empty(); ++i) {
+        for (uint32_t layer = 0; layer < g.layers; ++layer) {
+          std::string reason;
+          if (!store_.read_layer(l->keys[i], layer, slot_data(l->result.slots[i]) + layer * g.layer_bytes(), &reason)) {
+            l->result.error = reason.empty() ? "miss" : reason;
+            break;
+          }
         }
+        if (l->result.error.empty()) l->result.valid = uint32_t(i + 1);
       }
-      if (l->result.error.empty()) l->result.valid = uint32_t(i + 1);
-    }
-    l->done(std::move(l->result));
+      l->done(std::move(l->result));
+    });
     return;
   }
   std::vector<storage::read_request> batch;
@@ -189,7 +203,7 @@ void node_io::post_load(std::shared_ptr<pending_load> l) {
     loads_.push_back(l);
   }
   for (size_t i = 0; i < l->keys.size(); ++i) {
-    std::byte* base = buffer_.get() + uint64_t(l->result.slots[i]) * slot_stride_;
+    std::byte* base = buffer_ + uint64_t(l->result.slots[i]) * slot_stride_;
     batch.push_back({l->keys[i], base, (l->id << 20) | i});
   }
   gate_.submit(std::move(batch));
@@ -218,7 +232,7 @@ void node_io::copy(std::vector<copy_op> ops, transport::traffic_class tc, std::f
       if (options_.bypass) {
         for (const auto& op : ops) {
           const uint32_t li = local_index(op.via);
-          const std::byte* src = (op.src_kind == region_kind::buffer ? buffer_.get() : hbm_[li]->base()) + op.src_offset;
+          const std::byte* src = (op.src_kind == region_kind::buffer ? buffer_ : hbm_[li]->base()) + op.src_offset;
           const auto& peer = directory_.at(op.dst_engine);
           std::byte* dst = (op.dst_kind == region_kind::buffer ? peer.buffer_base : peer.hbm_base) + op.dst_offset;
           std::memcpy(dst, src, op.length);
@@ -247,13 +261,18 @@ void node_io::copy(std::vector<copy_op> ops, transport::traffic_class tc, std::f
   wake_.notify_all();
 }
 
-void node_io::persist(block_key key, block_key parent, const std::byte* payload) {
-  std::vector<std::byte> copy(payload, payload + options_.geometry.block_bytes());
-  {
-    std::lock_guard<std::mutex> g(persist_mutex_);
-    persist_queue_.emplace_back(key, parent, std::move(copy));
-  }
-  persist_wake_.notify_one();
+void node_io::persist(block_key key, block_key parent, const std::byte* payload, std::function<void()> done) {
+  auto copy = std::make_shared<std::vector<std::byte>>(payload, payload + options_.geometry.block_bytes());
+  post_background([this, key, parent, copy, done = std::move(done)] {
+    const auto r = store_.write(key, parent, copy->data());
+    {
+      std::lock_guard<std::mutex> g(mutex_);
+      if (r.ok) ++stats_.persisted_blocks;
+      else ++stats_.persist_errors;
+    }
+    if (!r.ok) spdlog::warn("node {}: block {} not persisted: {}", options_.node, key_hex(key), r.reason);
+    if (done) done();
+  });
 }
 
 uint64_t node_io::read_q() const { return gate_.read_q(); }
@@ -371,7 +390,8 @@ void node_io::run() {
     } else if (idle) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     } else {
-      std::this_thread::yield();
+      // Transfers in flight: poll often, but do not spin a core that the engines and other nodes need.
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
 }

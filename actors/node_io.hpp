@@ -24,6 +24,7 @@
 #include "storage/block_store.hpp"
 #include "storage/snic_gate.hpp"
 #include "transport/endpoint.hpp"
+#include "transport/host_buffer.hpp"
 
 namespace dualpath::runtime {
 
@@ -108,8 +109,9 @@ class node_io {
   void release(const std::vector<uint32_t>& slots);
   // Posts copies (sliced, arbitrated, capped by the endpoints); `done` runs once all finished.
   void copy(std::vector<copy_op> ops, transport::traffic_class tc, std::function<void(std::string error)> done);
-  // Writes a Full Block to storage in the background (the payload is copied first).
-  void persist(block_key key, block_key parent, const std::byte* payload);
+  // Writes a Full Block to storage in the background (the payload is copied first); `done` (optional)
+  // runs on the writer thread afterwards, whether or not the write succeeded.
+  void persist(block_key key, block_key parent, const std::byte* payload, std::function<void()> done = {});
 
   uint64_t read_q() const;
   node_io_stats stats() const;
@@ -129,7 +131,10 @@ class node_io {
   storage::snic_gate gate_;
   uint64_t slot_stride_ = 0;
   uint32_t slots_total_ = 0;
-  storage::aligned_buffer buffer_;
+  // Registered memory comes from huge-page host buffers: shm copies through the kernel pin far fewer pages.
+  transport::host_buffer buffer_memory_;
+  std::byte* buffer_ = nullptr;
+  std::vector<transport::host_buffer> hbm_memory_;
   std::vector<std::unique_ptr<gpu::hbm_arena>> hbm_;
   std::vector<std::unique_ptr<transport::endpoint>> endpoints_;
   std::vector<std::unique_ptr<transport::memory_region>> buffer_regions_;
@@ -149,10 +154,11 @@ class node_io {
   std::atomic<bool> stop_{false};
   std::thread thread_;
 
-  // Background writer for persist(): storage writes must not stall transfers.
+  // Background worker for slow storage calls (persist writes, bypass loads): they must not stall transfers.
+  void post_background(std::function<void()> task);
   std::mutex persist_mutex_;
   std::condition_variable persist_wake_;
-  std::deque<std::tuple<block_key, block_key, std::vector<std::byte>>> persist_queue_;
+  std::deque<std::function<void()>> background_;
   std::thread persist_thread_;
 };
 

@@ -11,6 +11,7 @@
 
 #include "actors/engines.hpp"
 #include "actors/runtime_messages.hpp"
+#include "core/cost_model.hpp"
 #include "schedule/batcher.hpp"
 
 namespace dualpath::actors {
@@ -66,6 +67,9 @@ struct pass_state {
   std::vector<bool> slot_busy;  // staging slot still being forwarded
   bool started = false;
   bool finishing = false;
+  int64_t began_ns = 0;
+  int64_t compute_ns = 0;  // time the compute worker spent on this pass's layers
+  int64_t layer_sent_ns = 0;
 };
 
 struct prefill_state {
@@ -90,9 +94,15 @@ struct prefill_state {
     setup = std::move(st);
     hbm = &setup.io->hbm(setup.engine);
     const auto fit = setup.backend->fit();
-    batcher = std::make_unique<schedule::prefill_batcher>(setup.backend->model(),
-                                                          schedule::flops_fit{fit.fixed_s, fit.seconds_per_flop},
-                                                          view().quota_s);
+    const model_spec m = setup.backend->model();
+    if (view().quota_scope == "forward") {
+      // One GPU per engine: the whole forward pass is this engine's own time, not only its attention.
+      batcher = std::make_unique<schedule::prefill_batcher>(
+          [m, fit](uint64_t cached, uint64_t bsz) { return fit.seconds(prefill_flops(m, cached, bsz)); }, view().quota_s);
+    } else {
+      batcher = std::make_unique<schedule::prefill_batcher>(m, schedule::flops_fit{fit.fixed_s, fit.seconds_per_flop},
+                                                            view().quota_s);
+    }
     report();
   }
 
@@ -331,6 +341,7 @@ struct prefill_state {
       p->job->items.push_back(std::move(item));
     }
     pass = std::move(p);
+    pass->began_ns = now_ns();
     self->request(setup.worker, caf::infinite, atom::start_v, pass->job)
         .then([this](const std::string& err) {
           if (!err.empty()) return abort_pass(err);
@@ -443,10 +454,12 @@ struct prefill_state {
       in->new_kv.push_back(layer_base + (e.cached - hit_tokens) * g.bytes_per_token_layer);
     }
     p.computing = true;
+    p.layer_sent_ns = now_ns();
     self->request(setup.worker, caf::infinite, atom::layer_v, p.job, in)
         .then([this, layer](const std::string& err) {
           if (!pass) return;
           if (!err.empty()) return abort_pass(err);
+          pass->compute_ns += now_ns() - pass->layer_sent_ns;
           pass->computing = false;
           pass->computed = layer + 1;
           forward_layer(layer);
@@ -507,6 +520,10 @@ struct prefill_state {
       auto p = std::move(pass);
       hbm->free(p->staging);
       const int64_t t = now_ns();
+      uint64_t tokens = 0;
+      for (auto& e : p->entries) tokens += e.bsz;
+      spdlog::debug("engine {}: pass of {} requests, {} tokens: {:.1f} ms, layers computing {:.1f} ms", setup.engine,
+                    p->entries.size(), tokens, (t - p->began_ns) / 1e6, p->compute_ns / 1e6);
       for (size_t k = 0; k < p->entries.size(); ++k) {
         auto& e = p->entries[k];
         auto& r = *e.req;
@@ -557,6 +574,7 @@ engine_actor::behavior_type prefill_engine(engine_actor::stateful_pointer<prefil
         spdlog::error("prefill engine {} got a hand-off; ignored", self->state.setup.engine);
       },
       [=](atom::tick) { self->state.try_pass(); },
+      [=](atom::persisted, uint64_t) {},
   };
 }
 

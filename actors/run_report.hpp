@@ -17,6 +17,7 @@ struct turn_record {
   double queue_s = 0, kv_read_s = 0, assign_s = 0, prefill_s = 0;
   uint8_t path = 0;  // schedule::read_path
   uint32_t hit_blocks = 0, corrupt_blocks = 0;
+  uint32_t prompt_tokens = 0;
   uint64_t kv_verified = 0, kv_corrupt = 0;
   double done_s = 0;  // since run start
   std::string error;

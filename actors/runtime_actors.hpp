@@ -65,7 +65,9 @@ using engine_actor = caf::typed_actor<
     // DE: a prefilled request whose KV waits in this engine's node buffer.
     caf::reacts_to<atom::handoff, envelope<schema::Handoff>>,
     // Internal: try to start the next pass or decode step.
-    caf::reacts_to<atom::tick>>;
+    caf::reacts_to<atom::tick>,
+    // Internal (DE): one Full Block of this request reached storage.
+    caf::reacts_to<atom::persisted, uint64_t>>;
 
 // A node's leader: collects its engines' load and talks to the scheduler for the group.
 using leader_actor = caf::typed_actor<

@@ -112,6 +112,7 @@ envelope<schema::TurnResult> encode(const turn_result& x) {
   b.setKvVerified(x.kv_verified);
   b.setKvCorrupt(x.kv_corrupt);
   b.setError(x.error);
+  b.setPromptTokens(x.prompt_tokens);
   return to_envelope<schema::TurnResult>(m);
 }
 
@@ -130,6 +131,7 @@ turn_result decode(const envelope<schema::TurnResult>& e) {
   x.kv_verified = r.getKvVerified();
   x.kv_corrupt = r.getKvCorrupt();
   x.error = r.getError();
+  x.prompt_tokens = r.getPromptTokens();
   return x;
 }
 

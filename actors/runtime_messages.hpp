@@ -42,6 +42,7 @@ struct turn_result {
   uint32_t valid_hit_blocks = 0, corrupt_blocks = 0;
   uint64_t kv_verified = 0, kv_corrupt = 0;
   std::string error;
+  uint32_t prompt_tokens = 0;
 };
 
 struct slot_list {

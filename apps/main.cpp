@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "apps/command_registry.hpp"
@@ -45,7 +46,9 @@ int main(int argc, char** argv) {
   CLI::App app{"DualPath: dual-path KV-cache loading for multi-turn agent inference"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
-  spdlog::set_level(spdlog::level::warn);
+  // DUALPATH_LOG=debug|info|warn|error|off overrides the default (warnings and errors only).
+  const char* level = std::getenv("DUALPATH_LOG");
+  spdlog::set_level(level ? spdlog::level::from_str(level) : spdlog::level::warn);
   try {
     dualpath::cli::setup_all(app);
     app.parse(argc, argv);

@@ -41,6 +41,7 @@ struct cluster_config {
   double alpha_s = 3.0;            // α = tokens a SNIC reads in alpha_s seconds
   double beta_s = 5.0;             // β = tokens an engine prefills in beta_s seconds
   double quota_ms = 300.0;         // intra-engine compute quota per forward pass
+  std::string quota_scope = "attention";  // attention (DESIGN §7.6) | forward (whole pass, one GPU per engine)
   std::vector<policy_switch> switches;
   // [runtime]
   uint32_t prefetch_layers = 2;    // layers of hit KV in flight ahead of the one computing

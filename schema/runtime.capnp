@@ -52,6 +52,7 @@ struct TurnResult {
   kvVerified @8 :UInt64;
   kvCorrupt @9 :UInt64;
   error @10 :Text;
+  promptTokens @11 :UInt32;
 }
 
 # Node data plane: read Full Blocks through the SNIC into buffer slots.
