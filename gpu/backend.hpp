@@ -24,6 +24,12 @@ struct kv_span {
   uint32_t tokens = 0;
 };
 
+// Layer `layer` of a Full Block laid out [layers][block_tokens][bytes] (DESIGN §2): a contiguous span of its
+// first `tokens` tokens (tokens <= block_tokens; a partly filled block keeps the same layer stride).
+inline kv_span layer_block(const std::byte* full_block, const model_spec& m, uint32_t layer, uint32_t tokens) {
+  return kv_span{full_block + uint64_t(layer) * m.layer_block_bytes(), tokens};
+}
+
 struct prefill_item {
   uint64_t request_id = 0;
   uint32_t cached = 0;            // tokens whose KV is supplied per layer (hits + earlier chunks)

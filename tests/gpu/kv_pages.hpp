@@ -14,7 +14,9 @@ using namespace dualpath;
 using namespace dualpath::gpu;
 
 struct paged_kv {
-  explicit paged_kv(const model_spec& m) : layers(m.layers), bt(m.block_tokens), bpt(m.kv_bytes_per_token_layer) {}
+  explicit paged_kv(const model_spec& spec)
+      : m(spec), layers(spec.layers), bt(spec.block_tokens), bpt(spec.kv_bytes_per_token_layer) {}
+  model_spec m;
   uint32_t layers, bt;
   uint64_t bpt;
   std::vector<std::vector<std::byte>> blocks;
@@ -25,7 +27,10 @@ struct paged_kv {
   }
   std::vector<kv_span> spans(uint32_t layer, uint32_t tokens) {
     std::vector<kv_span> out;
-    for (uint32_t p = 0; p < tokens; p += bt) out.push_back({slot(layer, p), std::min(bt, tokens - p)});
+    for (uint32_t p = 0; p < tokens; p += bt) {
+      slot(layer, p);
+      out.push_back(layer_block(blocks[p / bt].data(), m, layer, std::min(bt, tokens - p)));
+    }
     return out;
   }
   void store(uint32_t layer, uint32_t pos0, const std::byte* data, uint32_t n) {
