@@ -52,7 +52,7 @@ struct run_args {
   uint32_t agents = 0, verify_every = 0, max_turns = 0;
   double aps = 0;
   uint64_t seed = 1;
-  bool quiet = false, tool_time = false, keep_store = false;
+  bool quiet = false, tool_time = false, keep_store = false, verify_every_set = false;
   uint16_t control_port = 0;
 };
 
@@ -83,7 +83,6 @@ std::vector<actors::agent_script> build_scripts(const run_args& a, bool embedded
     if (a.max_turns && s.turns.size() > a.max_turns) s.turns.resize(a.max_turns);
     s.start_s = next_arrival();
     s.replay_tool_time = a.tool_time;
-    s.verify_every = a.verify_every;
     s.seed = a.seed;
     scripts.push_back(std::move(s));
   };
@@ -103,7 +102,6 @@ std::vector<actors::agent_script> build_scripts(const run_args& a, bool embedded
         shape.gen = uint32_t(std::max<uint64_t>(1, r.output_length));
         s.turns.push_back(shape);
         s.start_s = double(r.timestamp_ms - first_ts) / 1000.0;
-        s.verify_every = a.verify_every;
         scripts.push_back(std::move(s));
         if (a.agents && scripts.size() >= a.agents) break;
       }
@@ -143,6 +141,8 @@ void run_command(const run_args& a) {
   const uint32_t vocab = config.model == "tiny" || config.model == "small" ? find_model(config.model).vocab : 32000;
   const auto scripts = build_scripts(a, embedded_default && a.trace_file.empty() && a.preset.empty(), vocab);
 
+  // The embedded default shows that the tokens are right: every turn is recomputed from scratch afterwards.
+  const uint32_t verify_every = a.verify_every_set ? a.verify_every : (embedded_default ? 1 : 0);
   const bool tty = isatty(fileno(stderr));
   std::vector<actors::run_summary> runs;
   const std::string base_dir = config.store_dir;
@@ -157,7 +157,8 @@ void run_command(const run_args& a) {
     }
     o.policy = policy;
     o.scripts = scripts;
-    o.verify_every = a.verify_every;
+    o.verify_every = verify_every;
+    for (auto& s : o.scripts) s.verify_every = verify_every;
     o.control_port = a.control_port;
     if (o.control_port)
       o.on_control_port = [](uint16_t port) { fmt::print(stderr, "scheduler control port: 127.0.0.1:{}\n", port); };
@@ -203,7 +204,10 @@ void setup(CLI::App& root) {
   cmd->add_option("--aps", a->aps, "Online mode: agents arriving per second");
   cmd->add_option("--policy", a->policy, "basic | layerwise | dualpath | round_robin | split | oracle");
   cmd->add_option("--compare", a->compare, "Comma-separated policies to run one after another");
-  cmd->add_option("--verify-every", a->verify_every, "Recompute every Nth turn from scratch and compare tokens");
+  cmd->add_option_function<uint32_t>(
+      "--verify-every", [a](uint32_t n) { a->verify_every = n, a->verify_every_set = true; },
+      "Recompute every Nth turn from scratch on the cpu backend and compare tokens (default: 1 for the embedded "
+      "default, else 0 = off)");
   cmd->add_option("--report", a->report_file, "Write the JSON report here");
   cmd->add_option("--seed", a->seed, "Seed of synthetic traces, tokens and arrivals");
   cmd->add_option("--control-port", a->control_port, "Publish the scheduler's control port (dualpath ctl)");
