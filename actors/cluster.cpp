@@ -145,6 +145,9 @@ run_summary run_cluster(const run_options& o) {
   params.alpha_tokens = schedule::alpha_tokens(snic_rate, params.kv_bytes_per_token, c.alpha_s);
   params.beta_tokens =
       schedule::beta_tokens(schedule::prefill_tokens_per_s(spec, sfit, 4 * geo.block_tokens, geo.block_tokens), c.beta_s);
+  if (c.alpha_tokens) params.alpha_tokens = c.alpha_tokens;
+  if (c.beta_tokens) params.beta_tokens = c.beta_tokens;
+  params.z_slack = c.z_slack;
 
   run_summary summary;
   summary.policy = o.policy;

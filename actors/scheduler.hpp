@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "actors/type_ids.hpp"
-#include "schedule/config.hpp"
+#include "core/cluster_config.hpp"
 #include "schedule/policy.hpp"
 
 namespace dualpath::actors {
@@ -35,7 +35,7 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<atom::scripted, uint32_t>>;
 
 // One entry of `[[schedule.switch]]`: at `at_s` seconds after the scheduler starts, switch to `policy`.
-using policy_switch = schedule::policy_switch;
+using policy_switch = dualpath::policy_switch;  // [[schedule.switch]] of the cluster file
 
 struct scheduler_options {
   std::string policy = "dualpath";

@@ -104,10 +104,14 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
   r.get(st, "storage", "dir", c.store_dir);
   r.get(st, "storage", "capacity_gb", c.capacity_gb);
   r.get(st, "storage", "fsync", c.fsync);
-  const auto* sc = r.section("schedule", {"policy", "alpha_s", "beta_s", "quota_ms", "quota_scope", "switch"});
+  const auto* sc = r.section("schedule", {"policy", "alpha_s", "beta_s", "alpha_tokens", "beta_tokens", "z_slack",
+                                           "quota_ms", "quota_scope", "switch"});
   r.get(sc, "schedule", "policy", c.policy);
   r.get(sc, "schedule", "alpha_s", c.alpha_s);
   r.get(sc, "schedule", "beta_s", c.beta_s);
+  r.get(sc, "schedule", "alpha_tokens", c.alpha_tokens);
+  r.get(sc, "schedule", "beta_tokens", c.beta_tokens);
+  r.get(sc, "schedule", "z_slack", c.z_slack);
   r.get(sc, "schedule", "quota_ms", c.quota_ms);
   r.get(sc, "schedule", "quota_scope", c.quota_scope);
   if (sc) {
@@ -159,6 +163,7 @@ void validate_cluster_config(const cluster_config& c, const std::string& origin)
   if (c.alpha_s <= 0) fail("schedule.alpha_s", "must be positive");
   if (c.beta_s <= 0) fail("schedule.beta_s", "must be positive");
   if (c.quota_ms <= 0) fail("schedule.quota_ms", "must be positive");
+  if (c.z_slack < 1) fail("schedule.z_slack", "must be at least 1");
   if (c.quota_scope != "attention" && c.quota_scope != "forward")
     fail("schedule.quota_scope", "must be attention or forward (got '" + c.quota_scope + "')");
   if (c.prefetch_layers < 1) fail("runtime.prefetch_layers", "must be at least 1");

@@ -40,6 +40,9 @@ struct cluster_config {
   std::string policy = "dualpath";
   double alpha_s = 3.0;            // α = tokens a SNIC reads in alpha_s seconds
   double beta_s = 5.0;             // β = tokens an engine prefills in beta_s seconds
+  uint64_t alpha_tokens = 0;       // overrides α when set (0 = calibrate from the SNIC rate)
+  uint64_t beta_tokens = 0;        // overrides β when set (0 = calibrate from the compute fit)
+  double z_slack = 1.05;           // decode level-2 threshold Z = z_slack × mean load (DESIGN §7.3)
   double quota_ms = 300.0;         // intra-engine compute quota per forward pass
   std::string quota_scope = "attention";  // attention (DESIGN §7.6) | forward (whole pass, one GPU per engine)
   std::vector<policy_switch> switches;
