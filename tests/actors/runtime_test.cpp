@@ -8,6 +8,7 @@
 #include "actors/cluster.hpp"
 #include "actors/kv_geometry.hpp"
 #include "core/errors.hpp"
+#include "core/model_catalog.hpp"
 #include "core/trace.hpp"
 
 using namespace dualpath;
@@ -177,4 +178,49 @@ TEST_CASE("bad configuration is refused with the key and the reason") {
   o.config = small_cluster(dir.path, 2);
   o.policy = "fastest";
   CHECK_THROWS_WITH_AS(run_cluster(o), doctest::Contains("known: basic"), user_error);
+}
+
+TEST_CASE("online mode: Poisson arrivals replay every agent from turn 0") {
+  scratch dir;
+  run_options o;
+  o.config = small_cluster(dir.path, 2);
+  o.policy = "dualpath";
+  o.scripts = scripts(4, 3, 1);
+  double t = 0;
+  for (auto& s : o.scripts) s.start_s = (t += 0.05);  // staggered arrivals, as --mode online draws them
+  const auto s = run_cluster(o);
+  CHECK(s.turns == 12);
+  CHECK(s.mismatched_turns == 0);
+  CHECK(s.jct_s >= 0.2);  // the last agent cannot finish before it arrives
+}
+
+TEST_CASE("Mooncake replay: equal hash ids give equal tokens, so later requests hit earlier blocks") {
+  scratch dir;
+  std::vector<mooncake_request> trace = {
+      {0, 700, 4, {1, 2}}, {1000, 1100, 4, {1, 2, 3}}, {1500, 600, 4, {9, 10}}, {2500, 1030, 4, {1, 2, 3}}};
+  run_options o;
+  o.config = small_cluster(dir.path, 2);
+  o.policy = "dualpath";
+  for (size_t i = 0; i < trace.size(); ++i) {
+    agent_script s;
+    s.agent = uint32_t(i);
+    s.fixed_prompt = mooncake_tokens(trace[i], find_model("tiny").vocab);
+    CHECK(s.fixed_prompt->size() == trace[i].input_length);
+    turn_shape shape;
+    shape.prompt = s.fixed_prompt->size();
+    shape.gen = 4;
+    s.turns = {shape};
+    s.start_s = trace[i].timestamp_ms / 1000.0;
+    s.verify_every = 1;
+    o.scripts.push_back(s);
+  }
+  // Shared ids share tokens: requests 0 and 1 agree on their first 1024 tokens, 2 shares nothing.
+  CHECK(std::equal(o.scripts[0].fixed_prompt->begin(), o.scripts[0].fixed_prompt->begin() + 512,
+                   o.scripts[1].fixed_prompt->begin()));
+  CHECK((*o.scripts[2].fixed_prompt)[0] != (*o.scripts[0].fixed_prompt)[0]);
+  const auto s = run_cluster(o);
+  CHECK(s.turns == 4);
+  CHECK(s.mismatched_turns == 0);
+  // Spaced a second apart, request 1 finds request 0's prompt blocks and request 3 request 1's.
+  CHECK(s.hit_blocks >= 700 / 16 + 1024 / 16);
 }
