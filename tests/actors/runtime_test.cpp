@@ -224,3 +224,15 @@ TEST_CASE("Mooncake replay: equal hash ids give equal tokens, so later requests 
   // Spaced a second apart, request 1 finds request 0's prompt blocks and request 3 request 1's.
   CHECK(s.hit_blocks >= 700 / 16 + 1024 / 16);
 }
+
+TEST_CASE("bounded memory: tiny DRAM buffers and HBM make work wait, nothing is dropped") {
+  scratch dir;
+  auto c = small_cluster(dir.path, 2);
+  c.dram_buffer_gb = 0.0005;  // about 24 Full Block slots per node: a few requests at a time
+  c.hbm_gb = 0.0005;          // about one request's KV per decode engine
+  const auto s = run(c, "dualpath", 4, 4);
+  CHECK(s.turns == 16);
+  CHECK(s.failed_turns == 0);
+  CHECK(s.mismatched_turns == 0);
+  CHECK(s.hit_blocks > 0);
+}
