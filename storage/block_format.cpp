@@ -11,7 +11,7 @@ namespace dualpath::storage {
 
 namespace {
 
-// Fixed header fields, little-endian (docs/storage.md): offsets in bytes.
+// Fixed header fields, little-endian (README, "Full Block format"): offsets in bytes.
 constexpr size_t off_magic = 0, off_version = 8, off_header_bytes = 12, off_fingerprint = 16,
                  off_layers = 24, off_tokens = 28, off_bytes_per_token_layer = 32, off_key = 40,
                  off_parent = 48, off_payload_bytes = 56, off_header_checksum = 64, off_layer_sums = 72;

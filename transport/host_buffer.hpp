@@ -1,7 +1,7 @@
 #pragma once
 // Host memory meant for registration: 2 MiB aligned, backed by transparent huge pages where the kernel
 // allows, and faulted in up front. Registered transfers over shm copy through the kernel (CMA), which
-// pins pages per transfer; huge pages make that markedly cheaper (see docs/transport.md).
+// pins pages per transfer; huge pages make that markedly cheaper (see the README, "Transport").
 #include <cstddef>
 #include <cstdint>
 
