@@ -8,7 +8,7 @@
 #include <deque>
 #include <map>
 
-#include "actors/engines.hpp"
+#include "actors/engine_base.hpp"
 #include "actors/runtime_messages.hpp"
 
 namespace dualpath::actors {
@@ -28,11 +28,8 @@ struct de_request {
   uint32_t persisted_upto = 0;      // blocks [0, persisted_upto) are in storage
 };
 
-struct decode_state {
+struct decode_state : engine_base {
   static inline const char* name = "decode_engine";
-  engine_actor::pointer self = nullptr;
-  engine_setup setup;
-  gpu::hbm_arena* hbm = nullptr;
   std::deque<handoff_info> waiting;    // prefilled, waiting for HBM
   std::map<uint64_t, de_request> active;
   uint32_t admitting = 0;
@@ -41,17 +38,8 @@ struct decode_state {
   std::map<uint64_t, uint32_t> persists_pending;
   std::map<uint64_t, turn_result> answered_when_persisted;
 
-  const cluster_view& view() const { return *setup.view; }
-  const runtime::kv_geometry& geo() const { return setup.view->geometry; }
-  uint32_t node() const { return view().node_of(setup.engine); }
-  caf::timespan timeout() const {
-    return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view().timeout_s));
-  }
-
   void init(engine_actor::pointer s, engine_setup st) {
-    self = s;
-    setup = std::move(st);
-    hbm = &setup.io->hbm(setup.engine);
+    bind(s, std::move(st));
     report();
   }
 

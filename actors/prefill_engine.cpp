@@ -9,7 +9,7 @@
 #include <map>
 #include <optional>
 
-#include "actors/engines.hpp"
+#include "actors/engine_base.hpp"
 #include "actors/runtime_messages.hpp"
 #include "core/cost_model.hpp"
 #include "schedule/batcher.hpp"
@@ -72,27 +72,15 @@ struct pass_state {
   int64_t layer_sent_ns = 0;
 };
 
-struct prefill_state {
+struct prefill_state : engine_base {
   static inline const char* name = "prefill_engine";
-  engine_actor::pointer self = nullptr;
-  engine_setup setup;
   std::unique_ptr<schedule::prefill_batcher> batcher;
   std::map<uint64_t, pe_request> requests;
   std::deque<schedule::prefill_work> ready;
   std::unique_ptr<pass_state> pass;
-  gpu::hbm_arena* hbm = nullptr;
-
-  const cluster_view& view() const { return *setup.view; }
-  const runtime::kv_geometry& geo() const { return setup.view->geometry; }
-  uint32_t node() const { return view().node_of(setup.engine); }
-  caf::timespan timeout() const {
-    return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view().timeout_s));
-  }
 
   void init(engine_actor::pointer s, engine_setup st) {
-    self = s;
-    setup = std::move(st);
-    hbm = &setup.io->hbm(setup.engine);
+    bind(s, std::move(st));
     const auto fit = setup.backend->fit();
     const model_spec m = setup.backend->model();
     if (view().quota_scope == "forward") {

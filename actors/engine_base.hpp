@@ -1,0 +1,30 @@
+#pragma once
+// What the prefill and decode engine states share: their actor, their setup and the lookups they make.
+#include <caf/timespan.hpp>
+
+#include <chrono>
+
+#include "actors/engines.hpp"
+
+namespace dualpath::actors {
+
+struct engine_base {
+  engine_actor::pointer self = nullptr;
+  engine_setup setup;
+  gpu::hbm_arena* hbm = nullptr;
+
+  void bind(engine_actor::pointer s, engine_setup st) {
+    self = s;
+    setup = std::move(st);
+    hbm = &setup.io->hbm(setup.engine);
+  }
+  const cluster_view& view() const { return *setup.view; }
+  const runtime::kv_geometry& geo() const { return setup.view->geometry; }
+  uint32_t node() const { return view().node_of(setup.engine); }
+  // Every request to another actor waits at most this long.
+  caf::timespan timeout() const {
+    return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view().timeout_s));
+  }
+};
+
+}  // namespace dualpath::actors
