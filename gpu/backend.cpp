@@ -1,5 +1,7 @@
 #include "gpu/backend.hpp"
 
+#include <filesystem>
+
 #include "core/errors.hpp"
 #include "gpu/cpu_backend.hpp"
 #include "gpu/cuda_backend.hpp"
@@ -10,7 +12,18 @@
 
 namespace dualpath::gpu {
 
+namespace {
+// A name that looks like a path gets a message about the directory, not the catalog.
+void check_model_path(const std::string& model) {
+  namespace fs = std::filesystem;
+  if (is_model_dir(model) || (model.find('/') == std::string::npos && !fs::exists(model))) return;
+  if (!fs::exists(model)) throw user_error("model directory '" + model + "' does not exist");
+  throw user_error("model directory '" + model + "' has no config.json");
+}
+}  // namespace
+
 std::unique_ptr<compute_backend> make_backend(const backend_options& o) {
+  check_model_path(o.model);
   if (o.kind == "modeled") {
     const model_spec m = is_model_dir(o.model) ? read_model_config(o.model) : find_model(o.model);
     return make_modeled_backend(m, find_gpu_profile(o.gpu_profile), o.mfu);

@@ -56,7 +56,7 @@ TEST_CASE("run: a missing model directory, an unwritable store and a bad cluster
   workdir w;
   auto r = run_cli(w, "run --quiet --cluster " + w.write("m.toml", "[model]\nname = \"./no-such-model-dir\"\n"));
   CHECK(r.rc == 2);
-  CHECK(r.err.find("no-such-model-dir") != std::string::npos);
+  CHECK(r.err.find("model directory './no-such-model-dir' does not exist") != std::string::npos);
 
   w.write("plain-file", "x");
   r = run_cli(w, "run --quiet --cluster " + w.write("s.toml", "[storage]\ndir = \"plain-file/store\"\n"));
