@@ -227,7 +227,6 @@ run_summary run_cluster(const run_options& o) {
     std::string stall;
     int64_t last_report = t0;
     int64_t last_event = t0;
-    bool fatal = false;
     while (progress.agents_done < progress.agents_total && stall.empty()) {
       self->receive(
           [&](atom::result, const envelope<schema::TurnResult>& e, const envelope<schema::TurnPayload>& p) {
@@ -255,7 +254,6 @@ run_summary run_cluster(const run_options& o) {
             rec.kv_corrupt = r.kv_corrupt;
             rec.done_s = seconds_between(t0, r.times.done ? r.times.done : now_ns());
             records.push_back(rec);
-            if (!r.error.empty()) fatal = true;
             const auto payload = decode(p);
             if (r.error.empty() && !payload.tokens.empty()) to_verify.emplace_back(payload.tokens, r.generated);
             ++progress.turns_done;
@@ -292,7 +290,6 @@ run_summary run_cluster(const run_options& o) {
       sys.await_all_actors_done();
       throw user_error("run stalled: " + stall);
     }
-    (void)fatal;
   }
 
   for (auto& io : ios) {

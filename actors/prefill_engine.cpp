@@ -35,7 +35,6 @@ struct pe_request {
   uint32_t pe_valid = 0, de_valid = 0;  // per source, leading intact blocks
   std::vector<uint32_t> pe_slots; // PE buffer slots of blocks [0, pe_blocks)
   std::vector<uint32_t> de_slots; // DE buffer slot of every prompt block
-  std::vector<uint32_t> de_loaded;  // DE buffer slots read from storage (blocks [pe_blocks, hit))
   uint32_t pending = 0;
   std::string error;
   uint32_t corrupt = 0;
@@ -96,8 +95,11 @@ struct prefill_state : engine_base {
 
   void report() {
     uint64_t tok = 0;
-    for (auto& [id, r] : requests) tok += r.prompt() - std::min<uint64_t>(r.prompt(), r.valid * geo().block_tokens);
-    for (auto& w : ready) (void)w;
+    for (auto& [id, r] : requests) {
+      // Until its tokens arrive a request counts what the scheduler was told it appends.
+      tok += r.payload.tokens.empty() ? r.asg.request.append_tokens
+                                      : r.prompt() - std::min<uint64_t>(r.prompt(), r.valid * geo().block_tokens);
+    }
     self->send(view().leaders[node()], atom::engine_st_v, setup.engine, uint32_t(requests.size()), tok,
                hbm->free_bytes());
   }
@@ -239,7 +241,6 @@ struct prefill_state : engine_base {
                 if (it != requests.end()) {
                   auto& q = it->second;
                   for (size_t k = 0; k < res.slots.size(); ++k) q.de_slots[q.pe_blocks + k] = res.slots[k];
-                  q.de_loaded = res.slots;
                   if (res.valid < res.slots.size()) {
                     q.corrupt += 1;
                     spdlog::warn("engine {}: request {:x}: block {} unusable ({}), recomputing from there",
@@ -305,7 +306,7 @@ struct prefill_state : engine_base {
           if (e.req->new_kv && e.req->new_kv->offset == a.offset) e.req->new_kv.reset();
       }
       ready = std::move(saved);
-      if (!any_in_flight_hbm()) {
+      if (hbm->allocations() == 0) {  // nothing else holds HBM: it will never fit
         auto& r = requests.at(ready.front().request);
         ready.pop_front();
         fail(r, "request does not fit in the HBM of engine " + std::to_string(setup.engine) + " (" +
@@ -338,8 +339,6 @@ struct prefill_state : engine_base {
         });
     for (uint32_t i = 0; i < pass->depth; ++i) fetch_layer();
   }
-
-  bool any_in_flight_hbm() const { return hbm->allocations() > 0; }
 
   uint64_t staging_offset(uint32_t layer, size_t entry, uint32_t block) const {
     return pass->staging.offset + (layer % pass->depth) * pass->slot_bytes + pass->entry_stage[entry] +
