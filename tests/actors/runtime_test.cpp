@@ -236,3 +236,14 @@ TEST_CASE("bounded memory: tiny DRAM buffers and HBM make work wait, nothing is 
   CHECK(s.mismatched_turns == 0);
   CHECK(s.hit_blocks > 0);
 }
+
+TEST_CASE("a scripted [[schedule.switch]] takes effect for requests not yet assigned") {
+  scratch dir;
+  auto c = small_cluster(dir.path, 2);
+  c.switches.push_back({0.0, "basic"});  // due at once: every request is assigned under basic
+  const auto s = run(c, "dualpath", 3, 3);
+  CHECK(s.turns == 9);
+  CHECK(s.mismatched_turns == 0);
+  CHECK(s.path_de + s.path_split == 0);
+  CHECK(s.snic_bytes[1] + s.snic_bytes[2] == 0);
+}
