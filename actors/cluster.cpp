@@ -100,7 +100,7 @@ run_summary run_cluster(const run_options& o) {
   geo.block_tokens = c.block_tokens ? c.block_tokens : spec.block_tokens;
   geo.bytes_per_token_layer = spec.kv_bytes_per_token_layer;
   const uint64_t hbm_bytes = uint64_t(c.hbm_gb * 1e9);
-  if (hbm_bytes < 2 * geo.block_bytes())
+  if (hbm_bytes < 2 * geo.block_bytes() + uint64_t(c.model_traffic_kb) * 1024)
     throw user_error(fmt::format("{}: key 'hardware.hbm_gb': {} bytes cannot hold two Full Blocks of {} ({} bytes)",
                                  origin, hbm_bytes, spec.name, geo.block_bytes()));
 
@@ -170,6 +170,7 @@ run_summary run_cluster(const run_options& o) {
     view->quota_s = c.quota_ms / 1000.0;
     view->quota_scope = c.quota_scope;
     view->max_decode_batch = c.max_decode_batch;
+    view->model_traffic_bytes = uint64_t(c.model_traffic_kb) * 1024;
     view->timeout_s = c.timeout_s;
     view->store = store.get();
 

@@ -34,13 +34,26 @@ struct decode_state : engine_base {
   std::map<uint64_t, de_request> active;
   uint32_t admitting = 0;
   bool stepping = false;
+  gpu::hbm_allocation collective;  // model-class traffic of each decode step (DESIGN §8)
   // A turn is answered only once its blocks are in storage, so the agent's next turn can hit them.
   std::map<uint64_t, uint32_t> persists_pending;
   std::map<uint64_t, turn_result> answered_when_persisted;
 
   void init(engine_actor::pointer s, engine_setup st) {
     bind(s, std::move(st));
+    if (view().model_traffic_bytes > 0) {
+      // Taken first, so it sits at offset 0 of every decode engine's arena: peers know where to write.
+      collective = hbm->allocate(view().model_traffic_bytes);
+      if (collective.offset != 0) throw std::logic_error("collective buffer must be the arena's first allocation");
+    }
     report();
+  }
+
+  // The next decode engine (cyclic): the peer of this engine's emulated all-to-all.
+  uint32_t collective_peer() const {
+    const uint32_t first = view().prefill_nodes * view().engines_per_node;
+    const uint32_t count = view().decode_nodes * view().engines_per_node;
+    return first + (setup.engine - first + 1) % count;
   }
 
   void report() {
@@ -213,39 +226,55 @@ struct decode_state : engine_base {
       ids.push_back(id);
     }
     stepping = true;
-    self->request(setup.worker, caf::infinite, atom::decode_v, job)
-        .then([this, job, ids, scratch](const std::string& err) {
-          stepping = false;
-          const auto& g = geo();
-          const int64_t t = now_ns();
-          for (size_t k = 0; k < ids.size(); ++k) {
-            auto it = active.find(ids[k]);
-            if (it == active.end()) continue;
-            auto& r = it->second;
-            if (!err.empty()) {
-              reply_error(r.info, "decode step failed: " + err);
-              hbm->free(r.hbm);
-              active.erase(it);
-              continue;
-            }
-            // The fed token's KV goes into its block, layer by layer.
-            const uint32_t block = r.position / g.block_tokens, in_block = r.position % g.block_tokens;
-            for (uint32_t l = 0; l < g.layers; ++l)
-              std::memcpy(block_ptr(r, block) + g.offset_in_block(l, in_block),
-                          job->items[k].new_kv + l * g.bytes_per_token_layer, g.bytes_per_token_layer);
-            r.position++;
-            persist_full_blocks(r);
-            r.generated.push_back(job->tokens[k]);
-            r.sequence.push_back(job->tokens[k]);
-            if (r.generated.size() == 2) r.info.payload.times.second_token = t;
-            if (r.generated.size() >= r.info.payload.gen) {
-              complete(r);
-              active.erase(it);
-            }
-          }
-          admit();
-          step();
-        });
+    // A step ends when its compute and, if emulated, its model traffic (the all-to-all) both finished.
+    auto pending = std::make_shared<int>(view().model_traffic_bytes > 0 ? 2 : 1);
+    auto error = std::make_shared<std::string>();
+    auto done = [this, job, ids, scratch, pending, error](const std::string& err) {
+      if (!err.empty() && error->empty()) *error = err;
+      if (--*pending == 0) finish_step(*job, ids, *error);
+    };
+    self->request(setup.worker, caf::infinite, atom::decode_v, job).then(done);
+    if (view().model_traffic_bytes > 0) {
+      copy_batch batch;
+      batch.kv_class = false;
+      batch.ops.push_back({setup.engine, region_kind::hbm, collective.offset, collective_peer(), region_kind::hbm, 0,
+                           view().model_traffic_bytes});
+      self->request(view().traffic_queues[node()], timeout(), atom::copy_v, encode(batch))
+          .then(done, [done](caf::error& err) { done("model traffic timed out: " + caf::to_string(err)); });
+    }
+  }
+
+  void finish_step(decode_job& job, const std::vector<uint64_t>& ids, const std::string& err) {
+    stepping = false;
+    const auto& g = geo();
+    const int64_t t = now_ns();
+    for (size_t k = 0; k < ids.size(); ++k) {
+      auto it = active.find(ids[k]);
+      if (it == active.end()) continue;
+      auto& r = it->second;
+      if (!err.empty()) {
+        reply_error(r.info, "decode step failed: " + err);
+        hbm->free(r.hbm);
+        active.erase(it);
+        continue;
+      }
+      // The fed token's KV goes into its block, layer by layer.
+      const uint32_t block = r.position / g.block_tokens, in_block = r.position % g.block_tokens;
+      for (uint32_t l = 0; l < g.layers; ++l)
+        std::memcpy(block_ptr(r, block) + g.offset_in_block(l, in_block),
+                    job.items[k].new_kv + l * g.bytes_per_token_layer, g.bytes_per_token_layer);
+      r.position++;
+      persist_full_blocks(r);
+      r.generated.push_back(job.tokens[k]);
+      r.sequence.push_back(job.tokens[k]);
+      if (r.generated.size() == 2) r.info.payload.times.second_token = t;
+      if (r.generated.size() >= r.info.payload.gen) {
+        complete(r);
+        active.erase(it);
+      }
+    }
+    admit();
+    step();
   }
 
   void complete(de_request& r) {

@@ -133,10 +133,11 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
       }
     }
   }
-  const auto* rt = r.section("runtime", {"prefetch_layers", "max_decode_batch", "timeout_s"});
+  const auto* rt = r.section("runtime", {"prefetch_layers", "max_decode_batch", "timeout_s", "model_traffic_kb"});
   r.get(rt, "runtime", "prefetch_layers", c.prefetch_layers);
   r.get(rt, "runtime", "max_decode_batch", c.max_decode_batch);
   r.get(rt, "runtime", "timeout_s", c.timeout_s);
+  r.get(rt, "runtime", "model_traffic_kb", c.model_traffic_kb);
   validate_cluster_config(c, origin);
   return c;
 }

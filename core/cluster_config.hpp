@@ -49,6 +49,8 @@ struct cluster_config {
   // [runtime]
   uint32_t prefetch_layers = 2;    // layers of hit KV in flight ahead of the one computing
   uint32_t max_decode_batch = 64;
+  uint32_t model_traffic_kb = 0;   // per decode step, model-class bytes sent to the next decode engine
+                                   // (emulates the expert-parallel all-to-all; 0 = off)
   double timeout_s = 60.0;         // any single wait (transfer, read, reply) longer than this fails the run
 
   uint32_t total_nodes() const { return prefill_nodes + decode_nodes; }

@@ -247,3 +247,14 @@ TEST_CASE("a scripted [[schedule.switch]] takes effect for requests not yet assi
   CHECK(s.path_de + s.path_split == 0);
   CHECK(s.snic_bytes[1] + s.snic_bytes[2] == 0);
 }
+
+TEST_CASE("emulated all-to-all: model-class traffic between decode engines every step, tokens unchanged") {
+  scratch dir;
+  auto c = small_cluster(dir.path, 2);
+  c.model_traffic_kb = 16;
+  c.cnic_gb_per_s = 0.05;  // kv and model traffic share capped CNICs
+  const auto s = run(c, "dualpath", 3, 3);
+  CHECK(s.turns == 9);
+  CHECK(s.failed_turns == 0);
+  CHECK(s.mismatched_turns == 0);
+}
