@@ -178,7 +178,6 @@ struct prefill_state : engine_base {
     keys.resize(r.hit);
     const uint64_t id = r.payload.request;
     r.pending = 0;
-    std::vector<uint32_t> pe_valid(1, 0), de_valid(1, 0);
     auto finished = [this, id](const std::string& err) {
       auto it = requests.find(id);
       if (it == requests.end()) return;
@@ -210,54 +209,51 @@ struct prefill_state : engine_base {
             [finished](caf::error& err) { finished("DE buffer reservation failed: " + caf::to_string(err)); });
     if (r.pe_blocks > 0) {
       ++r.pending;
-      std::vector<block_key> pe_keys(keys.begin(), keys.begin() + r.pe_blocks);
-      self->request(view().traffic_queues[r.asg.pe_node], timeout(), atom::load_v, encode_load(pe_keys))
-          .then(
-              [this, id, finished](const envelope<schema::LoadResult>& e) {
-                auto res = decode(e);
-                auto it = requests.find(id);
-                if (it != requests.end()) {
-                  auto& q = it->second;
-                  q.pe_slots = res.slots;
-                  q.pe_valid = res.valid;
-                  if (!res.slots.empty() && res.valid < res.slots.size()) {
-                    q.corrupt += 1;
-                    spdlog::warn("engine {}: request {:x}: block {} unusable ({}), recomputing from there",
-                                 setup.engine, id, res.valid, res.error);
-                  }
-                }
-                finished(res.slots.empty() && !res.error.empty() ? res.error : "");
-              },
-              [finished](caf::error& err) { finished("PE-node KV read failed: " + caf::to_string(err)); });
+      load_hit(r, r.asg.pe_node, {keys.begin(), keys.begin() + r.pe_blocks}, 0, finished);
     }
     if (de_read > 0) {
       ++r.pending;
-      std::vector<block_key> de_keys(keys.begin() + r.pe_blocks, keys.end());
-      self->request(view().traffic_queues[r.asg.de_node], timeout(), atom::load_v, encode_load(de_keys))
-          .then(
-              [this, id, finished](const envelope<schema::LoadResult>& e) {
-                auto res = decode(e);
-                auto it = requests.find(id);
-                if (it != requests.end()) {
-                  auto& q = it->second;
-                  for (size_t k = 0; k < res.slots.size(); ++k) q.de_slots[q.pe_blocks + k] = res.slots[k];
-                  if (res.valid < res.slots.size()) {
-                    q.corrupt += 1;
-                    spdlog::warn("engine {}: request {:x}: block {} unusable ({}), recomputing from there",
-                                 setup.engine, id, q.pe_blocks + res.valid, res.error);
-                  }
+      load_hit(r, r.asg.de_node, {keys.begin() + r.pe_blocks, keys.end()}, r.pe_blocks, finished);
+    }
+  }
+
+  // Reads hit blocks [first, first + keys.size()) through `node`'s SNIC into its buffer. Blocks read on
+  // the DE node are already where the DE needs them, so their slots join the request's DE buffer image.
+  template <class Finished>
+  void load_hit(pe_request& r, uint32_t node, std::vector<block_key> keys, uint32_t first, Finished finished) {
+    const uint64_t id = r.payload.request;
+    const bool on_pe = node == r.asg.pe_node && first == 0;
+    self->request(view().traffic_queues[node], timeout(), atom::load_v, encode_load(keys))
+        .then(
+            [this, id, first, on_pe, finished](const envelope<schema::LoadResult>& e) {
+              auto res = decode(e);
+              auto it = requests.find(id);
+              if (it != requests.end()) {
+                auto& q = it->second;
+                if (on_pe) {
+                  q.pe_slots = res.slots;
+                  q.pe_valid = res.valid;
+                } else {
+                  for (size_t k = 0; k < res.slots.size(); ++k) q.de_slots[first + k] = res.slots[k];
                   q.de_valid = res.valid;
                 }
-                finished(res.slots.empty() && !res.error.empty() ? res.error : "");
-              },
-              [finished](caf::error& err) { finished("DE-node KV read failed: " + caf::to_string(err)); });
-    }
+                if (!res.slots.empty() && res.valid < res.slots.size()) {
+                  q.corrupt += 1;
+                  spdlog::warn("engine {}: request {:x}: block {} unusable ({}), recomputing from there",
+                               setup.engine, id, first + res.valid, res.error);
+                }
+              }
+              // No slots at all means the read could not even start (e.g. the buffer is too small).
+              finished(res.slots.empty() && !res.error.empty() ? res.error : "");
+            },
+            [finished, node](caf::error& err) {
+              finished("KV read on node " + std::to_string(node) + " failed: " + caf::to_string(err));
+            });
   }
 
   void kv_ready(pe_request& r) {
     // A miss from the first bad block on: blocks after it are recomputed, whatever path they took.
     r.valid = r.pe_valid < r.pe_blocks ? r.pe_valid : r.pe_blocks + r.de_valid;
-    if (view().policy == "oracle") r.valid = std::min(r.pe_valid, r.hit);
     r.payload.times.kv_ready = now_ns();
     const uint64_t cached = uint64_t(r.valid) * geo().block_tokens;
     ready.push_back({r.payload.request, cached, r.prompt() - cached});
