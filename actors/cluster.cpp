@@ -52,6 +52,32 @@ struct run_config : caf::actor_system_config {
 
 double seconds_between(int64_t a, int64_t b) { return a && b ? double(b - a) / 1e9 : 0; }
 
+turn_record record_of(const turn_result& r, int64_t t0) {
+  turn_record rec;
+  rec.agent = r.agent;
+  rec.turn = r.turn;
+  rec.error = r.error;
+  rec.ttft_s = seconds_between(r.times.submitted, r.times.first_token);
+  rec.has_ttst = r.times.second_token != 0;
+  rec.ttst_s = seconds_between(r.times.first_token, r.times.second_token);
+  if (r.times.second_token && r.generated.size() > 2) {
+    rec.has_tpot = true;
+    rec.tpot_s = seconds_between(r.times.second_token, r.times.done) / double(r.generated.size() - 2);
+  }
+  rec.queue_s = seconds_between(r.times.submitted, r.times.assigned);
+  rec.kv_read_s = seconds_between(r.times.assigned, r.times.kv_ready);
+  rec.assign_s = seconds_between(r.times.kv_ready, r.times.prefill_start);
+  rec.prefill_s = seconds_between(r.times.prefill_start, r.times.first_token);
+  rec.path = r.path;
+  rec.hit_blocks = r.valid_hit_blocks;
+  rec.prompt_tokens = r.prompt_tokens;
+  rec.corrupt_blocks = r.corrupt_blocks;
+  rec.kv_verified = r.kv_verified;
+  rec.kv_corrupt = r.kv_corrupt;
+  rec.done_s = seconds_between(t0, r.times.done ? r.times.done : now_ns());
+  return rec;
+}
+
 }  // namespace
 
 std::vector<int32_t> recompute_turn(gpu::compute_backend& backend, const std::vector<int32_t>& prompt, uint32_t gen) {
@@ -232,28 +258,7 @@ run_summary run_cluster(const run_options& o) {
       self->receive(
           [&](atom::result, const envelope<schema::TurnResult>& e, const envelope<schema::TurnPayload>& p) {
             const auto r = decode(e);
-            turn_record rec;
-            rec.agent = r.agent;
-            rec.turn = r.turn;
-            rec.error = r.error;
-            rec.ttft_s = seconds_between(r.times.submitted, r.times.first_token);
-            rec.has_ttst = r.times.second_token != 0;
-            rec.ttst_s = seconds_between(r.times.first_token, r.times.second_token);
-            if (r.times.second_token && r.generated.size() > 2) {
-              rec.has_tpot = true;
-              rec.tpot_s = seconds_between(r.times.second_token, r.times.done) / double(r.generated.size() - 2);
-            }
-            rec.queue_s = seconds_between(r.times.submitted, r.times.assigned);
-            rec.kv_read_s = seconds_between(r.times.assigned, r.times.kv_ready);
-            rec.assign_s = seconds_between(r.times.kv_ready, r.times.prefill_start);
-            rec.prefill_s = seconds_between(r.times.prefill_start, r.times.first_token);
-            rec.path = r.path;
-            rec.hit_blocks = r.valid_hit_blocks;
-            rec.prompt_tokens = r.prompt_tokens;
-            rec.corrupt_blocks = r.corrupt_blocks;
-            rec.kv_verified = r.kv_verified;
-            rec.kv_corrupt = r.kv_corrupt;
-            rec.done_s = seconds_between(t0, r.times.done ? r.times.done : now_ns());
+            const turn_record rec = record_of(r, t0);
             records.push_back(rec);
             const auto payload = decode(p);
             if (r.error.empty() && !payload.tokens.empty()) to_verify.emplace_back(payload.tokens, r.generated);

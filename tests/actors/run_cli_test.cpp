@@ -79,7 +79,7 @@ TEST_CASE("run: a missing model directory, an unwritable store and a bad cluster
 TEST_CASE("run: the embedded default writes a JSON report with every policy and the speedups") {
   workdir w;
   const auto r = run_cli(w, "run --quiet --max-turns 2 --agents 2 --verify-every 1 --report report.json");
-  REQUIRE(r.rc == 0);
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
   std::stringstream ss;
   ss << std::ifstream(w.path / "report.json").rdbuf();
   const std::string json = ss.str();
