@@ -206,7 +206,7 @@ run_summary run_cluster(const run_options& o) {
     for (const auto& s : c.switches) sched.switches.push_back({s.at_s, s.policy});
     view->scheduler = spawn_scheduler(sys, sched);
     if (o.control_port) {
-      const uint16_t port = publish_control(sys, view->scheduler, o.control_port);
+      const uint16_t port = publish_control(sys, view->scheduler, *o.control_port);
       if (o.on_control_port) o.on_control_port(port);
     }
 

@@ -2,6 +2,7 @@
 // The embedded cluster (DESIGN §13): every node's actors in this one process, storage in a local
 // directory, KV over libfabric. run_cluster() replays agent scripts under one policy and reports.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,7 @@ struct run_options {
   std::string policy = "dualpath";
   std::vector<agent_script> scripts;
   uint32_t verify_every = 0;  // recompute every Nth turn of each agent from scratch on the cpu backend
-  uint16_t control_port = 0;  // publish the scheduler's control port here (0: not published)
+  std::optional<uint16_t> control_port;  // publish the scheduler's control port here (0: any free port)
   std::function<void(const run_progress&)> on_progress;  // called about once per second
   std::function<void(uint16_t)> on_control_port;         // the bound control port, once published
 };

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -53,7 +54,7 @@ struct run_args {
   double aps = 0;
   uint64_t seed = 1;
   bool quiet = false, tool_time = false, keep_store = false, verify_every_set = false;
-  uint16_t control_port = 0;
+  std::optional<uint16_t> control_port;
 };
 
 std::vector<std::string> split_list(const std::string& s) {
@@ -210,7 +211,9 @@ void setup(CLI::App& root) {
       "default, else 0 = off)");
   cmd->add_option("--report", a->report_file, "Write the JSON report here");
   cmd->add_option("--seed", a->seed, "Seed of synthetic traces, tokens and arrivals");
-  cmd->add_option("--control-port", a->control_port, "Publish the scheduler's control port (dualpath ctl)");
+  cmd->add_option_function<uint16_t>(
+      "--control-port", [a](uint16_t port) { a->control_port = port; },
+      "Publish the scheduler's control port for `dualpath ctl` on 127.0.0.1:PORT (0: any free port, printed)");
   cmd->add_flag("--tool-time", a->tool_time, "Replay the trace's tool time between turns (default: zero)");
   cmd->add_flag("--keep-store", a->keep_store, "Do not clear the policy's store directory first");
   cmd->add_flag("--quiet", a->quiet, "Print nothing; use --report");
