@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -179,7 +182,7 @@ trajectory parse_trajectory_line(const std::string& text, const std::string& whe
 }
 
 trajectory_reader::trajectory_reader(const std::string& path) : path_(path), in_(path) {
-  if (!in_) throw user_error(fmt::format("{}: cannot open trajectory file", path));
+  if (!in_) throw user_error(fmt::format("{}: cannot open trajectory file: {}", path, std::strerror(errno)));
 }
 
 bool trajectory_reader::next(trajectory& out) {
@@ -247,7 +250,7 @@ mooncake_request parse_mooncake_line(const std::string& text, const std::string&
 }
 
 mooncake_reader::mooncake_reader(const std::string& path) : path_(path), in_(path) {
-  if (!in_) throw user_error(fmt::format("{}: cannot open Mooncake trace", path));
+  if (!in_) throw user_error(fmt::format("{}: cannot open Mooncake trace: {}", path, std::strerror(errno)));
 }
 
 bool mooncake_reader::next(mooncake_request& out) {
@@ -266,7 +269,7 @@ const char* to_string(trace_format f) { return f == trace_format::trajectory ? "
 
 trace_format detect_trace_format(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw user_error(fmt::format("{}: cannot open trace", path));
+  if (!in) throw user_error(fmt::format("{}: cannot open trace: {}", path, std::strerror(errno)));
   std::string text;
   size_t line = 0;
   while (std::getline(in, text)) {
