@@ -18,6 +18,9 @@ void setup(CLI::App& root) {
   cmd->add_option("--block-bytes", opt->block_bytes, "Layer Block size (default: the slice size)");
   cmd->add_option("--depth", opt->depth, "Layer Blocks outstanding")->capture_default_str();
   cmd->add_option("--max-inflight", opt->max_inflight, "Slices posted to the provider at once")->capture_default_str();
+  cmd->add_option("--kv-guard-bytes", opt->kv_guard_bytes,
+                  "kv slice and window next to model traffic (0 = 32 KiB on tcp, off on shm)")
+      ->capture_default_str();
   cmd->add_option("--repeats", opt->repeats, "Throughput runs (median reported)")->capture_default_str();
   cmd->add_option("--rate", opt->rate_gb_per_s, "Emulated CNIC cap in GB/s per direction (0 = uncapped)")
       ->capture_default_str();

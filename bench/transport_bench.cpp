@@ -81,6 +81,7 @@ fabric_options fabric_for(const transport_bench_options& o, bool isolation) {
   f.isolation = isolation;
   f.kv_share = o.kv_share;
   f.max_inflight = o.max_inflight;
+  f.kv_guard_bytes = o.kv_guard_bytes;
   return f;
 }
 

@@ -31,6 +31,12 @@ void arbiter::push_front(const arbiter_item& item) {
   }
 }
 
+void arbiter::split_kv_front(uint64_t head_bytes, const std::optional<arbiter_item>& rest) {
+  if (kv_.empty()) return;
+  kv_.front().bytes = head_bytes;
+  if (rest) kv_.insert(kv_.begin() + 1, *rest);
+}
+
 bool arbiter::kv_turn() const {
   if (kv_.empty()) return false;
   if (model_.empty()) return true;

@@ -25,11 +25,14 @@ class arbiter {
   void push(const arbiter_item& item);
   // Puts an item back at the head of its queue (it could not be posted; keeps its turn).
   void push_front(const arbiter_item& item);
+  // Shrinks the head of the kv queue to `head_bytes` and, when given, queues `rest` right behind it.
+  void split_kv_front(uint64_t head_bytes, const std::optional<arbiter_item>& rest);
   // The item that should be served next, without removing it.
   std::optional<arbiter_item> peek() const;
   // Removes what peek() returned and charges its bytes to the share accounting.
   void pop();
 
+  bool model_waiting() const { return !model_.empty(); }
   bool empty() const { return fifo_.empty() && model_.empty() && kv_.empty(); }
   uint64_t size() const { return fifo_.size() + model_.size() + kv_.size(); }
 

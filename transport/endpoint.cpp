@@ -128,6 +128,7 @@ struct endpoint::impl {
   token_bucket tx_bucket;  // writes leave through this CNIC
   token_bucket rx_bucket;  // reads come in through it
   uint32_t kv_window;
+  uint64_t kv_guard = 0;        // kv slice and window while the model guard is on; 0 = no guard
 
   std::vector<peer_state> peers;
   std::map<address_bytes, uint32_t> peer_index;
@@ -138,6 +139,10 @@ struct endpoint::impl {
   uint32_t inflight = 0;
   std::set<uint64_t> posted;  // ids of slices the provider holds that still count (not abandoned)
   uint32_t inflight_kv = 0;
+  uint64_t inflight_kv_bytes = 0;
+  uint32_t inflight_model = 0;
+  uint32_t model_pending = 0;        // model transfers submitted and not finished
+  clock::time_point last_model{};    // last model submit or finish
   uint32_t model_ready = 0;  // model completions in `done` not yet handed out
 
   std::vector<completion> done;
@@ -170,6 +175,7 @@ struct endpoint::impl {
   void progress();
   void check_timeouts(clock::time_point now);
   void schedule();
+  void split(slice_op& op);
   ssize_t post(slice_op& op);
   void submit(traffic_class tc, bool is_write, const memory_region& local, uint64_t local_offset,
               uint32_t peer, const remote_region& remote, uint64_t remote_offset, uint64_t length,
@@ -214,6 +220,12 @@ void endpoint::impl::open() {
       throw user_error(fmt::format("transport: provider '{}': {}", info->fabric_attr->prov_name, fabric_error(what, r)));
     }
   };
+  // A stream provider serialises all slices to a peer in one socket; there the kv slice and the
+  // kv bytes in flight next to model traffic are what a model message waits behind.
+  const char* prov = info->fabric_attr->prov_name;
+  const bool stream = std::strstr(prov, "tcp") != nullptr || std::strstr(prov, "sockets") != nullptr;
+  kv_guard = opts.kv_guard_bytes ? opts.kv_guard_bytes : (stream ? uint64_t{32} << 10 : 0);
+  if (!opts.isolation || kv_guard >= opts.slice_bytes) kv_guard = 0;  // FIFO, or slices already that small
   check(fi_fabric(info->fabric_attr, &core->fabric, nullptr), "fi_fabric");
   check(fi_domain(core->fabric, info, &core->domain, nullptr), "fi_domain");
   check(fi_endpoint(core->domain, info, &ep, nullptr), "fi_endpoint");
@@ -238,8 +250,8 @@ void endpoint::impl::open() {
       registry().alive[name] = alive;
     }
   }
-  spdlog::debug("transport: opened {} endpoint (mr_mode {:#x}, cq_data {} B, tx size {})",
-                info->fabric_attr->prov_name, mr_mode, cq_data_size, info->tx_attr->size);
+  spdlog::debug("transport: opened {} endpoint (mr_mode {:#x}, cq_data {} B, tx size {}, kv guard {} B)",
+                info->fabric_attr->prov_name, mr_mode, cq_data_size, info->tx_attr->size, kv_guard);
 }
 
 std::unique_ptr<endpoint> endpoint::open(const fabric_options& opts) {
@@ -335,7 +347,11 @@ void endpoint::impl::finish(uint64_t transfer_id) {
   if (it == transfers.end()) return;
   auto& c = cls(it->second.tc);
   c.transfers++;
-  if (it->second.tc == traffic_class::model) model_ready++;
+  if (it->second.tc == traffic_class::model) {
+    model_ready++;
+    model_pending--;
+    last_model = clock::now();
+  }
   done.push_back(completion{it->second.context, true, {}});
   transfers.erase(it);
 }
@@ -349,7 +365,11 @@ void endpoint::impl::fail(uint64_t transfer_id, const std::string& why) {
   auto& c = cls(t.tc);
   c.transfers++;
   c.errors++;
-  if (t.tc == traffic_class::model) model_ready++;
+  if (t.tc == traffic_class::model) {
+    model_ready++;
+    model_pending--;
+    last_model = clock::now();
+  }
   done.push_back(completion{t.context, false, why});
   if (t.held_last) drop_op(t.held_last);
   transfers.erase(it);
@@ -359,7 +379,12 @@ void endpoint::impl::fail(uint64_t transfer_id, const std::string& why) {
     if (op.transfer == transfer_id) {
       op.abandoned = true;
       inflight--;
-      if (t.tc == traffic_class::kv) inflight_kv--;
+      if (t.tc == traffic_class::kv) {
+        inflight_kv--;
+        inflight_kv_bytes -= op.length;
+      } else {
+        inflight_model--;
+      }
       pit = posted.erase(pit);
     } else {
       ++pit;
@@ -381,7 +406,12 @@ void endpoint::impl::on_slice_done(slice_op& op) {
   ops.erase(id);
   if (it == transfers.end()) return;
   auto& t = it->second;
-  if (t.tc == traffic_class::kv) inflight_kv--;
+  if (t.tc == traffic_class::kv) {
+    inflight_kv--;
+    inflight_kv_bytes -= len;
+  } else {
+    inflight_model--;
+  }
   auto& c = cls(t.tc);
   c.slices++;
   c.bytes += len;
@@ -473,10 +503,43 @@ ssize_t endpoint::impl::post(slice_op& op) {
   return fi_write(ep, op.local, op.length, op.desc, dest, op.remote_addr, op.key, &op.ctx);
 }
 
+// Cuts kv slice `op` (the arbiter's next item) after kv_guard bytes; the rest keeps its turn right behind.
+// A piece that carries remote data stays last: it is held until every other slice has landed.
+void endpoint::impl::split(slice_op& op) {
+  auto rest = std::make_unique<slice_op>();
+  rest->id = next_op++;
+  rest->transfer = op.transfer;
+  rest->local = op.local + kv_guard;
+  rest->desc = op.desc;
+  rest->length = op.length - kv_guard;
+  rest->remote_addr = op.remote_addr + kv_guard;
+  rest->key = op.key;
+  rest->peer = op.peer;
+  rest->is_write = op.is_write;
+  rest->carries_data = op.carries_data;
+  rest->data = op.data;
+  op.length = kv_guard;
+  op.carries_data = false;
+  auto& t = transfers.at(op.transfer);
+  t.slices_total++;
+  std::optional<arbiter_item> behind;
+  if (rest->carries_data) {
+    t.held_last = rest->id;
+  } else {
+    behind = arbiter_item{traffic_class::kv, rest->id, rest->length};
+  }
+  arb.split_kv_front(kv_guard, behind);
+  ops.emplace(rest->id, std::move(rest));
+}
+
 void endpoint::impl::schedule() {
   // Bounded work per call: with providers that copy inside the post call, the owner's thread must come
   // back between at most a window of slices, or a model transfer submitted meanwhile would wait.
-  for (uint32_t budget = opts.max_inflight; budget > 0;) {
+  // The budget is in bytes so that finer kv slices do not shrink the work per call.
+  const auto now0 = clock::now();
+  const bool guard = kv_guard > 0 && (model_pending > 0 || now0 - last_model < opts.model_guard);
+  const uint64_t slot = opts.slice_bytes;
+  for (uint64_t budget = uint64_t{opts.max_inflight} * slot; budget > 0;) {
     auto item = arb.peek();
     if (!item) return;
     auto op_it = ops.find(item->id);
@@ -496,8 +559,24 @@ void endpoint::impl::schedule() {
       fail(tid, why);
       continue;
     }
-    if (inflight >= opts.max_inflight) return;
-    if (item->tc == traffic_class::kv && inflight_kv >= kv_window) return;
+    if (guard && item->tc == traffic_class::kv && op.length > kv_guard) {
+      split(op);  // next to model traffic, kv goes in guard-sized pieces
+      continue;
+    }
+    if (!opts.isolation) {
+      if (inflight >= opts.max_inflight) return;
+    } else if (item->tc == traffic_class::model) {
+      // kv occupies posting slots by its bytes (kv slices may be finer than slice_bytes).
+      if (inflight_model + (inflight_kv_bytes + slot - 1) / slot >= opts.max_inflight) return;
+    } else {
+      // While a model slice is in flight, new kv bytes would only add work ahead of its completion on
+      // both ends of the stream; kv waits unless its share is due (model slices queued behind it).
+      if (guard && inflight_model > 0 && !arb.model_waiting()) return;
+      const uint64_t window = uint64_t{kv_window} * slot;
+      const uint64_t limit = guard ? std::min(kv_guard, window) : window;
+      if (inflight_kv_bytes > 0 && inflight_kv_bytes + op.length > limit) return;
+      if (uint64_t{inflight_model} * slot + inflight_kv_bytes + op.length > uint64_t{opts.max_inflight} * slot) return;
+    }
     const auto now = clock::now();
     auto& bucket = op.is_write ? tx_bucket : rx_bucket;
     // A priority lane does not wait for the debt bulk traffic left in the bucket: model may go while
@@ -519,7 +598,7 @@ void endpoint::impl::schedule() {
       return;  // needs progress first
     }
     arb.pop();
-    budget--;
+    budget -= std::min(budget, op.length);
     if (rc != 0) {
       const uint64_t tid = op.transfer;
       const std::string why = fabric_error(op.is_write ? "fi_write" : "fi_read", rc);
@@ -532,7 +611,12 @@ void endpoint::impl::schedule() {
     op.posted_at = now;
     posted.insert(op.id);
     inflight++;
-    if (item->tc == traffic_class::kv) inflight_kv++;
+    if (item->tc == traffic_class::kv) {
+      inflight_kv++;
+      inflight_kv_bytes += op.length;
+    } else {
+      inflight_model++;
+    }
     if (opts.isolation) {
       // Some providers copy inside the post call (shm with CMA), so each kv post is real work done
       // on the owner's thread. Once a model transfer has finished, hand control back so its owner
@@ -548,6 +632,10 @@ void endpoint::impl::submit(traffic_class tc, bool is_write, const memory_region
                             uint64_t context, std::optional<uint64_t> remote_data) {
   const uint64_t tid = next_transfer++;
   transfers[tid] = transfer_state{context, tc, peer, length, 0, 0, 0};
+  if (tc == traffic_class::model) {
+    model_pending++;
+    last_model = clock::now();
+  }
   const char* verb = is_write ? "write" : "read";
   auto& lr = local.state();
   std::string bad;
@@ -576,13 +664,14 @@ void endpoint::impl::submit(traffic_class tc, bool is_write, const memory_region
     return;
   }
   auto& t = transfers[tid];
-  t.slices_total = (length + opts.slice_bytes - 1) / opts.slice_bytes;
+  const uint64_t slice = opts.slice_bytes;
+  t.slices_total = (length + slice - 1) / slice;
   for (uint64_t i = 0; i < t.slices_total; ++i) {
     auto op = std::make_unique<slice_op>();
     op->id = next_op++;
     op->transfer = tid;
-    const uint64_t off = i * opts.slice_bytes;
-    op->length = std::min(opts.slice_bytes, length - off);
+    const uint64_t off = i * slice;
+    op->length = std::min(slice, length - off);
     op->local = lr.base + local_offset + off;
     op->desc = lr.desc;
     op->remote_addr = remote.addr + remote_offset + off;

@@ -29,6 +29,12 @@ struct fabric_options {
   bool isolation = true;          // false: one FIFO for both classes (the "no isolation" baseline)
   double kv_share = 0.01;         // share of service kv gets while model traffic is also waiting
   uint32_t max_inflight = 4;      // slices posted to the provider at once (bounds head-of-line blocking)
+  // Stream providers (tcp, sockets) carry every slice to a peer in one byte stream, so a model slice
+  // waits behind all kv bytes posted before it. With isolation on, while model traffic is pending or was
+  // seen within `model_guard`, kv is cut into slices of `kv_guard_bytes` and only one is in flight;
+  // otherwise kv runs with full slices and the normal window (bulk throughput is unchanged).
+  uint64_t kv_guard_bytes = 0;    // 0 = 32 KiB on stream providers, off elsewhere; UINT64_MAX = off
+  std::chrono::microseconds model_guard{2000};  // how long after model traffic the guard stays on
   std::chrono::milliseconds timeout{5000};  // a posted slice not completed by then fails its transfer
 };
 
