@@ -78,6 +78,19 @@ turn_record record_of(const turn_result& r, int64_t t0) {
   return rec;
 }
 
+// Why a stalled run may be stuck: requests the scheduler cannot place (asked with a short deadline).
+std::string waiting_hint(caf::scoped_actor& self, const cluster_view& view) {
+  std::string hint;
+  self->request(view.scheduler, std::chrono::seconds(1), atom::stats_v)
+      .receive(
+          [&](const envelope<schema::SchedulerStats>& e) {
+            const auto s = decode(e);
+            if (s.waiting > 0) hint = fmt::format("; {} requests wait in the scheduler's queue", s.waiting);
+          },
+          [](caf::error&) {});
+  return hint;
+}
+
 }  // namespace
 
 std::vector<int32_t> recompute_turn(gpu::compute_backend& backend, const std::vector<int32_t>& prompt, uint32_t gen) {
@@ -178,6 +191,7 @@ run_summary run_cluster(const run_options& o) {
   run_summary summary;
   summary.policy = o.policy;
   std::vector<turn_record> records;
+  std::string stall;  // why the run stopped making progress, if it did
   std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> to_verify;  // prompt, generated
   {
     run_config cfg;
@@ -196,6 +210,7 @@ run_summary run_cluster(const run_options& o) {
     view->quota_s = c.quota_ms / 1000.0;
     view->quota_scope = c.quota_scope;
     view->max_decode_batch = c.max_decode_batch;
+    view->hbm_bytes = hbm_bytes;
     view->model_traffic_bytes = uint64_t(c.model_traffic_kb) * 1024;
     view->timeout_s = c.timeout_s;
     view->store = store.get();
@@ -251,7 +266,6 @@ run_summary run_cluster(const run_options& o) {
       else caf::anon_send(view->clients[a], atom::start_v);
     }
 
-    std::string stall;
     int64_t last_report = t0;
     int64_t last_event = t0;
     while (progress.agents_done < progress.agents_total && stall.empty()) {
@@ -272,8 +286,8 @@ run_summary run_cluster(const run_options& o) {
           caf::after(std::chrono::milliseconds(200)) >>
               [&] {
                 if (seconds_between(last_event, now_ns()) > c.timeout_s)
-                  stall = fmt::format("no turn finished for {:.0f} s ({} of {} turns done)", c.timeout_s,
-                                      progress.turns_done, progress.turns_total);
+                  stall = fmt::format("no turn finished for {:.0f} s ({} of {} turns done{})", c.timeout_s,
+                                      progress.turns_done, progress.turns_total, waiting_hint(self, *view));
               });
       if (o.on_progress && seconds_between(last_report, now_ns()) >= 1.0) {
         last_report = now_ns();
@@ -292,11 +306,8 @@ run_summary run_cluster(const run_options& o) {
       o.on_progress(progress);
     }
     for (auto& a : all) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    if (!stall.empty()) {
-      sys.await_all_actors_done();
-      throw user_error("run stalled: " + stall);
-    }
-  }
+  }  // the actor system waits here for every actor to stop
+  if (!stall.empty()) throw user_error("run stalled: " + stall);
 
   for (auto& io : ios) {
     const auto s = io->stats();

@@ -28,6 +28,7 @@ struct cluster_view {
   double quota_s = 0.3;
   std::string quota_scope = "attention";  // what the compute quota bounds: attention (§7.6) or the forward pass
   uint32_t max_decode_batch = 64;
+  uint64_t hbm_bytes = 0;       // KV capacity of every engine's HBM arena
   uint64_t model_traffic_bytes = 0;  // per decode step, to the next decode engine (model class)
   double timeout_s = 60;
   storage::block_store* store = nullptr;  // clients look up hits; the store is a shared directory

@@ -99,16 +99,7 @@ struct decode_state : engine_base {
     self->send(view().traffic_queues[node()], atom::release_v, encode(slot_list{h.de_slots, 0, {}}));
   }
 
-  void reply_error(const handoff_info& h, const std::string& why) {
-    spdlog::error("decode engine {}: request {:x}: {}", setup.engine, h.payload.request, why);
-    turn_result res;
-    res.request = h.payload.request;
-    res.agent = h.payload.agent;
-    res.turn = h.payload.turn;
-    res.times = h.payload.times;
-    res.error = why;
-    self->send(view().clients.at(h.payload.agent), atom::result_v, encode(res));
-  }
+  void reply_error(const handoff_info& h, const std::string& why) { answer_failure(h.payload, why); }
 
   // DE buffer -> DE HBM through this engine's own CNIC (loopback), one Full Block per slot.
   void load_into_hbm(de_request r) {

@@ -1,10 +1,13 @@
 #pragma once
 // What the prefill and decode engine states share: their actor, their setup and the lookups they make.
+#include <caf/send.hpp>
 #include <caf/timespan.hpp>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 
 #include "actors/engines.hpp"
+#include "actors/runtime_messages.hpp"
 
 namespace dualpath::actors {
 
@@ -21,6 +24,17 @@ struct engine_base {
   const cluster_view& view() const { return *setup.view; }
   const runtime::kv_geometry& geo() const { return setup.view->geometry; }
   uint32_t node() const { return view().node_of(setup.engine); }
+  // Tells the agent client that its turn failed, and why (the run reports it; nothing waits forever).
+  void answer_failure(const turn_payload& p, const std::string& why) {
+    spdlog::error("engine {}: request {:x}: {}", setup.engine, p.request, why);
+    turn_result res;
+    res.request = p.request;
+    res.agent = p.agent;
+    res.turn = p.turn;
+    res.times = p.times;
+    res.error = why;
+    self->send(view().clients.at(p.agent), atom::result_v, encode(res));
+  }
   // Every request to another actor waits at most this long.
   caf::timespan timeout() const {
     return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view().timeout_s));

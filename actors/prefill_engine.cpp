@@ -105,14 +105,7 @@ struct prefill_state : engine_base {
   }
 
   void fail(pe_request& r, const std::string& why) {
-    spdlog::error("engine {}: request {:x}: {}", setup.engine, r.payload.request, why);
-    turn_result res;
-    res.request = r.payload.request;
-    res.agent = r.payload.agent;
-    res.turn = r.payload.turn;
-    res.times = r.payload.times;
-    res.error = why;
-    self->send(view().clients.at(r.payload.agent), atom::result_v, encode(res));
+    answer_failure(r.payload, why);
     cleanup(r);
     requests.erase(r.payload.request);
     report();

@@ -258,3 +258,32 @@ TEST_CASE("emulated all-to-all: model-class traffic between decode engines every
   CHECK(s.failed_turns == 0);
   CHECK(s.mismatched_turns == 0);
 }
+
+TEST_CASE("a request larger than an engine's HBM fails with a message instead of hanging") {
+  scratch dir;
+  auto c = small_cluster(dir.path, 1);
+  c.hbm_gb = 0.00005;  // three 16 KiB Full Blocks: every prompt here needs more
+  run_options o;
+  o.config = c;
+  o.policy = "dualpath";
+  o.scripts = scripts(2, 2, 0);
+  const auto s = run_cluster(o);
+  // Agent 0's first turn (46 tokens with its generation) still fits; every larger turn fails, and an
+  // agent stops at its first failed turn.
+  CHECK(s.failed_turns == 2);
+  CHECK(s.turns == 1);
+  CHECK(s.first_error.find("HBM") != std::string::npos);
+}
+
+TEST_CASE("a run that stops making progress ends with a message naming what waits") {
+  scratch dir;
+  auto c = small_cluster(dir.path, 1);
+  c.timeout_s = 2;
+  c.snic_gb_per_s = 1e-6;  // 1 kB/s: the SNIC pays for a read after letting it through, so the second read
+                           // on the same node waits tens of seconds
+  run_options o;
+  o.config = c;
+  o.policy = "basic";      // every read on the prefill node's SNIC
+  o.scripts = scripts(1, 3, 0);
+  CHECK_THROWS_WITH_AS(run_cluster(o), doctest::Contains("run stalled: no turn finished for 2 s"), user_error);
+}
