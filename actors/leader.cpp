@@ -51,6 +51,8 @@ struct leader_state {
               },
               [this](caf::error& err) {
                 fetching = false;
+                // At shutdown the scheduler may stop first; that is not worth a warning.
+                if (err == caf::sec::request_receiver_down) return;
                 spdlog::warn("leader {}: fetch failed: {}", node, caf::to_string(err));
               });
     }
