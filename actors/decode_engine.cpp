@@ -158,18 +158,14 @@ struct decode_state : engine_base {
   void verify_arrived(de_request& r) {
     if (view().backend != "modeled") return;
     const auto& g = geo();
-    std::vector<std::byte> expect(g.bytes_per_token_layer);
     for (uint32_t b = 0; b < g.blocks_for(r.position); ++b) {
+      const uint32_t first = b * g.block_tokens;
+      const uint32_t count = std::min(g.block_tokens, r.position - first);
       for (uint32_t l = 0; l < g.layers; ++l) {
-        bool ok = true;
-        for (uint32_t t = 0; t < g.block_tokens && ok; ++t) {
-          const uint32_t pos = b * g.block_tokens + t;
-          if (pos >= r.position) break;
-          gpu::modeled_kv_fill(l, pos, r.sequence[pos], expect.data(), uint32_t(g.bytes_per_token_layer));
-          ok = std::memcmp(expect.data(), block_ptr(r, b) + g.offset_in_block(l, t), expect.size()) == 0;
-        }
         ++r.info.kv_verified;
-        if (!ok) ++r.info.kv_corrupt;
+        if (!gpu::modeled_kv_matches(l, first, r.sequence.data() + first, count, block_ptr(r, b) + g.offset_in_block(l, 0),
+                                     uint32_t(g.bytes_per_token_layer)))
+          ++r.info.kv_corrupt;
       }
     }
   }

@@ -387,19 +387,14 @@ struct prefill_state : engine_base {
   void verify_staged(uint32_t layer) {
     if (view().backend != "modeled") return;
     const auto& g = geo();
-    std::vector<std::byte> expect(g.bytes_per_token_layer);
     for (size_t k = 0; k < pass->entries.size(); ++k) {
       auto& r = *pass->entries[k].req;
       for (uint32_t b = 0; b < r.valid; ++b) {
-        const std::byte* blk = hbm->base() + staging_offset(layer, k, b);
-        bool ok = true;
-        for (uint32_t t = 0; t < g.block_tokens && ok; ++t) {
-          const uint32_t pos = b * g.block_tokens + t;
-          gpu::modeled_kv_fill(layer, pos, r.payload.tokens[pos], expect.data(), uint32_t(g.bytes_per_token_layer));
-          ok = std::memcmp(expect.data(), blk + t * g.bytes_per_token_layer, expect.size()) == 0;
-        }
+        const uint32_t first = b * g.block_tokens;
         ++r.kv_verified;
-        if (!ok) ++r.kv_corrupt;
+        if (!gpu::modeled_kv_matches(layer, first, r.payload.tokens.data() + first, g.block_tokens,
+                                     hbm->base() + staging_offset(layer, k, b), uint32_t(g.bytes_per_token_layer)))
+          ++r.kv_corrupt;
       }
     }
   }

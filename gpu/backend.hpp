@@ -103,6 +103,11 @@ std::unique_ptr<compute_backend> make_backend(const backend_options& options);
 void modeled_kv_fill(uint32_t layer, uint32_t position, int32_t token, std::byte* dst,
                      uint32_t bytes_per_token_layer);
 
+// True when `data` holds exactly the modeled KV of `count` tokens of `layer` whose first is at `first_position`
+// (token ids `tokens[0..count)`): how a receiver verifies a Layer Block of the modeled backend.
+bool modeled_kv_matches(uint32_t layer, uint32_t first_position, const int32_t* tokens, uint32_t count,
+                        const std::byte* data, uint32_t bytes_per_token_layer);
+
 // Modeled next token: a deterministic function of the last token and its position.
 int32_t modeled_next_token(int32_t last_token, uint32_t position, uint32_t vocab);
 

@@ -1,4 +1,5 @@
 #include "gpu/cpu_backend.hpp"
+#include "gpu/batched_pass.hpp"
 
 #include <cblas.h>
 #include <fmt/format.h>
@@ -217,36 +218,6 @@ class cpu_batch {
   std::vector<uint32_t> valid_;
 };
 
-class cpu_pass : public prefill_pass {
- public:
-  cpu_pass(const dense_model& d, std::vector<prefill_item> items) : layers_(d.spec.layers), batch_(d, std::move(items)) {}
-
-  void run_layer(uint32_t layer, const std::vector<std::vector<kv_span>>& cached,
-                 const std::vector<std::byte*>& new_kv) override {
-    if (layer != next_)
-      throw std::logic_error(fmt::format("prefill pass: layer {} run, expected {}", layer, next_));
-    const size_t n = batch_.items().size();
-    if (cached.size() != n || new_kv.size() != n)
-      throw std::invalid_argument("prefill pass: cached/new_kv must have one entry per item");
-    std::vector<const std::vector<kv_span>*> c;
-    for (const auto& v : cached) c.push_back(&v);
-    batch_.layer(layer, c, new_kv);
-    ++next_;
-  }
-
-  std::vector<int32_t> finish() override {
-    if (next_ != layers_)
-      throw std::logic_error(fmt::format("prefill pass: finish after {} of {} layers", next_, layers_));
-    ++next_;  // callable once
-    return batch_.finish();
-  }
-
- private:
-  uint32_t layers_;
-  uint32_t next_ = 0;
-  cpu_batch batch_;
-};
-
 class cpu_backend : public compute_backend {
  public:
   explicit cpu_backend(dense_model d) : d_(std::move(d)) {}
@@ -254,7 +225,7 @@ class cpu_backend : public compute_backend {
   std::string kind() const override { return "cpu"; }
 
   std::unique_ptr<prefill_pass> begin_prefill(std::vector<prefill_item> items) override {
-    return std::make_unique<cpu_pass>(d_, std::move(items));
+    return std::make_unique<batched_pass<cpu_batch>>(d_.spec.layers, d_, std::move(items));
   }
 
   std::vector<int32_t> decode_step(std::vector<decode_item>& items) override {
@@ -293,7 +264,7 @@ class cpu_backend : public compute_backend {
       for (uint32_t i = 0; i < tokens; ++i) it.tokens.push_back(int32_t((i * 7919u) % m.vocab));
       std::vector<std::byte> kv(uint64_t(tokens) * m.kv_bytes_per_token_layer);
       const auto t0 = std::chrono::steady_clock::now();
-      cpu_pass pass(d_, {it});
+      batched_pass<cpu_batch> pass(d_.spec.layers, d_, std::vector<prefill_item>{it});
       for (uint32_t l = 0; l < m.layers; ++l) pass.run_layer(l, {{}}, {kv.data()});
       pass.finish();
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -7,9 +7,11 @@
 #include <cstring>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "core/cost_model.hpp"
 #include "core/errors.hpp"
+#include "gpu/batched_pass.hpp"
 
 namespace dualpath::gpu {
 
@@ -32,19 +34,18 @@ uint64_t span_tokens(const std::vector<kv_span>& spans) {
   return n;
 }
 
-class modeled_pass : public prefill_pass {
+// The modeled work of one pass: sleeps for the predicted time of each layer and emits modeled KV.
+class modeled_batch {
  public:
-  modeled_pass(const model_spec& m, flops_fit fit, std::vector<prefill_item> items)
+  modeled_batch(const model_spec& m, flops_fit fit, std::vector<prefill_item> items)
       : m_(m), fit_(fit), items_(std::move(items)) {
     for (const auto& it : items_) flops_ += prefill_flops(m_, it.cached, it.tokens.size());
   }
 
-  void run_layer(uint32_t layer, const std::vector<std::vector<kv_span>>& cached,
-                 const std::vector<std::byte*>& new_kv) override {
-    if (layer != next_layer_)
-      throw std::logic_error(fmt::format("prefill pass: layer {} run, expected {}", layer, next_layer_));
-    if (cached.size() != items_.size() || new_kv.size() != items_.size())
-      throw std::invalid_argument("prefill pass: cached/new_kv must have one entry per item");
+  const std::vector<prefill_item>& items() const { return items_; }
+
+  void layer(uint32_t layer, const std::vector<const std::vector<kv_span>*>& cached,
+             const std::vector<std::byte*>& new_kv) {
     // Back-to-back layers chain their deadlines, so the oversleep of one layer is taken off the next; a layer
     // that starts late (the caller waited for KV) starts a fresh deadline.
     const auto start = std::chrono::steady_clock::now();
@@ -55,19 +56,16 @@ class modeled_pass : public prefill_pass {
     const uint32_t bpt = uint32_t(m_.kv_bytes_per_token_layer);
     for (size_t r = 0; r < items_.size(); ++r) {
       const auto& it = items_[r];
-      if (span_tokens(cached[r]) != it.cached)
+      if (span_tokens(*cached[r]) != it.cached)
         throw std::invalid_argument(fmt::format("prefill pass: request {} layer {}: cached spans cover {} tokens, "
-                                                "expected {}", it.request_id, layer, span_tokens(cached[r]), it.cached));
+                                                "expected {}", it.request_id, layer, span_tokens(*cached[r]), it.cached));
       for (size_t i = 0; i < it.tokens.size(); ++i)
         modeled_kv_fill(layer, uint32_t(it.cached + i), it.tokens[i], new_kv[r] + i * bpt, bpt);
     }
-    ++next_layer_;
     std::this_thread::sleep_until(deadline_);
   }
 
-  std::vector<int32_t> finish() override {
-    if (next_layer_ != m_.layers)
-      throw std::logic_error(fmt::format("prefill pass: finish after {} of {} layers", next_layer_, m_.layers));
+  std::vector<int32_t> finish() {
     std::vector<int32_t> out;
     for (const auto& it : items_) {
       const bool emit = it.emit_token && !it.tokens.empty();
@@ -82,7 +80,6 @@ class modeled_pass : public prefill_pass {
   flops_fit fit_;
   std::vector<prefill_item> items_;
   double flops_ = 0;
-  uint32_t next_layer_ = 0;
   std::chrono::steady_clock::time_point deadline_{};
 };
 
@@ -96,7 +93,7 @@ class modeled_backend : public compute_backend {
   flops_fit fit() const override { return fit_; }
 
   std::unique_ptr<prefill_pass> begin_prefill(std::vector<prefill_item> items) override {
-    return std::make_unique<modeled_pass>(m_, fit_, std::move(items));
+    return std::make_unique<batched_pass<modeled_batch>>(m_.layers, m_, fit_, std::move(items));
   }
 
   std::vector<int32_t> decode_step(std::vector<decode_item>& items) override {
@@ -148,6 +145,16 @@ void modeled_kv_fill(uint32_t layer, uint32_t position, int32_t token, std::byte
     const uint64_t v = splitmix(state);
     std::memcpy(dst + i, &v, bytes - i);
   }
+}
+
+bool modeled_kv_matches(uint32_t layer, uint32_t first_position, const int32_t* tokens, uint32_t count,
+                        const std::byte* data, uint32_t bytes) {
+  std::vector<std::byte> expect(bytes);
+  for (uint32_t t = 0; t < count; ++t) {
+    modeled_kv_fill(layer, first_position + t, tokens[t], expect.data(), bytes);
+    if (std::memcmp(expect.data(), data + uint64_t(t) * bytes, bytes) != 0) return false;
+  }
+  return true;
 }
 
 int32_t modeled_next_token(int32_t last_token, uint32_t position, uint32_t vocab) {

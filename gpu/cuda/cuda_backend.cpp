@@ -12,6 +12,7 @@
 
 #include "core/cost_model.hpp"
 #include "core/errors.hpp"
+#include "gpu/batched_pass.hpp"
 #include "gpu/bf16.hpp"
 #include "gpu/cuda/kernels.cuh"
 #include "gpu/cuda_backend.hpp"
@@ -263,34 +264,6 @@ class cuda_batch {
   std::vector<cuda::attn_item> attn_items_;
 };
 
-class cuda_pass : public prefill_pass {
- public:
-  cuda_pass(device_model& dm, workspace& ws, std::vector<prefill_item> items)
-      : layers_(dm.spec.layers), batch_(dm, ws, std::move(items)) {}
-
-  void run_layer(uint32_t layer, const std::vector<std::vector<kv_span>>& cached,
-                 const std::vector<std::byte*>& new_kv) override {
-    if (layer != next_) throw std::logic_error(fmt::format("prefill pass: layer {} run, expected {}", layer, next_));
-    if (cached.size() != batch_.items().size() || new_kv.size() != batch_.items().size())
-      throw std::invalid_argument("prefill pass: cached/new_kv must have one entry per item");
-    std::vector<const std::vector<kv_span>*> c;
-    for (const auto& v : cached) c.push_back(&v);
-    batch_.layer(layer, c, new_kv);
-    ++next_;
-  }
-
-  std::vector<int32_t> finish() override {
-    if (next_ != layers_)
-      throw std::logic_error(fmt::format("prefill pass: finish after {} of {} layers", next_, layers_));
-    ++next_;
-    return batch_.finish();
-  }
-
- private:
-  uint32_t layers_, next_ = 0;
-  cuda_batch batch_;
-};
-
 class cuda_backend : public compute_backend {
  public:
   cuda_backend(const dense_model& d, int device) {
@@ -324,7 +297,7 @@ class cuda_backend : public compute_backend {
 
   std::unique_ptr<prefill_pass> begin_prefill(std::vector<prefill_item> items) override {
     CK(cudaSetDevice(dm_.device));
-    return std::make_unique<cuda_pass>(dm_, ws_, std::move(items));
+    return std::make_unique<batched_pass<cuda_batch>>(dm_.spec.layers, dm_, ws_, std::move(items));
   }
 
   std::vector<int32_t> decode_step(std::vector<decode_item>& items) override {
@@ -360,7 +333,7 @@ class cuda_backend : public compute_backend {
       for (uint32_t i = 0; i < tokens; ++i) it.tokens.push_back(int32_t((i * 7919u) % m.vocab));
       std::vector<std::byte> kv(uint64_t(tokens) * m.kv_bytes_per_token_layer);
       const auto t0 = std::chrono::steady_clock::now();
-      cuda_pass pass(dm_, ws_, {it});
+      batched_pass<cuda_batch> pass(m.layers, dm_, ws_, std::vector<prefill_item>{it});
       for (uint32_t l = 0; l < m.layers; ++l) pass.run_layer(l, {{}}, {kv.data()});
       pass.finish();
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
