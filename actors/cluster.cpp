@@ -295,12 +295,6 @@ run_summary run_cluster(const run_options& o) {
         o.on_progress(progress);
       }
     }
-    summary.jct_s = records.empty() ? 0 : seconds_between(t0, now_ns());
-    if (!records.empty()) {
-      double last = 0;
-      for (auto& r : records) last = std::max(last, r.done_s);
-      summary.jct_s = last;
-    }
     if (o.on_progress) {
       progress.elapsed_s = seconds_between(t0, now_ns());
       o.on_progress(progress);

@@ -27,13 +27,7 @@ struct engine_base {
   // Tells the agent client that its turn failed, and why (the run reports it; nothing waits forever).
   void answer_failure(const turn_payload& p, const std::string& why) {
     spdlog::error("engine {}: request {:x}: {}", setup.engine, p.request, why);
-    turn_result res;
-    res.request = p.request;
-    res.agent = p.agent;
-    res.turn = p.turn;
-    res.times = p.times;
-    res.error = why;
-    self->send(view().clients.at(p.agent), atom::result_v, encode(res));
+    self->send(view().clients.at(p.agent), atom::result_v, encode(failed_turn(p, why)));
   }
   // Every request to another actor waits at most this long.
   caf::timespan timeout() const {

@@ -22,6 +22,7 @@ distribution summarize(std::vector<double> v) {
 void summarize_turns(run_summary& s, const std::vector<turn_record>& records) {
   std::vector<double> ttft, ttst, tpot, queue, assign, kv_read, prefill;
   for (const auto& r : records) {
+    s.jct_s = std::max(s.jct_s, r.done_s);  // the job ends with its last turn
     if (!r.error.empty()) {
       ++s.failed_turns;
       if (s.first_error.empty()) s.first_error = r.error;

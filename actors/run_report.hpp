@@ -45,7 +45,7 @@ struct run_summary {
   std::string first_error;
 };
 
-// Fills the per-turn parts of `s` from `records`.
+// Fills the per-turn parts of `s` from `records`, the JCT (last turn done) included.
 void summarize_turns(run_summary& s, const std::vector<turn_record>& records);
 
 nlohmann::json to_json(const run_summary& s);

@@ -58,6 +58,16 @@ turn_payload get_payload(schema::TurnPayload::Reader r) {
 
 }  // namespace
 
+turn_result failed_turn(const turn_payload& p, std::string why) {
+  turn_result r;
+  r.request = p.request;
+  r.agent = p.agent;
+  r.turn = p.turn;
+  r.times = p.times;
+  r.error = std::move(why);
+  return r;
+}
+
 envelope<schema::TurnPayload> encode(const turn_payload& x) {
   capnp::MallocMessageBuilder m;
   put_payload(m.initRoot<schema::TurnPayload>(), x);

@@ -56,6 +56,9 @@ struct copy_batch {
   bool kv_class = true;
 };
 
+// The answer to a turn that failed: who it was, how far it got, and why.
+turn_result failed_turn(const turn_payload& p, std::string why);
+
 envelope<schema::TurnPayload> encode(const turn_payload& x);
 turn_payload decode(const envelope<schema::TurnPayload>& e);
 envelope<schema::Handoff> encode(const handoff_info& x);
