@@ -61,13 +61,13 @@ struct client_state {
     info.hit_bytes = uint64_t(current.hit_blocks) * g.block_bytes();
     info.len = current.tokens.size() + current.gen;
     info.kv_bytes = uint64_t(g.blocks_for(info.len)) * g.block_bytes();
-    if (info.kv_bytes + view->model_traffic_bytes > view->hbm_bytes) {
+    if (info.kv_bytes + view->model_traffic_bytes() > view->hbm_bytes()) {
       // No decode engine could ever hold this turn: fail it now rather than let it wait in the queue.
       self->send(self, atom::result_v,
                  encode(failed_turn(current, "turn " + std::to_string(turn) + " of agent " +
                                                  std::to_string(script.agent) + " needs " +
                                                  std::to_string(info.kv_bytes) + " bytes of decode HBM; an engine has " +
-                                                 std::to_string(view->hbm_bytes) + " (hardware.hbm_gb)")));
+                                                 std::to_string(view->hbm_bytes()) + " (hardware.hbm_gb)")));
       return;
     }
     self->request(view->scheduler, std::chrono::seconds(10), atom::submit_v, encode(info))

@@ -200,19 +200,9 @@ run_summary run_cluster(const run_options& o) {
     view->geometry = geo;
     view->slot_stride = store->read_buffer_bytes();
     view->payload_offset = store->payload_offset();
-    view->prefill_nodes = c.prefill_nodes;
-    view->decode_nodes = c.decode_nodes;
-    view->engines_per_node = c.engines_per_node;
-    view->backend = c.backend;
+    view->config = c;
     view->vocab = spec.vocab ? spec.vocab : 32000;
     view->policy = o.policy;
-    view->prefetch_layers = c.prefetch_layers;
-    view->quota_s = c.quota_ms / 1000.0;
-    view->quota_scope = c.quota_scope;
-    view->max_decode_batch = c.max_decode_batch;
-    view->hbm_bytes = hbm_bytes;
-    view->model_traffic_bytes = uint64_t(c.model_traffic_kb) * 1024;
-    view->timeout_s = c.timeout_s;
     view->store = store.get();
 
     scheduler_options sched;

@@ -41,9 +41,9 @@ struct decode_state : engine_base {
 
   void init(engine_actor::pointer s, engine_setup st) {
     bind(s, std::move(st));
-    if (view().model_traffic_bytes > 0) {
+    if (view().model_traffic_bytes() > 0) {
       // Taken first, so it sits at offset 0 of every decode engine's arena: peers know where to write.
-      collective = hbm->allocate(view().model_traffic_bytes);
+      collective = hbm->allocate(view().model_traffic_bytes());
       if (collective.offset != 0) throw std::logic_error("collective buffer must be the arena's first allocation");
     }
     report();
@@ -51,8 +51,8 @@ struct decode_state : engine_base {
 
   // The next decode engine (cyclic): the peer of this engine's emulated all-to-all.
   uint32_t collective_peer() const {
-    const uint32_t first = view().prefill_nodes * view().engines_per_node;
-    const uint32_t count = view().decode_nodes * view().engines_per_node;
+    const uint32_t first = view().config.prefill_nodes * view().config.engines_per_node;
+    const uint32_t count = view().config.decode_nodes * view().config.engines_per_node;
     return first + (setup.engine - first + 1) % count;
   }
 
@@ -156,7 +156,7 @@ struct decode_state : engine_base {
 
   // Modeled backend: check every prompt Layer Block against the bytes its tokens imply.
   void verify_arrived(de_request& r) {
-    if (view().backend != "modeled") return;
+    if (view().config.backend != "modeled") return;
     const auto& g = geo();
     for (uint32_t b = 0; b < g.blocks_for(r.position); ++b) {
       const uint32_t first = b * g.block_tokens;
@@ -194,9 +194,9 @@ struct decode_state : engine_base {
     auto job = std::make_shared<decode_job>();
     std::vector<uint64_t> ids;
     auto scratch = std::make_shared<std::vector<std::byte>>(
-        std::min<size_t>(active.size(), view().max_decode_batch) * g.layers * g.bytes_per_token_layer);
+        std::min<size_t>(active.size(), view().config.max_decode_batch) * g.layers * g.bytes_per_token_layer);
     for (auto& [id, r] : active) {
-      if (ids.size() >= view().max_decode_batch) break;
+      if (ids.size() >= view().config.max_decode_batch) break;
       gpu::decode_item item;
       item.request_id = id;
       item.token = r.sequence.back();
@@ -214,18 +214,18 @@ struct decode_state : engine_base {
     }
     stepping = true;
     // A step ends when its compute and, if emulated, its model traffic (the all-to-all) both finished.
-    auto pending = std::make_shared<int>(view().model_traffic_bytes > 0 ? 2 : 1);
+    auto pending = std::make_shared<int>(view().model_traffic_bytes() > 0 ? 2 : 1);
     auto error = std::make_shared<std::string>();
     auto done = [this, job, ids, scratch, pending, error](const std::string& err) {
       if (!err.empty() && error->empty()) *error = err;
       if (--*pending == 0) finish_step(*job, ids, *error);
     };
     self->request(setup.worker, caf::infinite, atom::decode_v, job).then(done);
-    if (view().model_traffic_bytes > 0) {
+    if (view().model_traffic_bytes() > 0) {
       copy_batch batch;
       batch.kv_class = false;
       batch.ops.push_back({setup.engine, region_kind::hbm, collective.offset, collective_peer(), region_kind::hbm, 0,
-                           view().model_traffic_bytes});
+                           view().model_traffic_bytes()});
       self->request(view().traffic_queues[node()], timeout(), atom::copy_v, encode(batch))
           .then(done, [done](caf::error& err) { done("model traffic timed out: " + caf::to_string(err)); });
     }

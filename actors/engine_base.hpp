@@ -31,7 +31,7 @@ struct engine_base {
   }
   // Every request to another actor waits at most this long.
   caf::timespan timeout() const {
-    return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view().timeout_s));
+    return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view().config.timeout_s));
   }
 };
 

@@ -69,9 +69,9 @@ leader_actor::behavior_type leader(leader_actor::stateful_pointer<leader_state> 
   st.io = io;
   st.group.node = node;
   st.group.kind = view->is_prefill_node(node) ? schedule::role::prefill : schedule::role::decode;
-  for (uint32_t i = 0; i < view->engines_per_node; ++i) {
+  for (uint32_t i = 0; i < view->config.engines_per_node; ++i) {
     schedule::engine_snapshot e;
-    e.engine = node * view->engines_per_node + i;
+    e.engine = node * view->config.engines_per_node + i;
     e.node = node;
     e.free_hbm = io->hbm(e.engine).free_bytes();
     st.group.engines.push_back(e);

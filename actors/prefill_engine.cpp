@@ -82,13 +82,13 @@ struct prefill_state : engine_base {
     bind(s, std::move(st));
     const auto fit = setup.backend->fit();
     const model_spec m = setup.backend->model();
-    if (view().quota_scope == "forward") {
+    if (view().config.quota_scope == "forward") {
       // One GPU per engine: the whole forward pass is this engine's own time, not only its attention.
       batcher = std::make_unique<schedule::prefill_batcher>(
-          [m, fit](uint64_t cached, uint64_t bsz) { return fit.seconds(prefill_flops(m, cached, bsz)); }, view().quota_s);
+          [m, fit](uint64_t cached, uint64_t bsz) { return fit.seconds(prefill_flops(m, cached, bsz)); }, view().quota_s());
     } else {
       batcher = std::make_unique<schedule::prefill_batcher>(m, schedule::flops_fit{fit.fixed_s, fit.seconds_per_flop},
-                                                            view().quota_s);
+                                                            view().quota_s());
     }
     report();
   }
@@ -262,7 +262,7 @@ struct prefill_state : engine_base {
     auto p = std::make_unique<pass_state>();
     const auto& g = geo();
     const bool layerwise = view().policy != "basic";
-    p->depth = layerwise ? std::min(view().prefetch_layers, g.layers) : g.layers;
+    p->depth = layerwise ? std::min(view().config.prefetch_layers, g.layers) : g.layers;
     uint64_t hit_blocks = 0;
     std::vector<gpu::hbm_allocation> fresh;
     bool fits = true;
@@ -385,7 +385,7 @@ struct prefill_state : engine_base {
 
   // Modeled backend: every hit Layer Block is checked on arrival in HBM against the bytes its tokens imply.
   void verify_staged(uint32_t layer) {
-    if (view().backend != "modeled") return;
+    if (view().config.backend != "modeled") return;
     const auto& g = geo();
     for (size_t k = 0; k < pass->entries.size(); ++k) {
       auto& r = *pass->entries[k].req;
