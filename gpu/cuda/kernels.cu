@@ -1,6 +1,13 @@
 #include "gpu/cuda/kernels.cuh"
 
+#include <algorithm>
 #include <cfloat>
+
+#ifndef DUALPATH_SIMT_EMULATION
+// Launches and dynamic shared memory go through these two macros so the emulator can stand in for both.
+#define DP_LAUNCH(kernel, grid, block, shared, stream) kernel<<<grid, block, shared, stream>>>
+#define DP_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#endif
 
 namespace dualpath::gpu::cuda {
 
@@ -87,7 +94,7 @@ __global__ void bias_rope_store_kernel(float* qkv, const float* bias, const uint
 // keys when scoring and head dims when accumulating values.
 __global__ void prefill_attention_kernel(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items,
                                          float* out, uint32_t heads, uint32_t kv_heads, uint32_t hd) {
-  extern __shared__ float smem[];
+  DP_DYNAMIC_SHARED(float, smem);
   const attn_item it = items[blockIdx.z];
   const uint32_t t0 = blockIdx.x * query_tile;
   if (t0 >= it.n) return;
@@ -164,7 +171,7 @@ __global__ void prefill_attention_kernel(const float* qkv, const uint16_t* const
 // each, then own head dims; the warps' partial softmax states merge through shared memory at the end.
 __global__ void decode_attention_kernel(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items,
                                         float* out, uint32_t heads, uint32_t kv_heads, uint32_t hd) {
-  extern __shared__ float smem[];
+  DP_DYNAMIC_SHARED(float, smem);
   const attn_item it = items[blockIdx.y];
   const uint32_t head = blockIdx.x, g = head / (heads / kv_heads), Q = heads * hd, KV = kv_heads * hd,
                  W = Q + 2 * KV, lane = threadIdx.x % warp, wid = threadIdx.x / warp;
@@ -249,17 +256,18 @@ unsigned blocks_for(uint64_t n) { return unsigned(std::min<uint64_t>((n + 255) /
 }  // namespace
 
 void embed(const uint16_t* table, const int32_t* tokens, float* x, uint32_t rows, uint32_t hidden, cudaStream_t s) {
-  if (rows) embed_kernel<<<rows, 256, 0, s>>>(table, tokens, x, hidden);
+  if (rows) DP_LAUNCH(embed_kernel, rows, 256, 0, s)(table, tokens, x, hidden);
 }
 
 void rmsnorm_bf16(const float* x, const float* w, uint16_t* out, uint32_t rows, uint32_t dim, float eps,
                   cudaStream_t s) {
-  if (rows) rmsnorm_kernel<<<rows, 256, 0, s>>>(x, w, out, dim, eps);
+  if (rows) DP_LAUNCH(rmsnorm_kernel, rows, 256, 0, s)(x, w, out, dim, eps);
 }
 
 void bias_rope_store(float* qkv, const float* bias, const uint32_t* pos, uint16_t* kv_out, uint32_t rows,
                      uint32_t heads, uint32_t kv_heads, uint32_t head_dim, double theta, cudaStream_t s) {
-  if (rows) bias_rope_store_kernel<<<rows, 256, 0, s>>>(qkv, bias, pos, kv_out, heads, kv_heads, head_dim, theta);
+  if (rows)
+    DP_LAUNCH(bias_rope_store_kernel, rows, 256, 0, s)(qkv, bias, pos, kv_out, heads, kv_heads, head_dim, theta);
 }
 
 void prefill_attention(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items, uint32_t n_items,
@@ -269,30 +277,31 @@ void prefill_attention(const float* qkv, const uint16_t* const* key_ptr, const a
   const size_t shared = (2 * key_tile * (head_dim + 1) + query_tile * head_dim) * sizeof(float);
   cudaFuncSetAttribute(prefill_attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
   const dim3 grid((max_new + query_tile - 1) / query_tile, heads, n_items);
-  prefill_attention_kernel<<<grid, attn_warps * warp, shared, s>>>(qkv, key_ptr, items, out, heads, kv_heads,
-                                                                    head_dim);
+  DP_LAUNCH(prefill_attention_kernel, grid, attn_warps * warp, shared, s)(qkv, key_ptr, items, out, heads,
+                                                                          kv_heads, head_dim);
 }
 
 void decode_attention(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items, uint32_t n_items,
                       float* out, uint32_t heads, uint32_t kv_heads, uint32_t head_dim, cudaStream_t s) {
   if (!n_items) return;
   const size_t shared = (head_dim + attn_warps * (head_dim + 2)) * sizeof(float);
-  decode_attention_kernel<<<dim3(heads, n_items), attn_warps * warp, shared, s>>>(qkv, key_ptr, items, out, heads,
-                                                                                   kv_heads, head_dim);
+  const dim3 grid(heads, n_items);
+  DP_LAUNCH(decode_attention_kernel, grid, attn_warps * warp, shared, s)(qkv, key_ptr, items, out, heads, kv_heads,
+                                                                         head_dim);
 }
 
 void silu_mul_bf16(const float* gu, uint16_t* out, uint32_t rows, uint32_t inter, cudaStream_t s) {
-  if (rows) silu_mul_kernel<<<rows, 256, 0, s>>>(gu, out, inter);
+  if (rows) DP_LAUNCH(silu_mul_kernel, rows, 256, 0, s)(gu, out, inter);
 }
 
 void to_bf16(const float* in, uint16_t* out, uint64_t n, cudaStream_t s) {
-  if (n) to_bf16_kernel<<<blocks_for(n), 256, 0, s>>>(in, out, n);
+  if (n) DP_LAUNCH(to_bf16_kernel, blocks_for(n), 256, 0, s)(in, out, n);
 }
 
 void f32_to_bf16_weights(const float* in, uint16_t* out, uint64_t n, cudaStream_t s) { to_bf16(in, out, n, s); }
 
 void gather_rows(const float* x, const uint32_t* rows, float* out, uint32_t n, uint32_t dim, cudaStream_t s) {
-  if (n) gather_rows_kernel<<<n, 256, 0, s>>>(x, rows, out, dim);
+  if (n) DP_LAUNCH(gather_rows_kernel, n, 256, 0, s)(x, rows, out, dim);
 }
 
 }  // namespace dualpath::gpu::cuda

@@ -1,7 +1,11 @@
 #pragma once
 // Device kernels of the cuda backend, behind plain host launchers (all asynchronous on `stream`).
 // Activations are fp32, GEMM inputs bf16 (raw uint16_t), KV bf16 rows [K heads | V heads] per token.
+// Tests also build these sources as host code over a SIMT emulator (DUALPATH_SIMT_EMULATION, tests/gpu/), which
+// supplies the CUDA vocabulary itself.
+#ifndef DUALPATH_SIMT_EMULATION
 #include <cuda_runtime.h>
+#endif
 
 #include <cstdint>
 

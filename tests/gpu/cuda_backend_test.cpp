@@ -1,8 +1,10 @@
 // The cuda backend against the cpu backend and against itself (layer-wise vs full, chunked vs whole, batched vs
-// alone, host vs device KV). These run only where a GPU is; elsewhere they are skipped (doctest reports them).
+// alone, host vs device KV). Each scenario runs twice: on a real GPU where there is one (skipped elsewhere, and
+// doctest reports it), and always on the same sources built over the SIMT emulator (emulated_cuda.cpp).
 #include <doctest/doctest.h>
 
 #include "core/errors.hpp"
+#include "emulated_cuda.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/model_loader.hpp"
 #include "kv_pages.hpp"
@@ -29,24 +31,17 @@ bool confident(const std::vector<float>& logits) {
   return v[0] - v[1] > 3 * cross_tol * mx;
 }
 
-std::unique_ptr<compute_backend> cuda_for(const model_weights& w) { return make_cuda_backend(make_dense_model(w), 0); }
+using backend_factory = std::unique_ptr<compute_backend> (*)(dense_model, int);
+
 std::unique_ptr<compute_backend> cpu_for(const model_weights& w) { return make_backend({"cpu", w.spec.name, "h800", 0.4, 0}); }
 
-}  // namespace
-
-TEST_CASE("cuda backend reports itself unavailable cleanly without a GPU" * doctest::skip(have_gpu)) {
-  MESSAGE("no GPU: " << cuda_unavailable_reason());
-  CHECK_FALSE(cuda_unavailable_reason().empty());
-  CHECK_THROWS_AS(make_backend({"cuda", "tiny"}), user_error);
-}
-
-TEST_CASE("cuda backend matches the cpu backend (tiny and small)" * doctest::skip(!have_gpu)) {
-  for (const char* name : {"tiny", "small"}) {
+void matches_cpu(backend_factory make, const std::vector<const char*>& models, uint32_t prompt_len) {
+  for (const char* name : models) {
     CAPTURE(name);
     const auto w = generate_weights(find_model(name), 0);
-    auto gpu = cuda_for(w);
+    auto gpu = make(make_dense_model(w), 0);
     auto cpu = cpu_for(w);
-    const auto prompt = random_tokens(300, w.spec.vocab, 8);
+    const auto prompt = random_tokens(prompt_len, w.spec.vocab, 8);
     paged_kv kg(w.spec), kc(w.spec);
     request rg{&kg, 0, prompt}, rc{&kc, 0, prompt};
     const auto tg = prefill(*gpu, {&rg});
@@ -55,16 +50,16 @@ TEST_CASE("cuda backend matches the cpu backend (tiny and small)" * doctest::ski
     if (confident(rc.logits)) CHECK(tg == tc);
     // Decode over host-resident paged KV.
     std::vector<std::vector<float>> lg, lc;
-    const auto dg = decode(*gpu, {&kg}, {tc[0]}, {300}, &lg);
-    const auto dc = decode(*cpu, {&kc}, {tc[0]}, {300}, &lc);
+    const auto dg = decode(*gpu, {&kg}, {tc[0]}, {prompt_len}, &lg);
+    const auto dc = decode(*cpu, {&kc}, {tc[0]}, {prompt_len}, &lc);
     CHECK(rel_error(lg[0], lc[0]) < cross_tol);
     if (confident(lc[0])) CHECK(dg == dc);
   }
 }
 
-TEST_CASE("cuda layer-wise prefill over cached KV equals its full prefill over turns" * doctest::skip(!have_gpu)) {
+void layerwise_equals_full(backend_factory make) {
   const auto w = generate_weights(find_model("tiny"), 3);
-  auto be = cuda_for(w);
+  auto be = make(make_dense_model(w), 0);
   paged_kv kv(w.spec);
   std::vector<int32_t> context;
   for (int turn = 0; turn < 4; ++turn) {
@@ -93,9 +88,9 @@ TEST_CASE("cuda layer-wise prefill over cached KV equals its full prefill over t
   }
 }
 
-TEST_CASE("cuda chunked prefill and batches equal the whole and the single runs" * doctest::skip(!have_gpu)) {
+void chunks_and_batches(backend_factory make) {
   const auto w = generate_weights(find_model("tiny"), 4);
-  auto be = cuda_for(w);
+  auto be = make(make_dense_model(w), 0);
   const auto prompt = random_tokens(200, w.spec.vocab, 77);
   paged_kv whole(w.spec), chunked(w.spec);
   request one{&whole, 0, prompt};
@@ -127,10 +122,10 @@ TEST_CASE("cuda chunked prefill and batches equal the whole and the single runs"
   }
 }
 
-#ifdef DUALPATH_HAVE_CUDA
-TEST_CASE("cuda backend reads device-resident Layer Blocks in place" * doctest::skip(!have_gpu)) {
+// Layer Blocks copied into device memory are read in place and give what the same blocks give from the host.
+void device_resident_equals_host(backend_factory make, const device_memory& dev) {
   const auto w = generate_weights(find_model("tiny"), 5);
-  auto be = cuda_for(w);
+  auto be = make(make_dense_model(w), 0);
   const auto& m = w.spec;
   const auto prompt = random_tokens(70, m.vocab, 3);
   paged_kv host(m);
@@ -141,9 +136,7 @@ TEST_CASE("cuda backend reads device-resident Layer Blocks in place" * doctest::
   std::vector<std::vector<kv_span>> dev_spans(m.layers);
   for (uint32_t l = 0; l < m.layers; ++l)
     for (const auto& s : host.spans(l, 50)) {
-      void* d = nullptr;
-      REQUIRE(cudaMalloc(&d, s.tokens * m.kv_bytes_per_token_layer) == cudaSuccess);
-      REQUIRE(cudaMemcpy(d, s.data, s.tokens * m.kv_bytes_per_token_layer, cudaMemcpyHostToDevice) == cudaSuccess);
+      void* d = dev.upload(s.data, s.tokens * m.kv_bytes_per_token_layer);
       blocks.push_back(d);
       dev_spans[l].push_back({static_cast<const std::byte*>(d), s.tokens});
     }
@@ -158,6 +151,50 @@ TEST_CASE("cuda backend reads device-resident Layer Blocks in place" * doctest::
   const auto t2 = p2->finish();
   CHECK(t1 == t2);
   CHECK(from_dev == from_host);
-  for (void* d : blocks) cudaFree(d);
+  for (void* d : blocks) dev.release(d);
 }
+
+}  // namespace
+
+TEST_CASE("cuda backend reports itself unavailable cleanly without a GPU" * doctest::skip(have_gpu)) {
+  MESSAGE("no GPU: " << cuda_unavailable_reason());
+  CHECK_FALSE(cuda_unavailable_reason().empty());
+  CHECK_THROWS_AS(make_backend({"cuda", "tiny"}), user_error);
+}
+
+TEST_CASE("cuda backend matches the cpu backend (tiny and small)" * doctest::skip(!have_gpu)) {
+  matches_cpu(make_cuda_backend, {"tiny", "small"}, 300);
+}
+TEST_CASE("emulated cuda backend matches the cpu backend (tiny and small)") {
+  matches_cpu(make_emulated_cuda_backend, {"tiny", "small"}, 100);
+}
+
+TEST_CASE("cuda layer-wise prefill over cached KV equals its full prefill over turns" * doctest::skip(!have_gpu)) {
+  layerwise_equals_full(make_cuda_backend);
+}
+TEST_CASE("emulated cuda layer-wise prefill over cached KV equals its full prefill over turns") {
+  layerwise_equals_full(make_emulated_cuda_backend);
+}
+
+TEST_CASE("cuda chunked prefill and batches equal the whole and the single runs" * doctest::skip(!have_gpu)) {
+  chunks_and_batches(make_cuda_backend);
+}
+TEST_CASE("emulated cuda chunked prefill and batches equal the whole and the single runs") {
+  chunks_and_batches(make_emulated_cuda_backend);
+}
+
+TEST_CASE("cuda backend reads device-resident Layer Blocks in place" * doctest::skip(!have_gpu)) {
+#ifdef DUALPATH_HAVE_CUDA
+  device_memory real{[](const void* host, size_t bytes) -> void* {
+                       void* d = nullptr;
+                       REQUIRE(cudaMalloc(&d, bytes) == cudaSuccess);
+                       REQUIRE(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+                       return d;
+                     },
+                     [](void* d) { cudaFree(d); }};
+  device_resident_equals_host(make_cuda_backend, real);
 #endif
+}
+TEST_CASE("emulated cuda backend reads device-resident Layer Blocks in place") {
+  device_resident_equals_host(make_emulated_cuda_backend, emulated_device_memory());
+}
