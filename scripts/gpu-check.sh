@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The GPU check, sized for a short device lease (well under 8 minutes on one GPU): configure and build with
-# CUDA in its own build directory, run the gpu tests (the CUDA ones run here, they skip elsewhere), then time
-# prefill and decode on the cuda backend against the cpu backend with `dualpath bench compute`.
+# The GPU check, sized for a short device lease (well under 8 minutes on one GPU): run the gpu tests (the
+# CUDA ones run here, they skip elsewhere), then time prefill and decode on the cuda backend against the cpu
+# backend with `dualpath bench compute`. With gpu-bundle.tar.xz beside it (scripts/gpu-bundle.sh, for machines
+# that have CUDA but not DualPath's packages) it uses those prebuilt binaries; otherwise it configures and
+# builds with CUDA in its own build directory.
 #
 #   scripts/gpu-check.sh            # BUILD_DIR (default build-cuda), JOBS (default nproc), MODEL (default small)
 set -euo pipefail
@@ -20,24 +22,34 @@ else
   echo "nvidia-smi not found; continuing (the tests report whether CUDA sees a device)"
 fi
 
-step "configure ($build, CUDA on)"
-timeout 180 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DDUALPATH_CUDA=ON >/dev/null
-
-step "build test_gpu"
-timeout 240 cmake --build "$build" --target test_gpu -j"$jobs" 2>&1 | tail -3
+if [[ -f gpu-bundle.tar.xz ]]; then
+  step "unpack gpu-bundle.tar.xz"
+  dir=$(mktemp -d)
+  tar -C "$dir" -xJf gpu-bundle.tar.xz
+  test_gpu=$dir/gpu-bundle/bin/test_gpu
+  dualpath=$dir/gpu-bundle/bin/dualpath
+  export LD_LIBRARY_PATH="$dir/gpu-bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # CUDA's libraries may live elsewhere on the machine (a Python package, say): look for what is missing.
+  for lib in $(ldd "$test_gpu" "$dualpath" | awk '/not found/ {print $1}' | sort -u); do
+    found=$(find /usr/local /opt /usr/lib -name "$lib" 2>/dev/null | head -1 || true)
+    if [[ -n "$found" ]]; then export LD_LIBRARY_PATH="$(dirname "$found"):$LD_LIBRARY_PATH"; fi
+  done
+  if ldd "$test_gpu" "$dualpath" | grep "not found"; then echo "libraries still missing" >&2; fi
+else
+  step "configure ($build, CUDA on)"
+  timeout 180 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DDUALPATH_CUDA=ON >/dev/null
+  step "build test_gpu and dualpath"
+  timeout 300 cmake --build "$build" --target test_gpu dualpath -j"$jobs" 2>&1 | tail -3
+  test_gpu=$build/tests/gpu/test_gpu
+  dualpath=$build/apps/dualpath
+fi
 
 step "gpu tests"
-timeout 120 "$build/tests/gpu/test_gpu" --force-colors=0
-
-step "build dualpath (for the timing)"
-if ! timeout 240 cmake --build "$build" --target dualpath -j"$jobs" 2>&1 | tail -3; then
-  echo "dualpath did not build; the timing is skipped" >&2
-  exit 1
-fi
+timeout 150 "$test_gpu" --force-colors=0
 
 for backend in cuda cpu; do
   step "bench compute --backend $backend --model $model"
-  timeout 120 "$build/apps/dualpath" bench compute --backend "$backend" --model "$model" --context 4096 \
+  timeout 120 "$dualpath" bench compute --backend "$backend" --model "$model" --context 4096 \
     --append 512 --decode-batch 8 --repeats 3 --json
 done
 step "done"
