@@ -1,4 +1,5 @@
 // `dualpath`: the command-line entry point. Bad input ends with one message on stderr and exit code 2.
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -47,6 +48,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
   // DUALPATH_LOG=debug|info|warn|error|off overrides the default (warnings and errors only).
+  // Logs go to stderr: stdout carries results (tables, JSON) that other tools read.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("dualpath"));
+  spdlog::default_logger()->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
   const char* level = std::getenv("DUALPATH_LOG");
   spdlog::set_level(level ? spdlog::level::from_str(level) : spdlog::level::warn);
   try {

@@ -148,6 +148,7 @@ struct endpoint::impl {
   std::vector<completion> done;
   std::vector<arrival> arrived;
   transfer_stats stats;
+  uint64_t orphan_errors = 0;  // error completions without a context (a dead peer can raise one per poll)
 
   explicit impl(const fabric_options& o)
       : opts(o),
@@ -158,6 +159,8 @@ struct endpoint::impl {
         kv_window(o.isolation ? std::max<uint32_t>(1, o.max_inflight - 1) : o.max_inflight) {}
 
   ~impl() {
+    if (orphan_errors > 1)
+      spdlog::warn("transport: {} error completions without context on '{}' in all", orphan_errors, opts.provider);
     alive->store(false);
     if (ep) fi_close(&ep->fid);
     if (av) fi_close(&av->fid);
@@ -452,7 +455,9 @@ void endpoint::impl::progress() {
       const char* prov = fi_cq_strerror(cq, err.prov_errno, err.err_data, buf, sizeof(buf));
       std::string why = fmt::format("{} ({})", fi_strerror(err.err), prov ? prov : "");
       if (!err.op_context) {
-        spdlog::warn("transport: error completion without context on '{}': {}", opts.provider, why);
+        if (orphan_errors++ == 0)
+          spdlog::warn("transport: error completion without context on '{}': {} (further ones are only counted)",
+                       opts.provider, why);
         continue;
       }
       auto* op = reinterpret_cast<slice_op*>(err.op_context);
