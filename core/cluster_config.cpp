@@ -174,6 +174,43 @@ void validate_cluster_config(const cluster_config& c, const std::string& origin)
     if (s.at_s < 0) fail("schedule.switch.at_s", "must not be negative");
 }
 
+std::string format_cluster_config(const cluster_config& c) {
+  auto integer = [](uint64_t v) { return int64_t(v); };
+  toml::table root;
+  root.insert("model", toml::table{{"name", c.model}, {"backend", c.backend}, {"gpu", c.gpu}, {"mfu", c.mfu},
+                                   {"seed", integer(c.seed)}});
+  root.insert("cluster", toml::table{{"prefill_nodes", integer(c.prefill_nodes)},
+                                     {"decode_nodes", integer(c.decode_nodes)},
+                                     {"engines_per_node", integer(c.engines_per_node)},
+                                     {"block_tokens", integer(c.block_tokens)}});
+  root.insert("hardware", toml::table{{"snic_gb_per_s", c.snic_gb_per_s}, {"cnic_gb_per_s", c.cnic_gb_per_s},
+                                      {"dram_buffer_gb", c.dram_buffer_gb}, {"hbm_gb", c.hbm_gb},
+                                      {"provider", c.provider}, {"kv_share", c.kv_share},
+                                      {"isolation", c.isolation}});
+  root.insert("storage", toml::table{{"dir", c.store_dir}, {"capacity_gb", c.capacity_gb}, {"fsync", c.fsync}});
+  toml::table schedule{{"policy", c.policy},
+                       {"alpha_s", c.alpha_s},
+                       {"beta_s", c.beta_s},
+                       {"alpha_tokens", integer(c.alpha_tokens)},
+                       {"beta_tokens", integer(c.beta_tokens)},
+                       {"z_slack", c.z_slack},
+                       {"quota_ms", c.quota_ms},
+                       {"quota_scope", c.quota_scope}};
+  if (!c.switches.empty()) {
+    toml::array switches;
+    for (const auto& s : c.switches) switches.push_back(toml::table{{"at_s", s.at_s}, {"policy", s.policy}});
+    schedule.insert("switch", std::move(switches));
+  }
+  root.insert("schedule", std::move(schedule));
+  root.insert("runtime", toml::table{{"prefetch_layers", integer(c.prefetch_layers)},
+                                     {"max_decode_batch", integer(c.max_decode_batch)},
+                                     {"timeout_s", c.timeout_s},
+                                     {"model_traffic_kb", integer(c.model_traffic_kb)}});
+  std::ostringstream out;
+  out << root << "\n";
+  return out.str();
+}
+
 cluster_config load_cluster_config(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw user_error(fmt::format("cluster file '{}' cannot be opened", path));

@@ -60,6 +60,9 @@ struct cluster_config {
 cluster_config load_cluster_config(const std::string& path);
 // Same from a string (`origin` names it in messages).
 cluster_config parse_cluster_config(const std::string& text, const std::string& origin);
+// The cluster file that parses back to `c` (every key written, doubles exactly): how a launcher hands its
+// validated configuration to the node processes it starts.
+std::string format_cluster_config(const cluster_config& c);
 // Checks values that only make sense together (e.g. HBM smaller than one block); throws user_error.
 void validate_cluster_config(const cluster_config& c, const std::string& origin);
 

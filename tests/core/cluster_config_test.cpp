@@ -78,3 +78,78 @@ TEST_CASE("cluster file: unknown keys, wrong types and impossible values name fi
   CHECK_THROWS_WITH_AS(parse_cluster_config("[model\n", "a.toml"), doctest::Contains("a.toml:1"), user_error);
   CHECK_THROWS_AS(load_cluster_config("/nonexistent/cluster.toml"), user_error);
 }
+
+TEST_CASE("cluster file: format_cluster_config parses back to the same configuration, every key") {
+  cluster_config c;
+  c.model = "models/my \"qwen\" dir\\x";
+  c.backend = "modeled";
+  c.gpu = "h100";
+  c.mfu = 1.0 / 3.0;
+  c.seed = 123456789012345ull;
+  c.prefill_nodes = 3;
+  c.decode_nodes = 5;
+  c.engines_per_node = 7;
+  c.block_tokens = 48;
+  c.snic_gb_per_s = 0.1 + 0.2;
+  c.cnic_gb_per_s = 12.5;
+  c.dram_buffer_gb = 0.064;
+  c.hbm_gb = 1e-3;
+  c.provider = "tcp";
+  c.kv_share = 0.07;
+  c.isolation = false;
+  c.store_dir = "data/run-dualpath";
+  c.capacity_gb = 2.75;
+  c.fsync = true;
+  c.policy = "round_robin";
+  c.alpha_s = 2.5;
+  c.beta_s = 4.25;
+  c.alpha_tokens = 1234;
+  c.beta_tokens = 5678;
+  c.z_slack = 1.2;
+  c.quota_ms = 123.456;
+  c.quota_scope = "forward";
+  c.switches = {{0.5, "basic"}, {9.75, "split"}};
+  c.prefetch_layers = 4;
+  c.max_decode_batch = 17;
+  c.model_traffic_kb = 96;
+  c.timeout_s = 42.5;
+
+  const std::string text = format_cluster_config(c);
+  CAPTURE(text);
+  const cluster_config d = parse_cluster_config(text, "formatted");
+  CHECK(d.model == c.model);
+  CHECK(d.backend == c.backend);
+  CHECK(d.gpu == c.gpu);
+  CHECK(d.mfu == c.mfu);  // exact: doubles are written so they read back bit for bit
+  CHECK(d.seed == c.seed);
+  CHECK(d.prefill_nodes == c.prefill_nodes);
+  CHECK(d.decode_nodes == c.decode_nodes);
+  CHECK(d.engines_per_node == c.engines_per_node);
+  CHECK(d.block_tokens == c.block_tokens);
+  CHECK(d.snic_gb_per_s == c.snic_gb_per_s);
+  CHECK(d.cnic_gb_per_s == c.cnic_gb_per_s);
+  CHECK(d.dram_buffer_gb == c.dram_buffer_gb);
+  CHECK(d.hbm_gb == c.hbm_gb);
+  CHECK(d.provider == c.provider);
+  CHECK(d.kv_share == c.kv_share);
+  CHECK(d.isolation == c.isolation);
+  CHECK(d.store_dir == c.store_dir);
+  CHECK(d.capacity_gb == c.capacity_gb);
+  CHECK(d.fsync == c.fsync);
+  CHECK(d.policy == c.policy);
+  CHECK(d.alpha_s == c.alpha_s);
+  CHECK(d.beta_s == c.beta_s);
+  CHECK(d.alpha_tokens == c.alpha_tokens);
+  CHECK(d.beta_tokens == c.beta_tokens);
+  CHECK(d.z_slack == c.z_slack);
+  CHECK(d.quota_ms == c.quota_ms);
+  CHECK(d.quota_scope == c.quota_scope);
+  REQUIRE(d.switches.size() == 2);
+  CHECK(d.switches[1].at_s == c.switches[1].at_s);
+  CHECK(d.switches[1].policy == c.switches[1].policy);
+  CHECK(d.prefetch_layers == c.prefetch_layers);
+  CHECK(d.max_decode_batch == c.max_decode_batch);
+  CHECK(d.model_traffic_kb == c.model_traffic_kb);
+  CHECK(d.timeout_s == c.timeout_s);
+  CHECK(format_cluster_config(d) == text);
+}
