@@ -32,3 +32,8 @@ CAF_ADD_ATOM(dualpath, dualpath::atom, engine_st, "engine_st")
 CAF_ADD_ATOM(dualpath, dualpath::atom, verify, "verify")
 CAF_ADD_ATOM(dualpath, dualpath::atom, stop, "stop")
 CAF_ADD_ATOM(dualpath, dualpath::atom, persisted, "persisted")
+
+// Multi-process runs (actors/deployment.hpp): node processes joining the launcher's registry.
+CAF_ADD_ATOM(dualpath, dualpath::atom, join, "join")
+CAF_ADD_ATOM(dualpath, dualpath::atom, wire, "wire")
+CAF_ADD_ATOM(dualpath, dualpath::atom, ready, "ready")

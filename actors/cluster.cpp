@@ -10,10 +10,11 @@
 #include <memory>
 
 #include "actors/control.hpp"
+#include "actors/deployment.hpp"
 #include "actors/engines.hpp"
-#include "actors/leader.hpp"
-#include "actors/node_actors.hpp"
+#include "actors/node_host.hpp"
 #include "actors/runtime_messages.hpp"
+#include "actors/system_config.hpp"
 #include "core/cost_model.hpp"
 #include "core/errors.hpp"
 #include "schedule/calibration.hpp"
@@ -40,15 +41,6 @@ std::string scheduler_policy_for(const std::string& run_policy) {
   if (run_policy == "basic" || run_policy == "layerwise" || run_policy == "oracle") return "basic";
   return run_policy;
 }
-
-struct run_config : caf::actor_system_config {
-  run_config() {
-    load<caf::io::middleman>();
-    add_message_types<caf::id_block::dualpath>();
-    set("logger.console-verbosity", caf::atom("quiet"));
-    set("logger.file-verbosity", caf::atom("quiet"));
-  }
-};
 
 double seconds_between(int64_t a, int64_t b) { return a && b ? double(b - a) / 1e9 : 0; }
 
@@ -122,58 +114,25 @@ run_summary run_cluster(const run_options& o) {
   check_run_policy(o.policy);
   const auto& c = o.config;
   const std::string origin = "cluster configuration";
-  validate_cluster_config(c, origin);
+  if (o.processes && o.policy == "oracle")
+    throw user_error("the oracle policy copies KV with memcpy inside one process; run it without --processes");
+  if (o.processes && o.node_program.empty()) throw user_error("a multi-process run needs the dualpath executable");
+  run_base base = prepare_run(c, origin);
+  const model_spec& spec = base.spec;
+  const runtime::kv_geometry& geo = base.geometry;
+  std::shared_ptr<gpu::compute_backend> first = base.first;
+  const gpu::backend_options& bo = base.backend_options;
 
-  gpu::backend_options bo;
-  bo.kind = c.backend;
-  bo.model = c.model;
-  bo.gpu_profile = c.gpu;
-  bo.mfu = c.mfu;
-  bo.seed = c.seed;
-  std::shared_ptr<gpu::compute_backend> first = gpu::make_backend(bo);
-  const model_spec spec = first->model();
-  const uint32_t engines_total = c.total_nodes() * c.engines_per_node;
-
-  runtime::kv_geometry geo;
-  geo.layers = spec.layers;
-  geo.block_tokens = c.block_tokens ? c.block_tokens : spec.block_tokens;
-  geo.bytes_per_token_layer = spec.kv_bytes_per_token_layer;
-  const uint64_t hbm_bytes = uint64_t(c.hbm_gb * 1e9);
-  if (hbm_bytes < 2 * geo.block_bytes() + uint64_t(c.model_traffic_kb) * 1024)
-    throw user_error(fmt::format("{}: key 'hardware.hbm_gb': {} bytes cannot hold two Full Blocks of {} ({} bytes)",
-                                 origin, hbm_bytes, spec.name, geo.block_bytes()));
-
-  storage::store_options so;
-  so.dir = c.store_dir;
-  so.format = {runtime::model_fingerprint(spec.name, c.backend, c.seed, geo), geo.layers, geo.block_tokens,
-               uint32_t(geo.bytes_per_token_layer)};
-  so.capacity_bytes = uint64_t(c.capacity_gb * 1e9);
-  so.fsync = c.fsync;
-  auto store = storage::block_store::open(so);
-
-  // Node data planes (before the actor system: they must outlive every actor that points at them).
+  // Node data planes of the embedded cluster (before the actor system: they must outlive every actor that
+  // points at them). Node processes build their own.
   std::vector<std::unique_ptr<runtime::node_io>> ios;
-  for (uint32_t n = 0; n < c.total_nodes(); ++n) {
-    runtime::node_io_options no;
-    no.node = n;
-    for (uint32_t i = 0; i < c.engines_per_node; ++i) no.engines.push_back(n * c.engines_per_node + i);
-    no.geometry = geo;
-    no.buffer_bytes = uint64_t(c.dram_buffer_gb * 1e9);
-    no.hbm_bytes = hbm_bytes;
-    no.snic_gb_per_s = c.snic_gb_per_s;
-    no.fabric.provider = c.provider;
-    no.fabric.rate_gb_per_s = c.cnic_gb_per_s;
-    no.fabric.isolation = c.isolation;
-    no.fabric.kv_share = c.kv_share;
-    no.fabric.timeout = std::chrono::milliseconds(int64_t(c.timeout_s * 1000));
-    no.timeout = no.fabric.timeout;
-    no.bypass = o.policy == "oracle";
-    ios.push_back(std::make_unique<runtime::node_io>(no, *store));
+  if (!o.processes) {
+    for (uint32_t n = 0; n < c.total_nodes(); ++n) ios.push_back(make_node_io(c, geo, n, o.policy == "oracle", *base.store));
+    runtime::fabric_directory directory(c.total_nodes() * c.engines_per_node);
+    for (auto& io : ios)
+      for (auto& e : io->entries()) directory[e.engine] = e;
+    for (auto& io : ios) io->connect(directory);
   }
-  runtime::fabric_directory directory(engines_total);
-  for (auto& io : ios)
-    for (auto& e : io->entries()) directory[e.engine] = e;
-  for (auto& io : ios) io->connect(directory);
 
   // α and β from the hardware and the compute fit (DESIGN §7.2).
   const auto fit = first->fit();
@@ -194,16 +153,9 @@ run_summary run_cluster(const run_options& o) {
   std::string stall;  // why the run stopped making progress, if it did
   std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> to_verify;  // prompt, generated
   {
-    run_config cfg;
+    system_config cfg;
     caf::actor_system sys{cfg};
-    auto view = std::make_shared<cluster_view>();
-    view->geometry = geo;
-    view->slot_stride = store->read_buffer_bytes();
-    view->payload_offset = store->payload_offset();
-    view->config = c;
-    view->vocab = spec.vocab ? spec.vocab : 32000;
-    view->policy = o.policy;
-    view->store = store.get();
+    auto view = make_view(base, c, o.policy);
 
     scheduler_options sched;
     sched.policy = scheduler_policy_for(o.policy);
@@ -215,36 +167,35 @@ run_summary run_cluster(const run_options& o) {
       if (o.on_control_port) o.on_control_port(port);
     }
 
-    std::vector<caf::actor> all;  // every actor to stop at the end
+    std::vector<caf::actor> all;  // every actor of this process to stop at the end
     all.push_back(caf::actor_cast<caf::actor>(view->scheduler));
-    for (auto& io : ios) {
-      view->traffic_queues.push_back(spawn_traffic_queue(sys, *io));
-      all.push_back(caf::actor_cast<caf::actor>(view->traffic_queues.back()));
-    }
-    view->engines.resize(engines_total);
-    view->leaders.resize(c.total_nodes());
     caf::scoped_actor self{sys};
     for (const auto& script : o.scripts) {
       view->clients.push_back(spawn_agent_client(sys, view, script, caf::actor_cast<caf::actor>(self)));
       all.push_back(caf::actor_cast<caf::actor>(view->clients.back()));
     }
-    for (uint32_t e = 0; e < engines_total; ++e) {
-      engine_setup es;
-      es.engine = e;
-      es.view = view;
-      es.io = ios[view->node_of(e)].get();
-      es.backend = e == 0 ? first : std::shared_ptr<gpu::compute_backend>(gpu::make_backend(bo));
-      es.worker = spawn_compute_worker(sys, es.backend);
-      all.push_back(caf::actor_cast<caf::actor>(es.worker));
-      const bool prefill = view->is_prefill_node(view->node_of(e));
-      view->engines[e] = prefill ? spawn_prefill_engine(sys, es) : spawn_decode_engine(sys, es);
-      all.push_back(caf::actor_cast<caf::actor>(view->engines[e]));
+    auto stop_all = [&] {
+      for (auto& a : all) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    };
+    std::unique_ptr<node_processes> nodes;
+    if (o.processes) {
+      try {
+        nodes = std::make_unique<node_processes>(sys, *view, o.node_program);
+      } catch (...) {
+        stop_all();
+        throw;
+      }
+      if (o.on_nodes_started) o.on_nodes_started(nodes->pids());
+    } else {
+      for (uint32_t n = 0; n < c.total_nodes(); ++n) {
+        node_actors na = spawn_node_actors(sys, base, view, *ios[n], n, n == 0 ? first : nullptr);
+        view->traffic_queues[n] = na.traffic_queue;
+        view->leaders[n] = na.leader;
+        for (size_t i = 0; i < na.engines.size(); ++i) view->engines[n * c.engines_per_node + i] = na.engines[i];
+        all.insert(all.end(), na.all.begin(), na.all.end());
+      }
+      for (auto& l : view->leaders) caf::anon_send(l, atom::tick_v);
     }
-    for (uint32_t n = 0; n < c.total_nodes(); ++n) {
-      view->leaders[n] = spawn_leader(sys, view, n, ios[n].get());
-      all.push_back(caf::actor_cast<caf::actor>(view->leaders[n]));
-    }
-    for (auto& l : view->leaders) caf::anon_send(l, atom::tick_v);
 
     run_progress progress;
     progress.agents_total = uint32_t(o.scripts.size());
@@ -275,7 +226,8 @@ run_summary run_cluster(const run_options& o) {
           },
           caf::after(std::chrono::milliseconds(200)) >>
               [&] {
-                if (seconds_between(last_event, now_ns()) > c.timeout_s)
+                if (nodes) stall = nodes->check();
+                if (stall.empty() && seconds_between(last_event, now_ns()) > c.timeout_s)
                   stall = fmt::format("no turn finished for {:.0f} s ({} of {} turns done{})", c.timeout_s,
                                       progress.turns_done, progress.turns_total, waiting_hint(self, *view));
               });
@@ -289,9 +241,21 @@ run_summary run_cluster(const run_options& o) {
       progress.elapsed_s = seconds_between(t0, now_ns());
       o.on_progress(progress);
     }
-    for (auto& a : all) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    if (nodes && stall.empty()) {
+      try {
+        for (const auto& s : nodes->stats()) {
+          summary.snic_bytes.push_back(s.snic_bytes);
+          summary.persisted_blocks += s.persisted_blocks;
+        }
+        nodes->stop();
+      } catch (const user_error& e) {
+        stall = e.what();
+      }
+    }
+    nodes.reset();  // ends node processes still running
+    stop_all();
   }  // the actor system waits here for every actor to stop
-  if (!stall.empty()) throw user_error("run stalled: " + stall);
+  if (!stall.empty()) throw user_error((o.processes ? "run failed: " : "run stalled: ") + stall);
 
   for (auto& io : ios) {
     const auto s = io->stats();

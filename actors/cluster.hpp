@@ -1,6 +1,7 @@
 #pragma once
-// The embedded cluster (DESIGN §13): every node's actors in this one process, storage in a local
-// directory, KV over libfabric. run_cluster() replays agent scripts under one policy and reports.
+// A cluster run (DESIGN §13): by default every node's actors in this one process (the embedded cluster);
+// with `processes`, one process per node. Storage in a local directory, KV over libfabric either way.
+// run_cluster() replays agent scripts under one policy and reports.
 #include <functional>
 #include <optional>
 #include <string>
@@ -36,6 +37,11 @@ struct run_options {
   std::optional<uint16_t> control_port;  // publish the scheduler's control port here (0: any free port)
   std::function<void(const run_progress&)> on_progress;  // called about once per second
   std::function<void(uint16_t)> on_control_port;         // the bound control port, once published
+  // One process per node (DESIGN §13): the launcher keeps the scheduler and the clients and starts
+  // `node_program node --registry ...` for every node. Not for `oracle` (its copies are in-process memcpy).
+  bool processes = false;
+  std::string node_program;                              // the dualpath executable
+  std::function<void(const std::vector<int>&)> on_nodes_started;  // pids of the node processes
 };
 
 // Runs the cluster until every script finished; throws user_error on bad configuration, or when the run

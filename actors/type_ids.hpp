@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "actors/atoms.hpp"
+#include "actors/deployment_handles.hpp"
 
 namespace dualpath::schema {
 // Cap'n Proto structs (generated from schema/*.capnp) that travel in envelopes.
@@ -30,6 +31,9 @@ struct LoadBlocks;
 struct LoadResult;
 struct Slots;
 struct CopyBatch;
+struct NodeSetup;
+struct FabricDirectory;
+struct NodeStats;
 }  // namespace dualpath::schema
 
 namespace dualpath::actors {
@@ -89,4 +93,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(dualpath, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::LoadResult>))
   CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::Slots>))
   CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::CopyBatch>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::NodeSetup>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::FabricDirectory>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::NodeStats>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::node_handles))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::cluster_handles))
 CAF_END_TYPE_ID_BLOCK(dualpath)

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "actors/system_config.hpp"
 #include "actors/control.hpp"
 #include "apps/command_registry.hpp"
 #include "core/errors.hpp"
@@ -15,15 +16,6 @@
 namespace {
 
 using namespace dualpath;
-
-struct ctl_config : caf::actor_system_config {
-  ctl_config() {
-    load<caf::io::middleman>();
-    add_message_types<caf::id_block::dualpath>();
-    set("logger.console-verbosity", caf::atom("quiet"));
-    set("logger.file-verbosity", caf::atom("quiet"));
-  }
-};
 
 struct ctl_options {
   std::string connect;
@@ -47,7 +39,7 @@ void with_client(const ctl_options& o, F f) {
   if (o.connect.empty()) throw user_error("ctl: --connect HOST:PORT is required (the scheduler's control port)");
   if (o.timeout_ms <= 0) throw user_error("ctl: --timeout-ms must be positive");
   const auto [host, port] = actors::parse_host_port(o.connect, "ctl --connect");
-  ctl_config cfg;
+  actors::system_config cfg;
   caf::actor_system sys{cfg};
   actors::control_client client(sys, host, port, std::chrono::milliseconds(o.timeout_ms));
   f(client);
@@ -107,7 +99,7 @@ void serve(const ctl_options& o) {
   actors::scheduler_options so;
   so.policy = o.policy;
   for (const auto& s : o.switches) so.switches.push_back(parse_switch(s));
-  ctl_config cfg;
+  actors::system_config cfg;
   caf::actor_system sys{cfg};
   auto sched = actors::spawn_scheduler(sys, so);
   uint16_t bound = 0;

@@ -53,7 +53,7 @@ struct run_args {
   uint32_t agents = 0, verify_every = 0, max_turns = 0;
   double aps = 0;
   uint64_t seed = 1;
-  bool quiet = false, tool_time = false, keep_store = false, verify_every_set = false;
+  bool quiet = false, tool_time = false, keep_store = false, verify_every_set = false, processes = false;
   std::optional<uint16_t> control_port;
 };
 
@@ -161,6 +161,8 @@ void run_command(const run_args& a) {
     o.verify_every = verify_every;
     for (auto& s : o.scripts) s.verify_every = verify_every;
     o.control_port = a.control_port;
+    o.processes = a.processes;
+    if (a.processes) o.node_program = fs::read_symlink("/proc/self/exe").string();
     if (o.control_port)
       o.on_control_port = [](uint16_t port) { fmt::print(stderr, "scheduler control port: 127.0.0.1:{}\n", port); };
     if (!a.quiet) {
@@ -214,6 +216,8 @@ void setup(CLI::App& root) {
   cmd->add_option_function<uint16_t>(
       "--control-port", [a](uint16_t port) { a->control_port = port; },
       "Publish the scheduler's control port for `dualpath ctl` on 127.0.0.1:PORT (0: any free port, printed)");
+  cmd->add_flag("--processes", a->processes,
+                "One process per node (`dualpath node`), started and wired by this launcher; not for oracle");
   cmd->add_flag("--tool-time", a->tool_time, "Replay the trace's tool time between turns (default: zero)");
   cmd->add_flag("--keep-store", a->keep_store, "Do not clear the policy's store directory first");
   cmd->add_flag("--quiet", a->quiet, "Print nothing; use --report");

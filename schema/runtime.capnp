@@ -92,3 +92,39 @@ struct CopyBatch {
   ops @0 :List(CopyOp);
   kvClass @1 :Bool;         # true: kv traffic class, false: model class
 }
+
+# Multi-process runs (DESIGN §13): what a launcher and the node processes it starts tell each other.
+
+# The registry's answer to a joining node: the run it belongs to.
+struct NodeSetup {
+  clusterFile @0 :Text;     # the launcher's validated configuration, as a cluster file
+  policy @1 :Text;          # run policy
+}
+
+# A registered memory region at one endpoint.
+struct Region {
+  addr @0 :UInt64;
+  key @1 :UInt64;
+  length @2 :UInt64;
+}
+
+# One engine's CNIC as every peer needs it: its fabric address and its two registered regions.
+struct EndpointEntry {
+  engine @0 :UInt32;
+  node @1 :UInt32;
+  address @2 :Data;
+  buffer @3 :Region;        # the node's DRAM buffer as registered at this endpoint
+  hbm @4 :Region;           # the engine's HBM arena
+}
+
+# Endpoints of one node (when it registers) or of the whole cluster (the registry's answer).
+struct FabricDirectory {
+  entries @0 :List(EndpointEntry);
+}
+
+# A node process's data-plane counters at the end of a run.
+struct NodeStats {
+  node @0 :UInt32;
+  snicBytes @1 :UInt64;
+  persistedBlocks @2 :UInt64;
+}

@@ -1,0 +1,87 @@
+#pragma once
+// One process per node (DESIGN §13). The launcher keeps the scheduler and the agent clients, publishes a
+// registry on a local port and starts `dualpath node --registry HOST:PORT --node N` for every node. Each
+// node process joins the registry, gets the run's cluster file and policy, builds its node (data plane,
+// traffic queue, engines, leader), registers its actor handles and CNIC endpoints, and gets back everyone
+// else's. Nodes then share nothing but CAF messages (the middleman), the fabric and the store directory.
+#include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/cluster_view.hpp"
+#include "actors/node_io.hpp"
+#include "actors/type_ids.hpp"
+
+namespace dualpath::actors {
+
+// The launcher's registry.
+using registry_actor = caf::typed_actor<
+    // Node -> registry: node N joins; the answer is its run (cluster file text and policy).
+    caf::replies_to<atom::join, uint32_t>::with<envelope<schema::NodeSetup>>,
+    // Node -> registry: its actors and endpoints are up. Answered once every node has registered, with
+    // every handle of the cluster and every endpoint.
+    caf::replies_to<atom::wire, node_handles, envelope<schema::FabricDirectory>>::with<
+        cluster_handles, envelope<schema::FabricDirectory>>,
+    // Node -> registry: node N connected its endpoints to every peer.
+    caf::reacts_to<atom::ready, uint32_t>>;
+
+// A node process's own small control actor, reached by the launcher.
+using node_control_actor = caf::typed_actor<
+    // The node's data-plane counters.
+    caf::replies_to<atom::stats>::with<envelope<schema::NodeStats>>,
+    // The run is over: stop this node's actors and exit.
+    caf::reacts_to<atom::stop>>;
+
+struct node_counters {
+  uint32_t node = 0;
+  uint64_t snic_bytes = 0, persisted_blocks = 0;
+};
+
+// Cluster-file text plus policy; the endpoints of one node or of all; a node's counters.
+envelope<schema::NodeSetup> encode_setup(const std::string& cluster_file, const std::string& policy);
+std::pair<std::string, std::string> decode(const envelope<schema::NodeSetup>& e);
+envelope<schema::FabricDirectory> encode(const std::vector<runtime::endpoint_entry>& entries);
+std::vector<runtime::endpoint_entry> decode(const envelope<schema::FabricDirectory>& e);
+envelope<schema::NodeStats> encode(const node_counters& x);
+node_counters decode(const envelope<schema::NodeStats>& e);
+
+// The launcher's side: starts and watches the node processes of one run.
+class node_processes {
+ public:
+  // Publishes a registry for `view` (its scheduler and clients must be set), starts `program node ...` for
+  // every node, and returns once all are wired and connected. user_error if a node process ends or the
+  // start-up takes longer than the configured timeout.
+  node_processes(caf::actor_system& sys, const cluster_view& view, const std::string& program);
+  ~node_processes();  // ends node processes still running (SIGKILL after a grace period)
+  node_processes(const node_processes&) = delete;
+  node_processes& operator=(const node_processes&) = delete;
+
+  // "" while every node process runs; otherwise which one ended, and how.
+  std::string check();
+  // Counters of every node (user_error if one does not answer within the timeout).
+  std::vector<node_counters> stats();
+  // Asks every node to stop and waits for the processes to exit.
+  void stop();
+  const std::vector<int>& pids() const { return pids_; }
+
+ private:
+  caf::actor_system& sys_;
+  std::chrono::milliseconds timeout_;
+  std::vector<int> pids_;
+  std::vector<bool> reaped_;
+  std::vector<node_control_actor> controls_;
+  caf::actor registry_;
+};
+
+// The node process's side (`dualpath node`): joins the registry at host:port as node `node`, hosts that
+// node until the launcher says stop, then returns. user_error when the registry cannot be reached or
+// stops answering (every wait is bounded by `timeout`).
+void run_node_process(const std::string& host, uint16_t port, uint32_t node, std::chrono::milliseconds timeout);
+
+}  // namespace dualpath::actors

@@ -1,0 +1,32 @@
+// `dualpath node`: one node of a multi-process run, started by `dualpath run --processes` (DESIGN §13).
+// It joins the launcher's registry, hosts its node's data plane, engines and leader, and exits when the
+// launcher says stop (or is gone).
+#include "actors/control.hpp"
+#include "actors/deployment.hpp"
+#include "apps/command_registry.hpp"
+#include "core/errors.hpp"
+
+namespace {
+
+struct node_args {
+  std::string registry;
+  uint32_t node = 0;
+  int timeout_ms = 60000;
+};
+
+void setup(CLI::App& root) {
+  auto a = std::make_shared<node_args>();
+  auto* cmd = root.add_subcommand("node", "Host one node of a multi-process run (started by `dualpath run --processes`)");
+  cmd->add_option("--registry", a->registry, "The launcher's registry, HOST:PORT")->required();
+  cmd->add_option("--node", a->node, "This node's index in the cluster")->required();
+  cmd->add_option("--timeout-ms", a->timeout_ms, "Longest wait for the registry")->capture_default_str();
+  cmd->callback([a] {
+    if (a->timeout_ms <= 0) throw dualpath::user_error("node: --timeout-ms must be positive");
+    const auto [host, port] = dualpath::actors::parse_host_port(a->registry, "node --registry");
+    dualpath::actors::run_node_process(host, port, a->node, std::chrono::milliseconds(a->timeout_ms));
+  });
+}
+
+}  // namespace
+
+DUALPATH_COMMAND(setup);

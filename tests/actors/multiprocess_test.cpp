@@ -1,0 +1,139 @@
+// One process per node (DESIGN §13): the launcher starts `dualpath node` processes, wires them through its
+// registry, and the run behaves like the embedded one. Real processes, real sockets, real fabric.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "actors/cluster.hpp"
+#include "core/errors.hpp"
+#include "core/trace.hpp"
+
+using namespace dualpath;
+using namespace dualpath::actors;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string dualpath_binary() {
+  const char* env = std::getenv("DUALPATH_BINARY");
+  return env && *env ? env : DUALPATH_BINARY_DEFAULT;
+}
+
+struct scratch {
+  fs::path path = fs::temp_directory_path() / ("dualpath-multiprocess-test-" + std::to_string(getpid()));
+  scratch() {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~scratch() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+run_options processes_run(const fs::path& dir, const std::string& provider) {
+  run_options o;
+  cluster_config& c = o.config;
+  c.model = "tiny";
+  c.seed = 5;
+  c.prefill_nodes = 1;
+  c.decode_nodes = 2;
+  c.block_tokens = 16;
+  c.snic_gb_per_s = 0.004;  // storage-bound: both read paths get used
+  c.dram_buffer_gb = 0.032;
+  c.hbm_gb = 0.032;
+  c.provider = provider;
+  c.store_dir = (dir / ("store-" + provider)).string();
+  c.timeout_s = 30;
+  o.policy = "dualpath";
+  o.processes = true;
+  o.node_program = dualpath_binary();
+  for (uint32_t a = 0; a < 4; ++a) {
+    trajectory t;
+    for (uint32_t r = 0; r < 3; ++r) {
+      trace_round round;
+      round.append = 50 + 9 * a + 4 * r;
+      round.gen = 6;
+      round.keep = 6;
+      t.rounds.push_back(round);
+    }
+    agent_script s;
+    s.agent = a;
+    s.turns = t.turns();
+    s.verify_every = 1;
+    s.seed = 13;
+    o.scripts.push_back(s);
+  }
+  return o;
+}
+
+bool gone(int pid) { return kill(pid, 0) != 0; }
+
+}  // namespace
+
+TEST_CASE("one process per node: dualpath turns match a full recompute over tcp and shm, both paths used") {
+  scratch dir;
+  for (const char* provider : {"tcp", "shm"}) {
+    CAPTURE(provider);
+    auto o = processes_run(dir.path, provider);
+    std::vector<int> pids;
+    o.on_nodes_started = [&](const std::vector<int>& p) { pids = p; };
+    const auto s = run_cluster(o);
+    REQUIRE(pids.size() == 3);
+    for (int pid : pids) {
+      CHECK(pid != getpid());
+      CHECK(gone(pid));  // reaped once the run ended
+    }
+    CHECK(s.turns == 12);
+    CHECK(s.failed_turns == 0);
+    CHECK(s.verified_turns == 12);
+    CHECK(s.mismatched_turns == 0);
+    CHECK(s.path_pe > 0);
+    CHECK(s.path_de + s.path_split > 0);
+    REQUIRE(s.snic_bytes.size() == 3);  // counters come back from each node process
+    CHECK(s.snic_bytes[0] > 0);
+    CHECK(s.snic_bytes[1] + s.snic_bytes[2] > 0);
+    CHECK(s.persisted_blocks > 0);
+    CHECK(s.hit_blocks > 0);
+  }
+}
+
+TEST_CASE("one process per node: a node that dies ends the run with its name, and no node is left behind") {
+  scratch dir;
+  auto o = processes_run(dir.path, "tcp");
+  std::vector<int> pids;
+  o.on_nodes_started = [&](const std::vector<int>& p) {
+    pids = p;
+    kill(p[1], SIGKILL);  // a decode node, before any turn finished
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH_AS(run_cluster(o), doctest::Contains("node 1 (pid"), user_error);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
+  REQUIRE(pids.size() == 3);
+  for (int pid : pids) CHECK(gone(pid));
+}
+
+TEST_CASE("one process per node: oracle is refused, and a node without a registry exits 2 in time") {
+  scratch dir;
+  auto o = processes_run(dir.path, "tcp");
+  o.policy = "oracle";
+  CHECK_THROWS_WITH_AS(run_cluster(o), doctest::Contains("without --processes"), user_error);
+
+  const std::string err = (dir.path / "err.txt").string();
+  const std::string cmd = "timeout 20 '" + dualpath_binary() +
+                          "' node --registry 127.0.0.1:1 --node 0 --timeout-ms 500 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  std::ifstream in(err);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("127.0.0.1:1") != std::string::npos);
+}
