@@ -116,7 +116,8 @@ run_summary run_cluster(const run_options& o) {
   const std::string origin = "cluster configuration";
   if (o.processes && o.policy == "oracle")
     throw user_error("the oracle policy copies KV with memcpy inside one process; run it without --processes");
-  if (o.processes && o.node_program.empty()) throw user_error("a multi-process run needs the dualpath executable");
+  if (o.processes && o.node_program.empty() && o.node_registry.empty())
+    throw user_error("a multi-process run needs the dualpath executable or a node registry address");
   run_base base = prepare_run(c, origin);
   const model_spec& spec = base.spec;
   const runtime::kv_geometry& geo = base.geometry;
@@ -180,7 +181,7 @@ run_summary run_cluster(const run_options& o) {
     std::unique_ptr<node_processes> nodes;
     if (o.processes) {
       try {
-        nodes = std::make_unique<node_processes>(sys, *view, o.node_program);
+        nodes = std::make_unique<node_processes>(sys, *view, node_launch{o.node_program, o.node_registry, o.on_registry});
       } catch (...) {
         stop_all();
         throw;

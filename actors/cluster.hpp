@@ -38,9 +38,12 @@ struct run_options {
   std::function<void(const run_progress&)> on_progress;  // called about once per second
   std::function<void(uint16_t)> on_control_port;         // the bound control port, once published
   // One process per node (DESIGN §13): the launcher keeps the scheduler and the clients and starts
-  // `node_program node --registry ...` for every node. Not for `oracle` (its copies are in-process memcpy).
+  // `node_program node --registry ...` for every node, or, with node_registry set, publishes the registry
+  // there and waits for nodes started by hand. Not for `oracle` (its copies are in-process memcpy).
   bool processes = false;
   std::string node_program;                              // the dualpath executable
+  std::string node_registry;                             // HOST:PORT: nodes join instead of being started
+  std::function<void(const std::string&)> on_registry;   // with node_registry: the bound HOST:PORT
   std::function<void(const std::vector<int>&)> on_nodes_started;  // pids of the node processes
 };
 

@@ -135,15 +135,15 @@ scheduler_counters control_client::stats() {
   return decode(impl_->ask<envelope<schema::SchedulerStats>>(atom::stats_v));
 }
 
-std::pair<std::string, uint16_t> parse_host_port(const std::string& text, const std::string& what) {
+std::pair<std::string, uint16_t> parse_host_port(const std::string& text, const std::string& what, bool allow_any) {
   const auto colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
     throw user_error(what + ": expected HOST:PORT, got '" + text + "'");
   const std::string port_text = text.substr(colon + 1);
   char* end = nullptr;
   const unsigned long port = std::strtoul(port_text.c_str(), &end, 10);
-  if (*end != '\0' || port == 0 || port > 65535)
-    throw user_error(what + ": port must be 1-65535, got '" + port_text + "'");
+  if (*end != '\0' || (port == 0 && !allow_any) || port > 65535)
+    throw user_error(what + ": port must be " + (allow_any ? "0-65535" : "1-65535") + ", got '" + port_text + "'");
   return {text.substr(0, colon), uint16_t(port)};
 }
 

@@ -49,7 +49,9 @@ class control_client {
   std::unique_ptr<impl> impl_;
 };
 
-// Parses "HOST:PORT"; throws user_error naming `what` on bad input.
-std::pair<std::string, uint16_t> parse_host_port(const std::string& text, const std::string& what);
+// Parses "HOST:PORT"; throws user_error naming `what` on bad input. Port 0 ("any free port") only where
+// `allow_any` (an address to listen on).
+std::pair<std::string, uint16_t> parse_host_port(const std::string& text, const std::string& what,
+                                                 bool allow_any = false);
 
 }  // namespace dualpath::actors

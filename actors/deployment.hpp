@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,14 +52,22 @@ std::vector<runtime::endpoint_entry> decode(const envelope<schema::FabricDirecto
 envelope<schema::NodeStats> encode(const node_counters& x);
 node_counters decode(const envelope<schema::NodeStats>& e);
 
-// The launcher's side: starts and watches the node processes of one run.
+// How the launcher gets its node processes: it starts them on this host (spawn), or it publishes the
+// registry at `listen` and waits for nodes started by hand, on any host (join).
+struct node_launch {
+  std::string program;  // spawn: the dualpath executable, started as `program node ...` once per node
+  std::string listen;   // join: HOST:PORT to publish the registry on (port 0: any free port)
+  std::function<void(const std::string& registry)> on_registry;  // join: where nodes must connect
+};
+
+// The launcher's side: starts (or waits for) and watches the node processes of one run.
 class node_processes {
  public:
-  // Publishes a registry for `view` (its scheduler and clients must be set), starts `program node ...` for
-  // every node, and returns once all are wired and connected. user_error if a node process ends or the
-  // start-up takes longer than the configured timeout.
-  node_processes(caf::actor_system& sys, const cluster_view& view, const std::string& program);
-  ~node_processes();  // ends node processes still running (SIGKILL after a grace period)
+  // Publishes a registry for `view` (its scheduler and clients must be set), gets a process for every
+  // node, and returns once all are wired and connected. user_error if a node process ends or start-up
+  // takes longer than the configured timeout (naming the nodes that never joined).
+  node_processes(caf::actor_system& sys, const cluster_view& view, const node_launch& launch);
+  ~node_processes();  // stops node processes still running (spawned ones: SIGKILL after a grace period)
   node_processes(const node_processes&) = delete;
   node_processes& operator=(const node_processes&) = delete;
 
@@ -66,17 +75,23 @@ class node_processes {
   std::string check();
   // Counters of every node (user_error if one does not answer within the timeout).
   std::vector<node_counters> stats();
-  // Asks every node to stop and waits for the processes to exit.
+  // Asks every node to stop and waits until they have.
   void stop();
-  const std::vector<int>& pids() const { return pids_; }
+  const std::vector<int>& pids() const { return pids_; }  // spawned node processes, by node
 
  private:
+  void spawn_nodes(const std::string& program, const std::string& registry_at, uint32_t nodes);
+  void shutdown();
+
   caf::actor_system& sys_;
   std::chrono::milliseconds timeout_;
   std::vector<int> pids_;
   std::vector<bool> reaped_;
   std::vector<node_control_actor> controls_;
+  std::vector<bool> stopped_;                   // node's control actor is gone (down message seen)
+  std::unique_ptr<caf::scoped_actor> watcher_;  // monitors every node's control actor
   caf::actor registry_;
+  uint16_t port_ = 0;
 };
 
 // The node process's side (`dualpath node`): joins the registry at host:port as node `node`, hosts that

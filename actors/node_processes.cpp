@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "actors/control.hpp"
 #include "actors/deployment.hpp"
 #include "core/errors.hpp"
 
@@ -64,6 +65,7 @@ registry_actor::behavior_type registry(registry_actor::stateful_pointer<registry
   return {
       [self](atom::join, uint32_t node) -> caf::result<envelope<schema::NodeSetup>> {
         if (auto why = self->state.refuse(node); !why.empty()) return caf::make_error(caf::sec::invalid_argument, why);
+        caf::anon_send(self->state.launcher, atom::join_v, node);
         return encode_setup(self->state.cluster_file, self->state.policy);
       },
       [self](atom::wire, const node_handles& h, const envelope<schema::FabricDirectory>& e) -> wiring_promise {
@@ -88,20 +90,65 @@ std::string describe_exit(uint32_t node, int pid, int status) {
 
 }  // namespace
 
-node_processes::node_processes(caf::actor_system& sys, const cluster_view& view, const std::string& program)
+node_processes::node_processes(caf::actor_system& sys, const cluster_view& view, const node_launch& launch)
     : sys_(sys), timeout_(int64_t(view.config.timeout_s * 1000)) {
   const uint32_t nodes = view.nodes();
   cluster_handles handles;
   handles.scheduler = caf::actor_cast<caf::actor>(view.scheduler);
   for (const auto& c : view.clients) handles.clients.push_back(caf::actor_cast<caf::actor>(c));
+  watcher_ = std::make_unique<caf::scoped_actor>(sys);
   caf::scoped_actor self{sys};
   auto reg = sys.spawn(registry, nodes, format_cluster_config(view.config), view.policy, handles,
                        caf::actor_cast<caf::actor>(self));
   registry_ = caf::actor_cast<caf::actor>(reg);
-  auto port = sys.middleman().publish(reg, 0, "127.0.0.1");
-  if (!port) throw user_error("cannot publish the node registry: " + sys.render(port.error()));
 
-  const std::string registry_at = fmt::format("127.0.0.1:{}", *port);
+  std::string host = "127.0.0.1";
+  uint16_t want = 0;
+  if (!launch.listen.empty()) std::tie(host, want) = parse_host_port(launch.listen, "--node-registry", true);
+  auto port = sys.middleman().publish(reg, want, host.c_str());
+  if (!port) {
+    shutdown();
+    throw user_error(fmt::format("cannot publish the node registry on {}:{}: {}", host, want, sys.render(port.error())));
+  }
+  port_ = *port;
+  const std::string registry_at = fmt::format("{}:{}", host, port_);
+  try {
+    if (launch.listen.empty()) spawn_nodes(launch.program, registry_at, nodes);
+    else if (launch.on_registry) launch.on_registry(registry_at);
+
+    // Wait until every node is wired and connected, watching the processes meanwhile.
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    std::vector<bool> joined(nodes, false);
+    std::string failure;
+    bool ready = false;
+    cluster_handles wired;
+    while (!ready && failure.empty()) {
+      self->receive([&](atom::ready, const cluster_handles& h) { ready = true, wired = h; },
+                    [&](atom::join, uint32_t node) { joined.at(node) = true; },
+                    caf::after(std::chrono::milliseconds(100)) >> [&] {
+                      failure = check();
+                      if (failure.empty() && std::chrono::steady_clock::now() > deadline) {
+                        std::string missing;
+                        for (uint32_t n = 0; n < nodes; ++n)
+                          if (!joined[n]) missing += (missing.empty() ? "" : ", ") + std::to_string(n);
+                        failure = fmt::format("the nodes were not all up within {} s (never joined: {})",
+                                              timeout_.count() / 1000.0, missing.empty() ? "none" : missing);
+                      }
+                    });
+    }
+    if (!failure.empty()) throw user_error("multi-process run: " + failure);
+    for (const auto& n : wired.nodes) {
+      controls_.push_back(caf::actor_cast<node_control_actor>(n.control));
+      (*watcher_)->monitor(controls_.back());
+    }
+    stopped_.assign(controls_.size(), false);
+  } catch (...) {
+    shutdown();
+    throw;
+  }
+}
+
+void node_processes::spawn_nodes(const std::string& program, const std::string& registry_at, uint32_t nodes) {
   for (uint32_t n = 0; n < nodes; ++n) {
     const std::string node = std::to_string(n), timeout_ms = std::to_string(timeout_.count());
     std::vector<std::string> args{program, "node", "--registry", registry_at, "--node", node, "--timeout-ms", timeout_ms};
@@ -109,56 +156,42 @@ node_processes::node_processes(caf::actor_system& sys, const cluster_view& view,
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     pid_t pid = 0;
-    if (const int err = posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv.data(), environ); err != 0) {
+    if (const int err = posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv.data(), environ); err != 0)
       throw user_error(fmt::format("cannot start node {} as '{}': {}", n, program, std::strerror(err)));
-    }
     pids_.push_back(pid);
     reaped_.push_back(false);
   }
-
-  // Wait until every node is wired and connected, watching the processes meanwhile.
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
-  std::string failure;
-  bool ready = false;
-  cluster_handles wired;
-  while (!ready && failure.empty()) {
-    self->receive([&](atom::ready, const cluster_handles& h) { ready = true, wired = h; },
-                  caf::after(std::chrono::milliseconds(100)) >> [&] {
-                    failure = check();
-                    if (failure.empty() && std::chrono::steady_clock::now() > deadline)
-                      failure = fmt::format("the node processes did not start within {} s", timeout_.count() / 1000.0);
-                  });
-  }
-  if (!failure.empty()) throw user_error("multi-process run: " + failure);
-  for (const auto& n : wired.nodes) controls_.push_back(caf::actor_cast<node_control_actor>(n.control));
 }
 
-node_processes::~node_processes() {
-  bool running = false;
-  for (size_t i = 0; i < pids_.size(); ++i) running = running || !reaped_[i];
-  if (running) {
-    for (auto& c : controls_) caf::anon_send(c, atom::stop_v);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (std::chrono::steady_clock::now() < deadline) {
-      bool any = false;
-      for (size_t i = 0; i < pids_.size(); ++i) {
-        if (reaped_[i]) continue;
-        int status = 0;
-        if (waitpid(pids_[i], &status, WNOHANG) == pids_[i]) reaped_[i] = true;
-        else any = true;
-      }
-      if (!any) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+// Stops what is still running: asks every wired node to stop, gives spawned processes a grace period,
+// then kills and reaps them; closes the registry.
+void node_processes::shutdown() {
+  for (auto& c : controls_) caf::anon_send(c, atom::stop_v);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    bool running = false;
+    for (size_t i = 0; i < pids_.size(); ++i) {
+      if (reaped_[i]) continue;
+      if (waitpid(pids_[i], nullptr, WNOHANG) == pids_[i]) reaped_[i] = true;
+      else running = true;
     }
-    for (size_t i = 0; i < pids_.size(); ++i)
-      if (!reaped_[i]) {
-        kill(pids_[i], SIGKILL);
-        waitpid(pids_[i], nullptr, 0);
-        reaped_[i] = true;
-      }
+    if (!running || std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  caf::anon_send_exit(registry_, caf::exit_reason::user_shutdown);
+  for (size_t i = 0; i < pids_.size(); ++i)
+    if (!reaped_[i]) {
+      kill(pids_[i], SIGKILL);
+      waitpid(pids_[i], nullptr, 0);
+      reaped_[i] = true;
+    }
+  if (registry_) {
+    if (port_) sys_.middleman().unpublish(registry_, port_);
+    caf::anon_send_exit(registry_, caf::exit_reason::user_shutdown);
+    registry_ = nullptr;
+  }
 }
+
+node_processes::~node_processes() { shutdown(); }
 
 std::string node_processes::check() {
   for (size_t i = 0; i < pids_.size(); ++i) {
@@ -169,7 +202,23 @@ std::string node_processes::check() {
       return describe_exit(uint32_t(i), pids_[i], status);
     }
   }
-  return "";
+  // Nodes on other hosts (or not yet reaped): their control actor's down message says they are gone.
+  std::string gone;
+  bool more = true;
+  while (more && gone.empty()) {
+    more = false;
+    (*watcher_)->receive(
+        [&](const caf::down_msg& d) {
+          more = true;
+          for (size_t n = 0; n < controls_.size(); ++n)
+            if (controls_[n].address() == d.source && !stopped_[n]) {
+              stopped_[n] = true;
+              gone = fmt::format("node {} went away ({})", n, sys_.render(d.reason));
+            }
+        },
+        caf::after(std::chrono::seconds(0)) >> [] {});
+  }
+  return gone;
 }
 
 std::vector<node_counters> node_processes::stats() {
@@ -188,6 +237,7 @@ std::vector<node_counters> node_processes::stats() {
 void node_processes::stop() {
   for (auto& c : controls_) caf::anon_send(c, atom::stop_v);
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  // Spawned processes must exit cleanly; every node's control actor must go down.
   for (size_t i = 0; i < pids_.size(); ++i) {
     while (!reaped_[i]) {
       int status = 0;
@@ -202,6 +252,17 @@ void node_processes::stop() {
       }
     }
   }
+  while (std::count(stopped_.begin(), stopped_.end(), false) > 0) {
+    bool timed_out = false;
+    (*watcher_)->receive(
+        [&](const caf::down_msg& d) {
+          for (size_t n = 0; n < controls_.size(); ++n)
+            if (controls_[n].address() == d.source) stopped_[n] = true;
+        },
+        caf::after(std::chrono::milliseconds(100)) >> [&] { timed_out = std::chrono::steady_clock::now() > deadline; });
+    if (timed_out) throw user_error("multi-process run: a node did not stop within the timeout");
+  }
+  controls_.clear();  // nothing left to stop
 }
 
 }  // namespace dualpath::actors

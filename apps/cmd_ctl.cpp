@@ -88,13 +88,7 @@ actors::policy_switch parse_switch(const std::string& text) {
 }
 
 void serve(const ctl_options& o) {
-  const auto [host, port] = [&]() -> std::pair<std::string, uint16_t> {
-    const auto colon = o.listen.rfind(':');
-    if (colon == std::string::npos) throw user_error("ctl serve --listen: expected HOST:PORT, got '" + o.listen + "'");
-    const auto p = o.listen.substr(colon + 1);
-    if (p == "0") return {o.listen.substr(0, colon), 0};
-    return actors::parse_host_port(o.listen, "ctl serve --listen");
-  }();
+  const auto [host, port] = actors::parse_host_port(o.listen, "ctl serve --listen", true);
   if (!(o.seconds > 0)) throw user_error("ctl serve --seconds must be positive");
   actors::scheduler_options so;
   so.policy = o.policy;

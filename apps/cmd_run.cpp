@@ -55,6 +55,7 @@ struct run_args {
   uint64_t seed = 1;
   bool quiet = false, tool_time = false, keep_store = false, verify_every_set = false, processes = false;
   std::optional<uint16_t> control_port;
+  std::string node_registry;
 };
 
 std::vector<std::string> split_list(const std::string& s) {
@@ -161,8 +162,14 @@ void run_command(const run_args& a) {
     o.verify_every = verify_every;
     for (auto& s : o.scripts) s.verify_every = verify_every;
     o.control_port = a.control_port;
-    o.processes = a.processes;
-    if (a.processes) o.node_program = fs::read_symlink("/proc/self/exe").string();
+    o.processes = a.processes || !a.node_registry.empty();
+    if (a.node_registry.empty() && a.processes) o.node_program = fs::read_symlink("/proc/self/exe").string();
+    o.node_registry = a.node_registry;
+    const uint32_t node_count = config.total_nodes();
+    o.on_registry = [policy, node_count](const std::string& at) {
+      fmt::print(stderr, "{}: node registry at {}: start `dualpath node --registry {} --node N` for N = 0..{}\n",
+                 policy, at, at, node_count - 1);
+    };
     if (o.control_port)
       o.on_control_port = [](uint16_t port) { fmt::print(stderr, "scheduler control port: 127.0.0.1:{}\n", port); };
     if (!a.quiet) {
@@ -218,6 +225,9 @@ void setup(CLI::App& root) {
       "Publish the scheduler's control port for `dualpath ctl` on 127.0.0.1:PORT (0: any free port, printed)");
   cmd->add_flag("--processes", a->processes,
                 "One process per node (`dualpath node`), started and wired by this launcher; not for oracle");
+  cmd->add_option("--node-registry", a->node_registry,
+                  "One process per node, started by hand (any host): publish the registry on HOST:PORT (0: any "
+                  "free port, printed) and wait for the nodes to join");
   cmd->add_flag("--tool-time", a->tool_time, "Replay the trace's tool time between turns (default: zero)");
   cmd->add_flag("--keep-store", a->keep_store, "Do not clear the policy's store directory first");
   cmd->add_flag("--quiet", a->quiet, "Print nothing; use --report");

@@ -2,6 +2,7 @@
 // registry, and the run behaves like the embedded one. Real processes, real sockets, real fabric.
 #include <doctest/doctest.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,8 @@
 #include "actors/cluster.hpp"
 #include "core/errors.hpp"
 #include "core/trace.hpp"
+
+extern char** environ;
 
 using namespace dualpath;
 using namespace dualpath::actors;
@@ -77,6 +80,30 @@ run_options processes_run(const fs::path& dir, const std::string& provider) {
 
 bool gone(int pid) { return kill(pid, 0) != 0; }
 
+// Starts `dualpath node` by hand, as an operator would on another host.
+int start_node(const std::string& registry, uint32_t node, int timeout_ms = 10000) {
+  std::vector<std::string> args{dualpath_binary(), "node", "--registry", registry, "--node", std::to_string(node),
+                                "--timeout-ms", std::to_string(timeout_ms)};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) == 0);
+  return pid;
+}
+
+// The exit status of `pid`, waiting at most `seconds` (-1 if it is still running then: it gets killed).
+int exit_status(int pid, int seconds) {
+  for (int i = 0; i < seconds * 50; ++i) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    usleep(20000);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return -1;
+}
+
 }  // namespace
 
 TEST_CASE("one process per node: dualpath turns match a full recompute over tcp and shm, both paths used") {
@@ -136,4 +163,38 @@ TEST_CASE("one process per node: oracle is refused, and a node without a registr
   std::ifstream in(err);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(text.find("127.0.0.1:1") != std::string::npos);
+}
+
+TEST_CASE("nodes started by hand join the registry at --node-registry; the run is the same") {
+  scratch dir;
+  auto o = processes_run(dir.path, "tcp");
+  o.node_program.clear();
+  o.node_registry = "127.0.0.1:0";
+  std::vector<int> pids;
+  o.on_registry = [&](const std::string& at) {
+    for (uint32_t n = 0; n < 3; ++n) pids.push_back(start_node(at, 2 - n));  // any order
+  };
+  const auto s = run_cluster(o);
+  REQUIRE(pids.size() == 3);
+  for (int pid : pids) CHECK(exit_status(pid, 10) == 0);  // each node stops cleanly when told
+  CHECK(s.verified_turns == 12);
+  CHECK(s.mismatched_turns == 0);
+  CHECK(s.path_de + s.path_split > 0);
+  REQUIRE(s.snic_bytes.size() == 3);
+  CHECK(s.snic_bytes[1] + s.snic_bytes[2] > 0);
+}
+
+TEST_CASE("a node that never joins is named once the start-up timeout passes; the others exit") {
+  scratch dir;
+  auto o = processes_run(dir.path, "tcp");
+  o.config.timeout_s = 3;
+  o.node_program.clear();
+  o.node_registry = "127.0.0.1:0";
+  std::vector<int> pids;
+  o.on_registry = [&](const std::string& at) {
+    pids.push_back(start_node(at, 0, 4000));
+    pids.push_back(start_node(at, 2, 4000));
+  };
+  CHECK_THROWS_WITH_AS(run_cluster(o), doctest::Contains("never joined: 1"), user_error);
+  for (int pid : pids) CHECK(exit_status(pid, 15) == 2);  // they report the lost launcher and exit 2
 }
