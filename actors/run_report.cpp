@@ -125,4 +125,57 @@ std::string report_table(const std::vector<run_summary>& runs) {
   return out;
 }
 
+bool meets_slo(const run_summary& r, const serving_slo& slo) {
+  return r.turns > 0 && r.failed_turns == 0 && r.ttft.mean <= slo.ttft_s && r.tpot.mean <= slo.tpot_s;
+}
+
+double capacity_aps(std::vector<sweep_point> points, const serving_slo& slo) {
+  std::sort(points.begin(), points.end(), [](const sweep_point& a, const sweep_point& b) { return a.aps < b.aps; });
+  double capacity = 0;
+  for (const auto& p : points) {
+    if (!meets_slo(p.run, slo)) break;
+    capacity = p.aps;
+  }
+  return capacity;
+}
+
+nlohmann::json sweep_json(const aps_sweep& sweep, const serving_slo& slo) {
+  nlohmann::json j;
+  j["slo"] = {{"ttft_mean_s", slo.ttft_s}, {"tpot_mean_s", slo.tpot_s}};
+  j["policies"] = nlohmann::json::object();
+  for (const auto& [policy, points] : sweep) {
+    nlohmann::json pj;
+    pj["capacity_aps"] = capacity_aps(points, slo);
+    pj["points"] = nlohmann::json::array();
+    for (const auto& p : points)
+      pj["points"].push_back({{"aps", p.aps}, {"meets_slo", meets_slo(p.run, slo)}, {"run", to_json(p.run)}});
+    j["policies"][policy] = pj;
+  }
+  nlohmann::json ratio = nlohmann::json::object();
+  const std::pair<const char*, const char*> pairs[] = {{"dualpath", "basic"}, {"oracle", "dualpath"}};
+  for (auto [x, y] : pairs) {
+    if (!sweep.count(x) || !sweep.count(y)) continue;
+    const double cx = capacity_aps(sweep.at(x), slo), cy = capacity_aps(sweep.at(y), slo);
+    if (cx > 0 && cy > 0) ratio[std::string(x) + "_vs_" + y] = cx / cy;
+  }
+  j["capacity_ratio"] = ratio;
+  return j;
+}
+
+std::string sweep_table(const aps_sweep& sweep, const serving_slo& slo) {
+  std::string out = fmt::format("{:<12} {:>6} {:>10} {:>9} {:>10} {:>8} {:>6} {:>4}\n", "policy", "aps", "ttft_mean",
+                                "ttft_p99", "tpot_mean", "jct_s", "turns", "slo");
+  for (const auto& [policy, points] : sweep)
+    for (const auto& p : points)
+      out += fmt::format("{:<12} {:>6.2f} {:>10.3f} {:>9.3f} {:>10.4f} {:>8.2f} {:>6} {:>4}\n", policy, p.aps,
+                         p.run.ttft.mean, p.run.ttft.p99, p.run.tpot.mean, p.run.jct_s, p.run.turns,
+                         meets_slo(p.run, slo) ? "yes" : "no");
+  out += fmt::format("SLO: mean TTFT <= {} s, mean TPOT <= {} ms\n", slo.ttft_s, slo.tpot_s * 1000);
+  for (const auto& [policy, points] : sweep)
+    out += fmt::format("capacity {} = {:.2f} APS\n", policy, capacity_aps(points, slo));
+  const auto j = sweep_json(sweep, slo);  // named: items() must not outlive the object it walks
+  for (auto& [k, v] : j["capacity_ratio"].items()) out += fmt::format("capacity {} = {:.2f}\n", k, v.get<double>());
+  return out;
+}
+
 }  // namespace dualpath::actors

@@ -53,4 +53,24 @@ nlohmann::json to_json(const run_summary& s);
 nlohmann::json report_json(const std::vector<run_summary>& runs);
 std::string report_table(const std::vector<run_summary>& runs);
 
+// Online serving (DESIGN §11, §12): a run at a given arrival rate meets the SLO when no turn failed, the
+// mean TTFT is within ttft_s and the mean TPOT within tpot_s. A policy's capacity is the highest APS of a
+// sweep at which it, and every lower APS of the sweep, met the SLO (0 if the lowest did not).
+struct serving_slo {
+  double ttft_s = 4.0;
+  double tpot_s = 0.050;
+};
+struct sweep_point {
+  double aps = 0;
+  run_summary run;
+};
+using aps_sweep = std::map<std::string, std::vector<sweep_point>>;  // per policy
+
+bool meets_slo(const run_summary& r, const serving_slo& slo);
+double capacity_aps(std::vector<sweep_point> points, const serving_slo& slo);
+// {"slo": {...}, "policies": {P: {"capacity_aps": x, "points": [{aps, meets_slo, run}...]}},
+//  "capacity_ratio": {"dualpath_vs_basic": ...}}
+nlohmann::json sweep_json(const aps_sweep& sweep, const serving_slo& slo);
+std::string sweep_table(const aps_sweep& sweep, const serving_slo& slo);
+
 }  // namespace dualpath::actors

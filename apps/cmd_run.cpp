@@ -56,6 +56,8 @@ struct run_args {
   bool quiet = false, tool_time = false, keep_store = false, verify_every_set = false, processes = false;
   std::optional<uint16_t> control_port;
   std::string node_registry;
+  std::string aps_sweep;
+  actors::serving_slo slo;
 };
 
 std::vector<std::string> split_list(const std::string& s) {
@@ -126,12 +128,86 @@ std::vector<actors::agent_script> build_scripts(const run_args& a, bool embedded
   return scripts;
 }
 
+// One cluster run of `policy` over `scripts`, with the options of the command line.
+actors::run_summary run_policy(const run_args& a, const cluster_config& config, const std::string& policy,
+                               std::vector<actors::agent_script> scripts, uint32_t verify_every,
+                               const std::string& label) {
+  const bool tty = isatty(fileno(stderr));
+  actors::run_options o;
+  o.config = config;
+  o.config.store_dir = (fs::path(config.store_dir) / ("run-" + policy)).string();
+  // Each run starts from a cold store of its own, so the comparison is fair and repeatable.
+  if (!a.keep_store) {
+    std::error_code ec;
+    fs::remove_all(o.config.store_dir, ec);
+  }
+  o.policy = policy;
+  o.scripts = std::move(scripts);
+  o.verify_every = verify_every;
+  for (auto& s : o.scripts) s.verify_every = verify_every;
+  o.control_port = a.control_port;
+  o.processes = a.processes || !a.node_registry.empty();
+  if (a.node_registry.empty() && a.processes) o.node_program = fs::read_symlink("/proc/self/exe").string();
+  o.node_registry = a.node_registry;
+  const uint32_t node_count = config.total_nodes();
+  o.on_registry = [label, node_count](const std::string& at) {
+    fmt::print(stderr, "{}: node registry at {}: start `dualpath node --registry {} --node N` for N = 0..{}\n", label,
+               at, at, node_count - 1);
+  };
+  if (o.control_port)
+    o.on_control_port = [](uint16_t port) { fmt::print(stderr, "scheduler control port: 127.0.0.1:{}\n", port); };
+  if (!a.quiet) {
+    o.on_progress = [label, tty](const actors::run_progress& p) {
+      const double frac = p.turns_total ? double(p.turns_done) / double(p.turns_total) : 0;
+      const double eta = frac > 0 ? p.elapsed_s * (1 - frac) / frac : 0;
+      if (tty) {
+        const int width = 30, filled = int(frac * width);
+        fmt::print(stderr, "\r{:<10} [{}{}] turns {}/{} agents {}/{} {:.0f}s eta {:.0f}s   ", label,
+                   std::string(filled, '#'), std::string(width - filled, '.'), p.turns_done, p.turns_total,
+                   p.agents_done, p.agents_total, p.elapsed_s, eta);
+        if (p.agents_done == p.agents_total) fmt::print(stderr, "\n");
+      } else if (p.agents_done == p.agents_total || std::fmod(p.elapsed_s, 5.0) < 1.0) {
+        fmt::print(stderr, "{}: turns {}/{} agents {}/{} elapsed {:.0f}s eta {:.0f}s\n", label, p.turns_done,
+                   p.turns_total, p.agents_done, p.agents_total, p.elapsed_s, eta);
+      }
+    };
+  }
+  return actors::run_cluster(o);
+}
+
+void write_report(const std::string& path, const nlohmann::json& json) {
+  if (path.empty()) return;
+  std::ofstream out(path);
+  if (!out) throw user_error("cannot write report '" + path + "'");
+  out << json.dump(2) << "\n";
+}
+
+void check_failures(const std::vector<actors::run_summary>& runs) {
+  for (const auto& r : runs) {
+    if (r.failed_turns > 0) throw user_error(fmt::format("policy {}: {} turns failed: {}", r.policy, r.failed_turns, r.first_error));
+  }
+}
+
+std::vector<double> parse_aps_list(const std::string& text) {
+  std::vector<double> out;
+  for (const auto& item : split_list(text)) {
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str(), &end);
+    if (*end != '\0' || !(v > 0)) throw user_error("--aps-sweep: '" + item + "' is not a positive number of agents per second");
+    out.push_back(v);
+  }
+  if (out.empty()) throw user_error("--aps-sweep: expected a comma-separated list of agents per second");
+  return out;
+}
+
 void run_command(const run_args& a) {
   const bool embedded_default = a.cluster_file.empty();
   cluster_config config = embedded_default ? parse_cluster_config(default_cluster, "embedded default cluster")
                                            : load_cluster_config(a.cluster_file);
+  const bool sweep = !a.aps_sweep.empty();
   if (a.mode != "offline" && a.mode != "online") throw user_error("--mode must be offline or online (got '" + a.mode + "')");
-  if (a.mode == "online" && !(a.aps > 0)) throw user_error("--mode online needs --aps > 0");
+  if (a.mode == "online" && !sweep && !(a.aps > 0)) throw user_error("--mode online needs --aps > 0");
+  if (!(a.slo.ttft_s > 0) || !(a.slo.tpot_s > 0)) throw user_error("--slo-ttft and --slo-tpot must be positive");
 
   std::vector<std::string> policies;
   if (!a.compare.empty()) policies = split_list(a.compare);
@@ -141,65 +217,37 @@ void run_command(const run_args& a) {
   for (const auto& p : policies) actors::check_run_policy(p);
 
   const uint32_t vocab = config.model == "tiny" || config.model == "small" ? find_model(config.model).vocab : 32000;
-  const auto scripts = build_scripts(a, embedded_default && a.trace_file.empty() && a.preset.empty(), vocab);
-
+  const bool demo_trace = embedded_default && a.trace_file.empty() && a.preset.empty();
   // The embedded default shows that the tokens are right: every turn is recomputed from scratch afterwards.
   const uint32_t verify_every = a.verify_every_set ? a.verify_every : (embedded_default ? 1 : 0);
-  const bool tty = isatty(fileno(stderr));
+
+  if (sweep) {
+    // Online capacity: every policy at every arrival rate, then the highest rate that meets the SLO.
+    actors::aps_sweep results;
+    std::vector<actors::run_summary> all;
+    for (const double aps : parse_aps_list(a.aps_sweep)) {
+      run_args at = a;
+      at.mode = "online";
+      at.aps = aps;
+      const auto scripts = build_scripts(at, demo_trace, vocab);
+      for (const auto& policy : policies) {
+        auto r = run_policy(a, config, policy, scripts, verify_every, fmt::format("{}@{}", policy, aps));
+        results[policy].push_back({aps, r});
+        all.push_back(std::move(r));
+      }
+    }
+    if (!a.quiet) cli::print(actors::sweep_table(results, a.slo));
+    write_report(a.report_file, actors::sweep_json(results, a.slo));
+    check_failures(all);
+    return;
+  }
+
+  const auto scripts = build_scripts(a, demo_trace, vocab);
   std::vector<actors::run_summary> runs;
-  const std::string base_dir = config.store_dir;
-  for (const auto& policy : policies) {
-    actors::run_options o;
-    o.config = config;
-    o.config.store_dir = (fs::path(base_dir) / ("run-" + policy)).string();
-    // Each policy starts from a cold store of its own, so the comparison is fair and repeatable.
-    if (!a.keep_store) {
-      std::error_code ec;
-      fs::remove_all(o.config.store_dir, ec);
-    }
-    o.policy = policy;
-    o.scripts = scripts;
-    o.verify_every = verify_every;
-    for (auto& s : o.scripts) s.verify_every = verify_every;
-    o.control_port = a.control_port;
-    o.processes = a.processes || !a.node_registry.empty();
-    if (a.node_registry.empty() && a.processes) o.node_program = fs::read_symlink("/proc/self/exe").string();
-    o.node_registry = a.node_registry;
-    const uint32_t node_count = config.total_nodes();
-    o.on_registry = [policy, node_count](const std::string& at) {
-      fmt::print(stderr, "{}: node registry at {}: start `dualpath node --registry {} --node N` for N = 0..{}\n",
-                 policy, at, at, node_count - 1);
-    };
-    if (o.control_port)
-      o.on_control_port = [](uint16_t port) { fmt::print(stderr, "scheduler control port: 127.0.0.1:{}\n", port); };
-    if (!a.quiet) {
-      o.on_progress = [policy, tty](const actors::run_progress& p) {
-        const double frac = p.turns_total ? double(p.turns_done) / double(p.turns_total) : 0;
-        const double eta = frac > 0 ? p.elapsed_s * (1 - frac) / frac : 0;
-        if (tty) {
-          const int width = 30, filled = int(frac * width);
-          fmt::print(stderr, "\r{:<10} [{}{}] turns {}/{} agents {}/{} {:.0f}s eta {:.0f}s   ", policy,
-                     std::string(filled, '#'), std::string(width - filled, '.'), p.turns_done, p.turns_total,
-                     p.agents_done, p.agents_total, p.elapsed_s, eta);
-          if (p.agents_done == p.agents_total) fmt::print(stderr, "\n");
-        } else if (p.agents_done == p.agents_total || std::fmod(p.elapsed_s, 5.0) < 1.0) {
-          fmt::print(stderr, "{}: turns {}/{} agents {}/{} elapsed {:.0f}s eta {:.0f}s\n", policy, p.turns_done,
-                     p.turns_total, p.agents_done, p.agents_total, p.elapsed_s, eta);
-        }
-      };
-    }
-    runs.push_back(actors::run_cluster(o));
-  }
+  for (const auto& policy : policies) runs.push_back(run_policy(a, config, policy, scripts, verify_every, policy));
   if (!a.quiet) cli::print(actors::report_table(runs));
-  const auto json = actors::report_json(runs);
-  if (!a.report_file.empty()) {
-    std::ofstream out(a.report_file);
-    if (!out) throw user_error("cannot write report '" + a.report_file + "'");
-    out << json.dump(2) << "\n";
-  }
-  for (const auto& r : runs) {
-    if (r.failed_turns > 0) throw user_error(fmt::format("policy {}: {} turns failed: {}", r.policy, r.failed_turns, r.first_error));
-  }
+  write_report(a.report_file, actors::report_json(runs));
+  check_failures(runs);
 }
 
 void setup(CLI::App& root) {
@@ -212,6 +260,11 @@ void setup(CLI::App& root) {
   cmd->add_option("--max-turns", a->max_turns, "Replay at most this many turns per agent");
   cmd->add_option("--mode", a->mode, "offline (all agents at t=0) or online (Poisson arrivals)");
   cmd->add_option("--aps", a->aps, "Online mode: agents arriving per second");
+  cmd->add_option("--aps-sweep", a->aps_sweep,
+                  "Online capacity: run every policy at each of these arrival rates (comma-separated APS) and "
+                  "report the highest that meets the SLO");
+  cmd->add_option("--slo-ttft", a->slo.ttft_s, "SLO for --aps-sweep: mean TTFT in seconds")->capture_default_str();
+  cmd->add_option("--slo-tpot", a->slo.tpot_s, "SLO for --aps-sweep: mean TPOT in seconds")->capture_default_str();
   cmd->add_option("--policy", a->policy, "basic | layerwise | dualpath | round_robin | split | oracle");
   cmd->add_option("--compare", a->compare, "Comma-separated policies to run one after another");
   cmd->add_option_function<uint32_t>(
