@@ -7,12 +7,12 @@ using namespace dualpath::actors;
 
 namespace {
 
-sweep_point point(double aps, double ttft_mean, double tpot_mean, uint64_t failed = 0) {
+sweep_point point(double aps, double ttft_peak, double tpot_mean, uint64_t failed = 0) {
   sweep_point p;
   p.aps = aps;
   p.run.turns = 10;
   p.run.failed_turns = failed;
-  p.run.ttft.mean = ttft_mean;
+  p.run.ttft_peak_window_s = ttft_peak;
   p.run.tpot.mean = tpot_mean;
   return p;
 }
@@ -41,4 +41,28 @@ TEST_CASE("capacity is the highest APS at which the SLO and every lower APS held
   CHECK(j["policies"]["dualpath"]["points"][2]["meets_slo"].get<bool>() == false);
   const std::string table = sweep_table(sweep, slo);
   CHECK(table.find("capacity dualpath_vs_basic = 2.00") != std::string::npos);
+}
+
+TEST_CASE("the peak 10-second TTFT shows a backlog that the whole-run mean hides") {
+  std::vector<turn_record> records;
+  auto add = [&](double done, double ttft) {
+    turn_record r;
+    r.done_s = done;
+    r.ttft_s = ttft;
+    records.push_back(r);
+  };
+  for (int i = 0; i < 100; ++i) add(i * 0.5, 0.5);       // 50 s of quick turns
+  for (int i = 0; i < 20; ++i) add(50 + i * 0.5, 9.0);   // then 10 s of a backlog
+  for (int i = 0; i < 100; ++i) add(60 + i * 0.5, 0.5);  // drained
+  turn_record failed;
+  failed.done_s = 55;
+  failed.ttft_s = 100;
+  failed.error = "x";  // failed turns do not count
+  records.push_back(failed);
+  run_summary s;
+  summarize_turns(s, records);
+  CHECK(s.ttft.mean < 1.5);
+  CHECK(s.ttft_peak_window_s > 8.0);
+  CHECK(s.ttft_peak_window_s <= 9.0);
+  CHECK(peak_window_mean_ttft(records, 10.0, 1000) == 0);  // no window holds that many turns
 }
