@@ -74,6 +74,19 @@ TEST_CASE("run: a missing model directory, an unwritable store and a bad cluster
   r = run_cli(w, "run --quiet --policy fastest");
   CHECK(r.rc == 2);
   CHECK(r.err.find("known: basic") != std::string::npos);
+
+  r = run_cli(w, "run --quiet --aps-sweep 1,fast");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("--aps-sweep: 'fast'") != std::string::npos);
+  r = run_cli(w, "run --quiet --aps-sweep 1 --slo-ttft 0");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("--slo-ttft") != std::string::npos);
+  r = run_cli(w, "run --quiet --processes --policy oracle");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("without --processes") != std::string::npos);
+  r = run_cli(w, "node --registry 127.0.0.1 --node 0");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("expected HOST:PORT") != std::string::npos);
 }
 
 TEST_CASE("run: the embedded default writes a JSON report with every policy and the speedups") {
