@@ -6,13 +6,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
 
-#include "core/cost_model.hpp"
 #include "gpu/cpu_kernels.hpp"
 
 namespace dualpath::gpu {
@@ -229,25 +227,7 @@ class cpu_backend : public compute_backend {
   }
 
   std::vector<int32_t> decode_step(std::vector<decode_item>& items) override {
-    const model_spec& m = d_.spec;
-    std::vector<prefill_item> pitems;
-    for (auto& it : items) {
-      if (it.kv.size() != m.layers)
-        throw std::invalid_argument(fmt::format("decode request {}: kv has {} layers, model has {}", it.request_id,
-                                                it.kv.size(), m.layers));
-      pitems.push_back(prefill_item{it.request_id, it.position, {it.token}, true, it.logits});
-    }
-    cpu_batch batch(d_, std::move(pitems));
-    std::vector<const std::vector<kv_span>*> cached(items.size());
-    std::vector<std::byte*> out(items.size());
-    for (uint32_t l = 0; l < m.layers; ++l) {
-      for (size_t r = 0; r < items.size(); ++r) {
-        cached[r] = &items[r].kv[l];
-        out[r] = items[r].new_kv + uint64_t(l) * m.kv_bytes_per_token_layer;
-      }
-      batch.layer(l, cached, out);
-    }
-    return batch.finish();
+    return decode_as_prefill<cpu_batch>(d_.spec, items, d_);
   }
 
   flops_fit fit() const override {
@@ -258,26 +238,10 @@ class cpu_backend : public compute_backend {
  private:
   // Times two prefill passes of different sizes and fits seconds = fixed + flops·slope through them.
   flops_fit calibrate() const {
-    const model_spec& m = d_.spec;
-    auto run = [&](uint32_t tokens) {
-      prefill_item it{0, 0, {}, true};
-      for (uint32_t i = 0; i < tokens; ++i) it.tokens.push_back(int32_t((i * 7919u) % m.vocab));
-      std::vector<std::byte> kv(uint64_t(tokens) * m.kv_bytes_per_token_layer);
-      const auto t0 = std::chrono::steady_clock::now();
-      batched_pass<cpu_batch> pass(d_.spec.layers, d_, std::vector<prefill_item>{it});
-      for (uint32_t l = 0; l < m.layers; ++l) pass.run_layer(l, {{}}, {kv.data()});
-      pass.finish();
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    };
-    const uint32_t small = 16, big = 128;
-    run(small);  // warm-up: page in weights, start BLAS threads
-    const double ts = run(small), tb = run(big);
-    const double fs = prefill_flops(m, 0, small), fb = prefill_flops(m, 0, big);
-    flops_fit f;
-    f.seconds_per_flop = std::max(1e-15, (tb - ts) / (fb - fs));
-    f.fixed_s = std::max(0.0, ts - fs * f.seconds_per_flop);
-    spdlog::debug("cpu backend fit for {}: {:.1f} GFLOP/s marginal, {:.2f} ms fixed", m.name,
-                 1e-9 / f.seconds_per_flop, f.fixed_s * 1e3);
+    // Warm-up with the small pass: pages in the weights and starts the BLAS threads.
+    const flops_fit f = fit_prefill_time<cpu_batch>(d_.spec, 16, 128, 16, 1e-15, d_);
+    spdlog::debug("cpu backend fit for {}: {:.1f} GFLOP/s marginal, {:.2f} ms fixed", d_.spec.name,
+                  1e-9 / f.seconds_per_flop, f.fixed_s * 1e3);
     return f;
   }
 

@@ -8,11 +8,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
-#include "core/cost_model.hpp"
 #include "core/errors.hpp"
 #include "gpu/batched_pass.hpp"
 #include "gpu/bf16.hpp"
@@ -306,51 +304,14 @@ class cuda_backend : public compute_backend {
 
   std::vector<int32_t> decode_step(std::vector<decode_item>& items) override {
     CK(cudaSetDevice(dm_.device));
-    const model_spec& m = dm_.spec;
-    std::vector<prefill_item> pitems;
-    for (auto& it : items) {
-      if (it.kv.size() != m.layers)
-        throw std::invalid_argument(fmt::format("decode request {}: kv has {} layers, model has {}", it.request_id,
-                                                it.kv.size(), m.layers));
-      pitems.push_back(prefill_item{it.request_id, it.position, {it.token}, true, it.logits});
-    }
-    cuda_batch batch(dm_, ws_, std::move(pitems));
-    std::vector<const std::vector<kv_span>*> cached(items.size());
-    std::vector<std::byte*> out(items.size());
-    for (uint32_t l = 0; l < m.layers; ++l) {
-      for (size_t r = 0; r < items.size(); ++r) {
-        cached[r] = &items[r].kv[l];
-        out[r] = items[r].new_kv + uint64_t(l) * m.kv_bytes_per_token_layer;
-      }
-      batch.layer(l, cached, out);
-    }
-    return batch.finish();
+    return decode_as_prefill<cuda_batch>(dm_.spec, items, dm_, ws_);
   }
 
   flops_fit fit() const override { return fit_; }
 
  private:
-  flops_fit calibrate() {
-    const model_spec& m = dm_.spec;
-    auto run = [&](uint32_t tokens) {
-      prefill_item it{0, 0, {}, true};
-      for (uint32_t i = 0; i < tokens; ++i) it.tokens.push_back(int32_t((i * 7919u) % m.vocab));
-      std::vector<std::byte> kv(uint64_t(tokens) * m.kv_bytes_per_token_layer);
-      const auto t0 = std::chrono::steady_clock::now();
-      batched_pass<cuda_batch> pass(m.layers, dm_, ws_, std::vector<prefill_item>{it});
-      for (uint32_t l = 0; l < m.layers; ++l) pass.run_layer(l, {{}}, {kv.data()});
-      pass.finish();
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    };
-    const uint32_t small = 64, big = 1024;
-    run(big);  // warm-up: kernels loaded, workspace sized
-    const double ts = run(small), tb = run(big);
-    const double fs = prefill_flops(m, 0, small), fb = prefill_flops(m, 0, big);
-    flops_fit f;
-    f.seconds_per_flop = std::max(1e-18, (tb - ts) / (fb - fs));
-    f.fixed_s = std::max(0.0, ts - fs * f.seconds_per_flop);
-    return f;
-  }
+  // Warm-up with the big pass: loads the kernels and sizes the workspace.
+  flops_fit calibrate() { return fit_prefill_time<cuda_batch>(dm_.spec, 64, 1024, 1024, 1e-18, dm_, ws_); }
 
   device_model dm_;
   workspace ws_;
