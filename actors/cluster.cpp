@@ -121,8 +121,7 @@ run_summary run_cluster(const run_options& o) {
   run_base base = prepare_run(c, origin);
   const model_spec& spec = base.spec;
   const runtime::kv_geometry& geo = base.geometry;
-  std::shared_ptr<gpu::compute_backend> first = base.first;
-  const gpu::backend_options& bo = base.backend_options;
+  const std::shared_ptr<gpu::compute_backend>& first = base.first;
 
   // Node data planes of the embedded cluster (before the actor system: they must outlive every actor that
   // points at them). Node processes build their own.
@@ -281,12 +280,16 @@ run_summary run_cluster(const run_options& o) {
   summary.jct_over_bound = summary.jct_lower_bound_s > 0 ? summary.jct_s / summary.jct_lower_bound_s : 0;
 
   // Verification after the run, so it does not slow the measured cluster.
-  if (!to_verify.empty()) {
-    gpu::backend_options ref = bo;
-    ref.kind = "cpu";
-    auto reference = c.backend == "modeled" ? nullptr : gpu::make_backend(ref);
+  if (!to_verify.empty() && c.backend != "modeled") {
+    // The reference is the cpu backend with the same weights: the run's own first backend when it is one
+    // (every engine has stopped by now), else a fresh one.
+    std::shared_ptr<gpu::compute_backend> reference = first;
+    if (c.backend != "cpu") {
+      gpu::backend_options ref = base.backend_options;
+      ref.kind = "cpu";
+      reference = gpu::make_backend(ref);
+    }
     for (const auto& [prompt, generated] : to_verify) {
-      if (!reference) break;
       ++summary.verified_turns;
       if (recompute_turn(*reference, prompt, uint32_t(generated.size())) != generated) ++summary.mismatched_turns;
     }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,10 @@ class node_processes {
  private:
   void spawn_nodes(const std::string& program, const std::string& registry_at, uint32_t nodes);
   void shutdown();
+  // Reaps spawned node processes that ended, polling until all have or `deadline`: (node, wait status).
+  std::vector<std::pair<size_t, int>> reap_until(std::chrono::steady_clock::time_point deadline);
+  // Marks the node whose control actor this down message is about; its index unless already marked.
+  std::optional<size_t> note_down(const caf::down_msg& d);
 
   caf::actor_system& sys_;
   std::chrono::milliseconds timeout_;

@@ -18,7 +18,10 @@ namespace {
 
 node_control_actor::behavior_type node_control(node_control_actor::pointer, runtime::node_io* io, caf::actor main) {
   return {
-      [io](atom::stats) { return encode(node_counters{io->node(), io->stats().snic_bytes, io->stats().persisted_blocks}); },
+      [io](atom::stats) {
+        const auto s = io->stats();  // one snapshot, one lock
+        return encode(node_counters{io->node(), s.snic_bytes, s.persisted_blocks});
+      },
       [main](atom::stop) { caf::anon_send(main, atom::stop_v); },
   };
 }

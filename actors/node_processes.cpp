@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "actors/control.hpp"
@@ -167,17 +168,7 @@ void node_processes::spawn_nodes(const std::string& program, const std::string& 
 // then kills and reaps them; closes the registry.
 void node_processes::shutdown() {
   for (auto& c : controls_) caf::anon_send(c, atom::stop_v);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  for (;;) {
-    bool running = false;
-    for (size_t i = 0; i < pids_.size(); ++i) {
-      if (reaped_[i]) continue;
-      if (waitpid(pids_[i], nullptr, WNOHANG) == pids_[i]) reaped_[i] = true;
-      else running = true;
-    }
-    if (!running || std::chrono::steady_clock::now() > deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  reap_until(std::chrono::steady_clock::now() + std::chrono::seconds(5));
   for (size_t i = 0; i < pids_.size(); ++i)
     if (!reaped_[i]) {
       kill(pids_[i], SIGKILL);
@@ -191,17 +182,39 @@ void node_processes::shutdown() {
   }
 }
 
+std::vector<std::pair<size_t, int>> node_processes::reap_until(std::chrono::steady_clock::time_point deadline) {
+  std::vector<std::pair<size_t, int>> ended;
+  for (;;) {
+    bool running = false;
+    for (size_t i = 0; i < pids_.size(); ++i) {
+      if (reaped_[i]) continue;
+      int status = 0;
+      if (waitpid(pids_[i], &status, WNOHANG) == pids_[i]) {
+        reaped_[i] = true;
+        ended.emplace_back(i, status);
+      } else {
+        running = true;
+      }
+    }
+    if (!running || std::chrono::steady_clock::now() >= deadline) return ended;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::optional<size_t> node_processes::note_down(const caf::down_msg& d) {
+  for (size_t n = 0; n < controls_.size(); ++n)
+    if (controls_[n].address() == d.source && !stopped_[n]) {
+      stopped_[n] = true;
+      return n;
+    }
+  return std::nullopt;
+}
+
 node_processes::~node_processes() { shutdown(); }
 
 std::string node_processes::check() {
-  for (size_t i = 0; i < pids_.size(); ++i) {
-    if (reaped_[i]) continue;
-    int status = 0;
-    if (waitpid(pids_[i], &status, WNOHANG) == pids_[i]) {
-      reaped_[i] = true;
-      return describe_exit(uint32_t(i), pids_[i], status);
-    }
-  }
+  const auto ended = reap_until(std::chrono::steady_clock::now());
+  if (!ended.empty()) return describe_exit(uint32_t(ended[0].first), pids_[ended[0].first], ended[0].second);
   // Nodes on other hosts (or not yet reaped): their control actor's down message says they are gone.
   std::string gone;
   bool more = true;
@@ -210,11 +223,7 @@ std::string node_processes::check() {
     (*watcher_)->receive(
         [&](const caf::down_msg& d) {
           more = true;
-          for (size_t n = 0; n < controls_.size(); ++n)
-            if (controls_[n].address() == d.source && !stopped_[n]) {
-              stopped_[n] = true;
-              gone = fmt::format("node {} went away ({})", n, sys_.render(d.reason));
-            }
+          if (auto n = note_down(d)) gone = fmt::format("node {} went away ({})", *n, sys_.render(d.reason));
         },
         caf::after(std::chrono::seconds(0)) >> [] {});
   }
@@ -238,28 +247,16 @@ void node_processes::stop() {
   for (auto& c : controls_) caf::anon_send(c, atom::stop_v);
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   // Spawned processes must exit cleanly; every node's control actor must go down.
-  for (size_t i = 0; i < pids_.size(); ++i) {
-    while (!reaped_[i]) {
-      int status = 0;
-      if (waitpid(pids_[i], &status, WNOHANG) == pids_[i]) {
-        reaped_[i] = true;
-        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-          throw user_error("multi-process run: at the end, " + describe_exit(uint32_t(i), pids_[i], status));
-      } else if (std::chrono::steady_clock::now() > deadline) {
-        throw user_error(fmt::format("node {} (pid {}) did not exit after stop", i, pids_[i]));
-      } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-    }
-  }
+  for (const auto& [i, status] : reap_until(deadline))
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+      throw user_error("multi-process run: at the end, " + describe_exit(uint32_t(i), pids_[i], status));
+  for (size_t i = 0; i < pids_.size(); ++i)
+    if (!reaped_[i]) throw user_error(fmt::format("node {} (pid {}) did not exit after stop", i, pids_[i]));
   while (std::count(stopped_.begin(), stopped_.end(), false) > 0) {
     bool timed_out = false;
-    (*watcher_)->receive(
-        [&](const caf::down_msg& d) {
-          for (size_t n = 0; n < controls_.size(); ++n)
-            if (controls_[n].address() == d.source) stopped_[n] = true;
-        },
-        caf::after(std::chrono::milliseconds(100)) >> [&] { timed_out = std::chrono::steady_clock::now() > deadline; });
+    (*watcher_)->receive([&](const caf::down_msg& d) { note_down(d); },
+                         caf::after(std::chrono::milliseconds(100)) >>
+                             [&] { timed_out = std::chrono::steady_clock::now() > deadline; });
     if (timed_out) throw user_error("multi-process run: a node did not stop within the timeout");
   }
   controls_.clear();  // nothing left to stop
