@@ -15,13 +15,14 @@
 
 #include "actors/cluster.hpp"
 #include "core/errors.hpp"
-#include "core/trace.hpp"
+#include "runtime_fixtures.hpp"
 
 extern char** environ;
 
 using namespace dualpath;
 using namespace dualpath::actors;
 namespace fs = std::filesystem;
+using namespace runtime_fixtures;
 
 namespace {
 
@@ -30,51 +31,15 @@ std::string dualpath_binary() {
   return env && *env ? env : DUALPATH_BINARY_DEFAULT;
 }
 
-struct scratch {
-  fs::path path = fs::temp_directory_path() / ("dualpath-multiprocess-test-" + std::to_string(getpid()));
-  scratch() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~scratch() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
+// A storage-bound 1P2D cluster whose nodes are processes of their own.
 run_options processes_run(const fs::path& dir, const std::string& provider) {
   run_options o;
-  cluster_config& c = o.config;
-  c.model = "tiny";
-  c.seed = 5;
-  c.prefill_nodes = 1;
-  c.decode_nodes = 2;
-  c.block_tokens = 16;
-  c.snic_gb_per_s = 0.004;  // storage-bound: both read paths get used
-  c.dram_buffer_gb = 0.032;
-  c.hbm_gb = 0.032;
-  c.provider = provider;
-  c.store_dir = (dir / ("store-" + provider)).string();
-  c.timeout_s = 30;
+  o.config = small_cluster(dir / provider, 2);
+  o.config.provider = provider;
   o.policy = "dualpath";
   o.processes = true;
   o.node_program = dualpath_binary();
-  for (uint32_t a = 0; a < 4; ++a) {
-    trajectory t;
-    for (uint32_t r = 0; r < 3; ++r) {
-      trace_round round;
-      round.append = 50 + 9 * a + 4 * r;
-      round.gen = 6;
-      round.keep = 6;
-      t.rounds.push_back(round);
-    }
-    agent_script s;
-    s.agent = a;
-    s.turns = t.turns();
-    s.verify_every = 1;
-    s.seed = 13;
-    o.scripts.push_back(s);
-  }
+  o.scripts = scripts(4, 3, 1);
   return o;
 }
 
