@@ -12,6 +12,7 @@
 #include <set>
 
 #include "actors/control.hpp"
+#include "actors/system_config.hpp"
 #include "core/errors.hpp"
 
 using namespace dualpath;
@@ -19,14 +20,6 @@ using namespace dualpath::actors;
 namespace sch = dualpath::schedule;
 
 namespace {
-
-struct net_config : caf::actor_system_config {
-  net_config() {
-    load<caf::io::middleman>();
-    add_message_types<caf::id_block::dualpath>();
-    set("logger.console-verbosity", caf::atom("quiet"));
-  }
-};
 
 // A TCP socket listening on 127.0.0.1 that never speaks (the kernel completes connects from its backlog).
 struct silent_listener {
@@ -62,7 +55,7 @@ sch::node_snapshot group(uint32_t node, uint32_t engines, uint64_t read_q) {
 }  // namespace
 
 TEST_CASE("policy switch over the control port: new assignments follow it, nothing lost or duplicated") {
-  net_config server_cfg, client_cfg;
+  system_config server_cfg, client_cfg;
   caf::actor_system server{server_cfg};
   caf::actor_system client_sys{client_cfg};
 
@@ -155,7 +148,7 @@ TEST_CASE("policy switch over the control port: new assignments follow it, nothi
 }
 
 TEST_CASE("ctl fails fast against a dead port or a silent peer") {
-  net_config cfg;
+  system_config cfg;
   caf::actor_system sys{cfg};
   const uint16_t dead = free_port();
   CHECK_THROWS_WITH_AS(control_client(sys, "127.0.0.1", dead, std::chrono::seconds(2)),
