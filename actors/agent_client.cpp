@@ -6,7 +6,7 @@
 #include <random>
 
 #include "actors/engines.hpp"
-#include "actors/runtime_messages.hpp"
+#include "protocol/runtime_codec.hpp"
 #include "storage/block_store.hpp"
 
 namespace dualpath::actors {

@@ -1,5 +1,5 @@
 #pragma once
-// Agent clients (DESIGN §11): each replays one trajectory turn by turn (or one Mooncake request),
+// Agent clients (docs/design.md §11): each replays one trajectory turn by turn (or one Mooncake request),
 // submitting each turn to the scheduler and serving its tokens to the PE that was assigned it.
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>

@@ -1,13 +1,16 @@
 #pragma once
 // What every engine, leader and client knows about the cluster: geometry, who is where, and the actor
 // handles to reach them. Built once by the launcher before any request flows.
+#include <caf/actor.hpp>
+#include <caf/actor_cast.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "actors/kv_geometry.hpp"
-#include "actors/runtime_actors.hpp"
+#include "runtime/kv_geometry.hpp"
+#include "protocol/interfaces.hpp"
 #include "actors/scheduler.hpp"
 #include "core/cluster_config.hpp"
 
@@ -23,15 +26,20 @@ struct cluster_view {
   uint64_t payload_offset = 0;  // Full Block payload inside a slot
   cluster_config config;        // the cluster file as validated by the launcher
   uint32_t vocab = 0;
-  std::string policy;           // run policy: basic | layerwise | dualpath | round_robin | split | oracle
+  run_mode mode;                // the run policy, parsed (core/modes.hpp)
   storage::block_store* store = nullptr;  // clients look up hits; the store is a shared directory
 
   scheduler_actor scheduler;
   std::vector<traffic_queue_actor> traffic_queues;  // per node
-  std::vector<engine_actor> engines;                // per global engine
+  // Per global engine id; the entry of the other role is an empty handle.
+  std::vector<prefill_engine_actor> prefill_engines;
+  std::vector<decode_engine_actor> decode_engines;
   std::vector<leader_actor> leaders;                // per node
   std::vector<client_actor> clients;                // per agent
 
+  uint32_t engine_count() const { return nodes() * config.engines_per_node; }
+  // Files `engine` (spawned here or received from another process) under its role's handles.
+  void set_engine(uint32_t engine, const caf::actor& a);
   double quota_s() const { return config.quota_ms / 1000.0; }
   uint64_t hbm_bytes() const { return uint64_t(config.hbm_gb * 1e9); }  // KV capacity of every engine's arena
   uint64_t model_traffic_bytes() const { return uint64_t(config.model_traffic_kb) * 1024; }
@@ -42,6 +50,11 @@ struct cluster_view {
   uint32_t agent_of(uint64_t request) const { return uint32_t(request >> 24); }
   static uint64_t request_id(uint32_t agent, uint32_t turn) { return (uint64_t(agent) << 24) | turn; }
 };
+
+inline void cluster_view::set_engine(uint32_t engine, const caf::actor& a) {
+  if (is_prefill_node(node_of(engine))) prefill_engines.at(engine) = caf::actor_cast<prefill_engine_actor>(a);
+  else decode_engines.at(engine) = caf::actor_cast<decode_engine_actor>(a);
+}
 
 using cluster_view_ptr = std::shared_ptr<cluster_view>;
 

@@ -1,7 +1,7 @@
 #pragma once
 // The scheduler's control port: a small actor that forwards `policy set|get` and `stats` to the
-// scheduler, published with CAF's middleman so `dualpath ctl` can switch policies in a running cluster.
-// Only this narrow interface is reachable from the port, not the scheduler's submit/fetch.
+// scheduler. cluster/control_client.hpp publishes it with CAF's middleman so `dualpath ctl` can switch
+// policies in a running cluster; only this narrow interface is reachable from the port.
 #include <caf/fwd.hpp>
 #include <caf/replies_to.hpp>
 
@@ -14,44 +14,7 @@
 
 namespace dualpath::actors {
 
-using control_actor = caf::typed_actor<
-    // Switch the scheduler's policy (see scheduler_actor).
-    caf::replies_to<atom::policy, atom::set, std::string>::with<envelope<schema::PolicyStatus>>,
-    // The active policy and the known names.
-    caf::replies_to<atom::policy, atom::get>::with<envelope<schema::PolicyStatus>>,
-    // Queue length and counters.
-    caf::replies_to<atom::stats>::with<envelope<schema::SchedulerStats>>>;
-
 // Spawns the control actor for `scheduler`; it exits together with the scheduler.
 control_actor spawn_control(caf::actor_system& sys, const scheduler_actor& scheduler);
-
-// Spawns the control actor and publishes it on host:port (port 0: any free port). Returns the bound
-// port. The system must have loaded caf::io::middleman. Throws user_error when the port cannot be bound.
-uint16_t publish_control(caf::actor_system& sys, const scheduler_actor& scheduler, uint16_t port,
-                         const std::string& host = "127.0.0.1");
-
-// The client side used by `dualpath ctl`. Every step has a deadline: nothing listening, a peer that
-// is not a scheduler control port, or no answer in time all end in user_error naming host:port.
-class control_client {
- public:
-  control_client(caf::actor_system& sys, const std::string& host, uint16_t port,
-                 std::chrono::milliseconds timeout = std::chrono::seconds(3));
-  ~control_client();
-  control_client(const control_client&) = delete;
-  control_client& operator=(const control_client&) = delete;
-
-  policy_status set_policy(const std::string& name);
-  policy_status get_policy();
-  scheduler_counters stats();
-
- private:
-  struct impl;
-  std::unique_ptr<impl> impl_;
-};
-
-// Parses "HOST:PORT"; throws user_error naming `what` on bad input. Port 0 ("any free port") only where
-// `allow_any` (an address to listen on).
-std::pair<std::string, uint16_t> parse_host_port(const std::string& text, const std::string& what,
-                                                 bool allow_any = false);
 
 }  // namespace dualpath::actors

@@ -9,7 +9,9 @@
 #include <map>
 
 #include "actors/engine_base.hpp"
-#include "actors/runtime_messages.hpp"
+#include "core/cost_model.hpp"
+#include "protocol/errors.hpp"
+#include "protocol/runtime_codec.hpp"
 
 namespace dualpath::actors {
 
@@ -30,17 +32,19 @@ struct de_request {
 
 struct decode_state : engine_base {
   static inline const char* name = "decode_engine";
+  decode_engine_actor::pointer self = nullptr;
   std::deque<handoff_info> waiting;    // prefilled, waiting for HBM
   std::map<uint64_t, de_request> active;
   uint32_t admitting = 0;
   bool stepping = false;
-  gpu::hbm_allocation collective;  // model-class traffic of each decode step (DESIGN §8)
+  gpu::hbm_allocation collective;  // model-class traffic of each decode step (docs/design.md §8)
   // A turn is answered only once its blocks are in storage, so the agent's next turn can hit them.
   std::map<uint64_t, uint32_t> persists_pending;
   std::map<uint64_t, turn_result> answered_when_persisted;
 
-  void init(engine_actor::pointer s, engine_setup st) {
-    bind(s, std::move(st));
+  void init(decode_engine_actor::pointer s, engine_setup st) {
+    self = s;
+    bind(std::move(st));
     if (view().model_traffic_bytes() > 0) {
       // Taken first, so it sits at offset 0 of every decode engine's arena: peers know where to write.
       collective = hbm->allocate(view().model_traffic_bytes());
@@ -74,8 +78,7 @@ struct decode_state : engine_base {
     const auto& g = geo();
     while (!waiting.empty()) {
       auto& h = waiting.front();
-      const uint64_t total = h.payload.tokens.size() + h.payload.gen;
-      const uint64_t bytes = uint64_t(g.blocks_for(total)) * g.block_bytes();
+      const uint64_t bytes = runtime::decode_hbm_bytes(g, h.payload.tokens.size(), h.payload.gen);
       if (bytes > hbm->capacity()) {
         auto info = std::move(waiting.front());
         waiting.pop_front();
@@ -96,37 +99,28 @@ struct decode_state : engine_base {
   }
 
   void release_de_slots(const handoff_info& h) {
-    self->send(view().traffic_queues[node()], atom::release_v, encode(slot_list{h.de_slots, 0, {}}));
+    self->send(view().traffic_queues[node()], atom::release_v, encode(slot_list{h.de_slots, 0}));
   }
 
-  void reply_error(const handoff_info& h, const std::string& why) { answer_failure(h.payload, why); }
+  void reply_error(const handoff_info& h, const std::string& why) { answer_failure(self, h.payload, why); }
 
   // DE buffer -> DE HBM through this engine's own CNIC (loopback), one Full Block per slot.
   void load_into_hbm(de_request r) {
-    const auto& g = geo();
-    copy_batch batch;
-    for (size_t b = 0; b < r.info.de_slots.size(); ++b)
-      batch.ops.push_back({setup.engine, region_kind::buffer, view().slot_offset(r.info.de_slots[b]), setup.engine,
-                           region_kind::hbm, r.hbm.offset + b * g.block_bytes(), g.block_bytes()});
-    const uint64_t id = r.info.payload.request;
+    copy_batch batch{runtime::plan_hbm_load(geo(), slots(), setup.engine, r.info.de_slots, r.hbm.offset)};
     ++admitting;
     auto shared = std::make_shared<de_request>(std::move(r));
     self->request(view().traffic_queues[node()], timeout(), atom::copy_v, encode(batch))
         .then(
-            [this, shared](const std::string& err) {
+            [this, shared](uint64_t) {
               --admitting;
               release_de_slots(shared->info);
-              if (!err.empty()) {
-                hbm->free(shared->hbm);
-                reply_error(shared->info, "DE buffer to HBM copy failed: " + err);
-                return admit();
-              }
               start_decoding(std::move(*shared));
             },
-            [this, shared, id](caf::error& err) {
+            [this, shared](caf::error& err) {
               --admitting;
+              release_de_slots(shared->info);
               hbm->free(shared->hbm);
-              reply_error(shared->info, "DE buffer to HBM copy timed out: " + caf::to_string(err));
+              reply_error(shared->info, "DE buffer to HBM copy failed: " + describe(err));
               admit();
             });
   }
@@ -156,7 +150,7 @@ struct decode_state : engine_base {
 
   // Modeled backend: check every prompt Layer Block against the bytes its tokens imply.
   void verify_arrived(de_request& r) {
-    if (view().config.backend != "modeled") return;
+    if (view().config.backend != backend_kind::modeled) return;
     const auto& g = geo();
     for (uint32_t b = 0; b < g.blocks_for(r.position); ++b) {
       const uint32_t first = b * g.block_tokens;
@@ -182,7 +176,7 @@ struct decode_state : engine_base {
       const uint32_t b = r.persisted_upto;
       const uint64_t id = r.info.payload.request;
       ++persists_pending[id];
-      auto me = caf::actor_cast<engine_actor>(self);
+      auto me = caf::actor_cast<decode_engine_actor>(self);
       setup.io->persist(r.keys[b], b == 0 ? 0 : r.keys[b - 1], block_ptr(r, b),
                         [me, id] { caf::anon_send(me, atom::persisted_v, id); });
     }
@@ -220,15 +214,26 @@ struct decode_state : engine_base {
       if (!err.empty() && error->empty()) *error = err;
       if (--*pending == 0) finish_step(*job, ids, *error);
     };
-    self->request(setup.worker, caf::infinite, atom::decode_v, job).then(done);
+    self->request(setup.worker, compute_timeout(expected_step_s(*job)), atom::decode_v, job)
+        .then([done](uint32_t) { done(""); }, [done](caf::error& err) { done(describe(err)); });
     if (view().model_traffic_bytes() > 0) {
       copy_batch batch;
-      batch.kv_class = false;
+      batch.traffic = transport::traffic_class::model;
       batch.ops.push_back({setup.engine, region_kind::hbm, collective.offset, collective_peer(), region_kind::hbm, 0,
                            view().model_traffic_bytes()});
       self->request(view().traffic_queues[node()], timeout(), atom::copy_v, encode(batch))
-          .then(done, [done](caf::error& err) { done("model traffic timed out: " + caf::to_string(err)); });
+          .then([done](uint64_t) { done(""); },
+                [done](caf::error& err) { done("model traffic failed: " + describe(err)); });
     }
+  }
+
+  // What the cost model expects one decode step of `job` to take (its compute deadline).
+  double expected_step_s(const decode_job& job) const {
+    const auto fit = setup.backend->fit();
+    const model_spec m = setup.backend->model();
+    double flops = 0;
+    for (const auto& item : job.items) flops += prefill_flops(m, item.position, 1);
+    return fit.seconds(flops);
   }
 
   void finish_step(decode_job& job, const std::vector<uint64_t>& ids, const std::string& err) {
@@ -299,21 +304,19 @@ struct decode_state : engine_base {
   }
 };
 
-engine_actor::behavior_type decode_engine(engine_actor::stateful_pointer<decode_state> self, engine_setup setup) {
+decode_engine_actor::behavior_type decode_engine(decode_engine_actor::stateful_pointer<decode_state> self,
+                                                 engine_setup setup) {
   self->state.init(self, std::move(setup));
   return {
-      [=](atom::assign, const envelope<schema::Assignments>&) {
-        spdlog::error("decode engine {} got an assignment; ignored", self->state.setup.engine);
-      },
-      [=](atom::handoff, const envelope<schema::Handoff>& e) { self->state.on_handoff(e); },
-      [=](atom::tick) { self->state.step(); },
-      [=](atom::persisted, uint64_t id) { self->state.on_persisted(id); },
+      [self](atom::handoff, const envelope<schema::Handoff>& e) { self->state.on_handoff(e); },
+      [self](atom::tick) { self->state.step(); },
+      [self](atom::persisted, uint64_t id) { self->state.on_persisted(id); },
   };
 }
 
 }  // namespace
 
-engine_actor spawn_decode_engine(caf::actor_system& sys, engine_setup setup) {
+decode_engine_actor spawn_decode_engine(caf::actor_system& sys, engine_setup setup) {
   return sys.spawn(decode_engine, std::move(setup));
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// What the prefill and decode engine states share: their actor, their setup and the lookups they make.
+// What the prefill and decode engine states share: their setup, the lookups they make, failing a turn, and
+// the deadlines of their requests.
 #include <caf/send.hpp>
 #include <caf/timespan.hpp>
 #include <spdlog/spdlog.h>
@@ -7,31 +8,37 @@
 #include <chrono>
 
 #include "actors/engines.hpp"
-#include "actors/runtime_messages.hpp"
+#include "protocol/runtime_codec.hpp"
+#include "runtime/kv_plan.hpp"
 
 namespace dualpath::actors {
 
 struct engine_base {
-  engine_actor::pointer self = nullptr;
   engine_setup setup;
   gpu::hbm_arena* hbm = nullptr;
 
-  void bind(engine_actor::pointer s, engine_setup st) {
-    self = s;
+  void bind(engine_setup st) {
     setup = std::move(st);
     hbm = &setup.io->hbm(setup.engine);
   }
   const cluster_view& view() const { return *setup.view; }
   const runtime::kv_geometry& geo() const { return setup.view->geometry; }
+  runtime::slot_layout slots() const { return {view().slot_stride, view().payload_offset}; }
   uint32_t node() const { return view().node_of(setup.engine); }
   // Tells the agent client that its turn failed, and why (the run reports it; nothing waits forever).
-  void answer_failure(const turn_payload& p, const std::string& why) {
+  template <class Self>
+  void answer_failure(Self* self, const turn_payload& p, const std::string& why) {
     spdlog::error("engine {}: request {:x}: {}", setup.engine, p.request, why);
     self->send(view().clients.at(p.agent), atom::result_v, encode(failed_turn(p, why)));
   }
   // Every request to another actor waits at most this long.
-  caf::timespan timeout() const {
-    return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view().config.timeout_s));
+  caf::timespan timeout() const { return seconds(view().config.timeout_s); }
+  // A request to the compute worker: the run's timeout plus twenty times what the cost model expects the
+  // work to take, so a long pass on a slow backend is never cut short and a hung one is still noticed.
+  caf::timespan compute_timeout(double expected_s) const { return seconds(view().config.timeout_s + 20 * expected_s); }
+
+  static caf::timespan seconds(double s) {
+    return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(s));
   }
 };
 

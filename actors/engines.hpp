@@ -1,5 +1,5 @@
 #pragma once
-// Engines (DESIGN §3, §4): a prefill engine runs layer-wise prefill over hit KV that arrives through
+// Engines (docs/design.md §3, §4): a prefill engine runs layer-wise prefill over hit KV that arrives through
 // either read path; a decode engine takes prefilled requests into its HBM, decodes, and persists every
 // filled block. Both report their load to their node's leader.
 #include <caf/fwd.hpp>
@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "actors/cluster_view.hpp"
-#include "actors/node_io.hpp"
-#include "actors/runtime_actors.hpp"
+#include "protocol/interfaces.hpp"
+#include "runtime/node_io.hpp"
 
 namespace dualpath::actors {
 
@@ -20,8 +20,8 @@ struct engine_setup {
   std::shared_ptr<gpu::compute_backend> backend;
 };
 
-engine_actor spawn_prefill_engine(caf::actor_system& sys, engine_setup setup);
-engine_actor spawn_decode_engine(caf::actor_system& sys, engine_setup setup);
+prefill_engine_actor spawn_prefill_engine(caf::actor_system& sys, engine_setup setup);
+decode_engine_actor spawn_decode_engine(caf::actor_system& sys, engine_setup setup);
 
 // Monotonic clock shared by every actor of a run (nanoseconds).
 int64_t now_ns();

@@ -3,7 +3,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/runtime_messages.hpp"
+#include "protocol/runtime_codec.hpp"
 
 namespace dualpath::actors {
 
@@ -44,10 +44,10 @@ struct leader_state {
               [this](const envelope<schema::Assignments>& e) {
                 fetching = false;
                 const auto list = decode(e);
-                std::vector<bool> named(view->engines.size(), false);
+                std::vector<bool> named(view->engine_count(), false);
                 for (const auto& a : list) named.at(a.pe) = true;
                 for (size_t engine = 0; engine < named.size(); ++engine)
-                  if (named[engine]) self->send(view->engines[engine], atom::assign_v, e);
+                  if (named[engine]) self->send(view->prefill_engines.at(engine), atom::assign_v, e);
               },
               [this](caf::error& err) {
                 fetching = false;

@@ -1,10 +1,10 @@
 #pragma once
-// A node's leader (DESIGN §3): keeps its group's view (seq_e, tok_e, free HBM per engine, the node's
+// A node's leader (docs/design.md §3): keeps its group's view (seq_e, tok_e, free HBM per engine, the node's
 // read_q), reports it to the scheduler, and for a prefill group fetches work and hands it to its engines.
 #include <caf/fwd.hpp>
 
 #include "actors/cluster_view.hpp"
-#include "actors/node_io.hpp"
+#include "runtime/node_io.hpp"
 
 namespace dualpath::actors {
 

@@ -4,8 +4,8 @@
 
 #include <memory>
 
-#include "actors/node_io.hpp"
-#include "actors/runtime_actors.hpp"
+#include "runtime/node_io.hpp"
+#include "protocol/interfaces.hpp"
 
 namespace dualpath::actors {
 

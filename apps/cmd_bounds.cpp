@@ -1,4 +1,4 @@
-// `dualpath bounds`: DESIGN §5 — the P/D ratios that let both read paths run without a CNIC or
+// `dualpath bounds`: docs/design.md §5 — the P/D ratios that let both read paths run without a CNIC or
 // DRAM becoming the bottleneck, and the headroom each link keeps for a given layout.
 #include <fmt/format.h>
 
@@ -100,7 +100,7 @@ void run(options o) {
 
 void setup(CLI::App& root) {
   auto o = std::make_shared<options>();
-  auto* cmd = root.add_subcommand("bounds", "P/D ratios that keep every CNIC and DRAM below capacity (DESIGN §5)");
+  auto* cmd = root.add_subcommand("bounds", "P/D ratios that keep every CNIC and DRAM below capacity (docs/design.md §5)");
   cmd->add_option("--gpus-per-node,-g", o->in.gpus_per_node, "g: GPUs per node")->capture_default_str();
   cmd->add_option("--snic-ratio,-s", o->in.snic_ratio, "s: SNIC bandwidth per node as a multiple of B")->capture_default_str();
   cmd->add_option("--cnic-gb-per-s,-B", o->in.cnic_gb_per_s, "B: CNIC bandwidth per GPU, GB/s")->capture_default_str();

@@ -1,4 +1,4 @@
-// `dualpath cost`: KV bytes, FLOPs and the cache-compute ratio of one agent turn (DESIGN §6).
+// `dualpath cost`: KV bytes, FLOPs and the cache-compute ratio of one agent turn (docs/design.md §6).
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -53,7 +53,7 @@ void run(const options& o) {
 
 void setup(CLI::App& root) {
   auto o = std::make_shared<options>();
-  auto* cmd = root.add_subcommand("cost", "KV bytes, FLOPs per token and cache-compute ratio of a turn (DESIGN §6)");
+  auto* cmd = root.add_subcommand("cost", "KV bytes, FLOPs per token and cache-compute ratio of a turn (docs/design.md §6)");
   cmd->add_option("--model,-m", o->model, "Catalog model (see `dualpath models`)")->capture_default_str();
   cmd->add_option("--context,-L", o->context, "Hit (cached) context tokens")->capture_default_str();
   cmd->add_option("--append,-A", o->append, "Appended tokens to prefill")->capture_default_str();

@@ -7,8 +7,9 @@
 #include <chrono>
 #include <thread>
 
-#include "actors/system_config.hpp"
-#include "actors/control.hpp"
+#include "protocol/system_config.hpp"
+#include "actors/scheduler.hpp"
+#include "cluster/control_client.hpp"
 #include "apps/command_registry.hpp"
 #include "core/errors.hpp"
 #include "schedule/policy.hpp"

@@ -1,8 +1,8 @@
-// `dualpath node`: one node of a multi-process run, started by `dualpath run --processes` (DESIGN §13).
+// `dualpath node`: one node of a multi-process run, started by `dualpath run --processes` (docs/design.md §13).
 // It joins the launcher's registry, hosts its node's data plane, engines and leader, and exits when the
 // launcher says stop (or is gone).
-#include "actors/control.hpp"
-#include "actors/deployment.hpp"
+#include "cluster/control_client.hpp"
+#include "cluster/node_processes.hpp"
 #include "apps/command_registry.hpp"
 #include "core/errors.hpp"
 

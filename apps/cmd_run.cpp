@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "actors/cluster.hpp"
+#include "cluster/cluster.hpp"
 #include "apps/command_registry.hpp"
 #include "core/errors.hpp"
 #include "core/trace.hpp"
@@ -216,7 +216,7 @@ void run_command(const run_args& a) {
   else if (!a.policy.empty()) policies = {a.policy};
   else if (embedded_default) policies = {"basic", "dualpath", "oracle"};
   else policies = {config.policy};
-  for (const auto& p : policies) actors::check_run_policy(p);
+  for (const auto& p : policies) run_mode_of(p);  // every name checked before the first run starts
 
   const uint32_t vocab = config.model == "tiny" || config.model == "small" ? find_model(config.model).vocab : 32000;
   const bool demo_trace = embedded_default && a.trace_file.empty() && a.preset.empty();

@@ -71,7 +71,7 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
   if (o.decode_batch == 0) throw user_error("bench compute: --decode-batch must be at least 1");
   if (o.repeats == 0) throw user_error("bench compute: --repeats must be at least 1");
   gpu::backend_options bo;
-  bo.kind = o.backend;
+  bo.kind = value_or_throw(parse_backend_kind(o.backend));
   bo.model = o.model;
   bo.gpu_profile = o.gpu_profile;
   bo.mfu = o.mfu;
@@ -82,7 +82,7 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
 
   // KV of the context for every layer: random bf16 values of unit scale (timing does not depend on them).
   // The modeled backend never reads KV, so all layers share one buffer there (big models stay cheap).
-  const bool modeled = be->kind() == "modeled";
+  const bool modeled = be->kind() == backend_kind::modeled;
   std::vector<std::vector<std::byte>> kv(modeled ? 1 : m.layers, std::vector<std::byte>(total * bpt));
   std::mt19937 rng(uint32_t(o.seed));
   std::uniform_real_distribution<float> u(-1, 1);
@@ -116,12 +116,12 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
   };
 
   compute_bench_result res;
-  res.backend = be->kind();
+  res.backend = to_string(be->kind());
   res.model = m.name;
   res.context = o.context;
   res.append = o.append;
   res.decode_batch = o.decode_batch;
-  const bool with_sgemm = be->kind() == "cpu";  // the cpu backend's yardstick
+  const bool with_sgemm = be->kind() == backend_kind::cpu;  // the cpu backend's yardstick
   std::unique_ptr<sgemm_probe> probe;
   if (with_sgemm) probe = std::make_unique<sgemm_probe>(m, o.append);
   prefill_once();  // warm-up (page in weights, start BLAS threads)

@@ -23,7 +23,7 @@ struct compute_bench_result {
   uint32_t context = 0, append = 0, decode_batch = 0;
   double prefill_s = 0;              // median seconds of one prefill pass (all layers)
   double prefill_tokens_per_s = 0;   // append / prefill_s
-  double gflop_per_s = 0;            // cost-model FLOPs of the prefill (DESIGN §6) / prefill_s
+  double gflop_per_s = 0;            // cost-model FLOPs of the prefill (docs/design.md §6) / prefill_s
   double decode_step_s = 0;          // median seconds of one decode step over the batch
   double decode_tokens_per_s = 0;    // decode_batch / decode_step_s
   double sgemm_gflop_per_s = 0;      // cpu only: OpenBLAS sgemm on [append x hidden] x the model's linear weights

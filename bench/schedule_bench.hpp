@@ -1,5 +1,5 @@
 #pragma once
-// `dualpath bench schedule`: the cost of scheduling decisions (DESIGN §7) on a synthetic cluster of
+// `dualpath bench schedule`: the cost of scheduling decisions (docs/design.md §7) on a synthetic cluster of
 // the paper's largest size, one core, no actors: the policy's assign() is what is timed.
 #include <cstdint>
 #include <string>

@@ -1,7 +1,7 @@
 #pragma once
 // `dualpath bench transport`: Layer Block write throughput between two libfabric endpoints next to a
 // single-thread memcpy of the same bytes, and `model`-class message latency while `kv` saturates the
-// link, with isolation on and off (DESIGN §8).
+// link, with isolation on and off (docs/design.md §8).
 #include <cstdint>
 #include <string>
 

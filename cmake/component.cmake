@@ -1,7 +1,58 @@
+# The layers (README "Code layout"): a folder may link and include only folders of a lower layer.
+# Configuration fails on a link or an #include that breaks this, naming the file.
+set(DUALPATH_LAYER_schema 0)
+set(DUALPATH_LAYER_core 0)
+set(DUALPATH_LAYER_storage 1)
+set(DUALPATH_LAYER_transport 1)
+set(DUALPATH_LAYER_gpu 1)
+set(DUALPATH_LAYER_schedule 1)
+set(DUALPATH_LAYER_runtime 2)
+set(DUALPATH_LAYER_report 2)
+set(DUALPATH_LAYER_bench 2)
+set(DUALPATH_LAYER_protocol 3)
+set(DUALPATH_LAYER_actors 4)
+set(DUALPATH_LAYER_cluster 5)
+set(DUALPATH_LAYER_apps 6)
+set(DUALPATH_FOLDERS schema core storage transport gpu schedule runtime report bench protocol actors cluster apps)
+
+# dualpath_check_layers(FOLDER DEPS...): every dualpath:: link of FOLDER and every `#include "X/..."` in its
+# sources names a folder of a lower layer (or FOLDER itself).
+function(dualpath_check_layers folder)
+  set(own ${DUALPATH_LAYER_${folder}})
+  if(own STREQUAL "")
+    message(FATAL_ERROR "layers: folder '${folder}' has no layer in cmake/component.cmake")
+  endif()
+  foreach(dep IN LISTS ARGN)
+    if(dep MATCHES "^dualpath::(.+)$")
+      set(name ${CMAKE_MATCH_1})
+      if(NOT DUALPATH_LAYER_${name} LESS own)
+        message(FATAL_ERROR "layers: ${folder}/ (layer ${own}) may not link ${dep} (layer ${DUALPATH_LAYER_${name}})")
+      endif()
+    endif()
+  endforeach()
+  file(GLOB_RECURSE files CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp ${CMAKE_CURRENT_SOURCE_DIR}/*.hpp
+       ${CMAKE_CURRENT_SOURCE_DIR}/*.cu)
+  foreach(f IN LISTS files)
+    file(STRINGS ${f} includes REGEX "^#include \"[a-z_]+/")
+    foreach(line IN LISTS includes)
+      string(REGEX REPLACE "^#include \"([a-z_]+)/.*" "\\1" other "${line}")
+      if(other STREQUAL folder OR NOT other IN_LIST DUALPATH_FOLDERS)
+        continue()
+      endif()
+      if(NOT DUALPATH_LAYER_${other} LESS own)
+        file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${f})
+        message(FATAL_ERROR "layers: ${rel} includes ${other}/ (layer ${DUALPATH_LAYER_${other}}), "
+                            "but ${folder}/ is layer ${own}: only lower layers may be used")
+      endif()
+    endforeach()
+  endforeach()
+endfunction()
+
 # dualpath_component(NAME [DEPS ...]): one static library per folder, built from every
 # .cpp in it. Files are globbed with CONFIGURE_DEPENDS so adding a file needs no edit here.
 function(dualpath_component name)
   cmake_parse_arguments(arg "" "" "DEPS" ${ARGN})
+  dualpath_check_layers(${name} ${arg_DEPS})
   file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
   if(sources)
     add_library(dualpath_${name} STATIC ${sources})

@@ -1,5 +1,5 @@
 #pragma once
-// Chained prefix hashes (DESIGN §9): block i's key covers tokens [0, (i+1)·block_tokens), so equal
+// Chained prefix hashes (docs/design.md §9): block i's key covers tokens [0, (i+1)·block_tokens), so equal
 // prefixes share keys and a lookup is a longest-prefix match over a request's key chain.
 #include <cstdint>
 #include <string>

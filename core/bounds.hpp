@@ -1,5 +1,5 @@
 #pragma once
-// Bandwidth limits of the two read paths (DESIGN §5): which prefill/decode node ratios P/D let
+// Bandwidth limits of the two read paths (docs/design.md §5): which prefill/decode node ratios P/D let
 // storage reads run at full rate over every SNIC without a CNIC or DRAM becoming the bottleneck.
 #include <cstdint>
 #include <optional>
@@ -27,7 +27,7 @@ const char* to_string(bound_kind k);
 struct bound_row {
   std::string name;       // e.g. "de_cnic_write"
   std::string link;       // human name of the link and direction
-  std::string load;       // load formula as in DESIGN §5
+  std::string load;       // load formula as in docs/design.md §5
   std::string condition;  // the condition the row imposes
   bound_kind kind = bound_kind::fixed;
   double limit = 0;       // lower/upper: the P/D bound; fixed: unused
@@ -48,7 +48,7 @@ struct bounds_report {
   std::vector<std::string> binding;
   std::optional<double> pd;        // P/D of the given layout
   std::optional<bool> feasible;    // the given layout is inside the interval and every row holds
-  // Aggregate storage read bandwidth of the layout: PE path only vs both paths (DESIGN §1).
+  // Aggregate storage read bandwidth of the layout: PE path only vs both paths (docs/design.md §1).
   std::optional<double> pe_read_gb_per_s;
   std::optional<double> dual_read_gb_per_s;
 

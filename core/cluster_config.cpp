@@ -82,7 +82,10 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
   cluster_config c;
   const auto* model = r.section("model", {"name", "backend", "gpu", "mfu", "seed"});
   r.get(model, "model", "name", c.model);
-  r.get(model, "model", "backend", c.backend);
+  std::string backend = to_string(c.backend);
+  r.get(model, "model", "backend", backend);
+  if (auto k = parse_backend_kind(backend)) c.backend = *k;
+  else r.fail("model.backend", "must be cpu, cuda or modeled (got '" + backend + "')");
   r.get(model, "model", "gpu", c.gpu);
   r.get(model, "model", "mfu", c.mfu);
   r.get(model, "model", "seed", c.seed);
@@ -146,8 +149,6 @@ void validate_cluster_config(const cluster_config& c, const std::string& origin)
   auto fail = [&](const std::string& key, const std::string& why) {
     throw user_error(fmt::format("{}: key '{}': {}", origin, key, why));
   };
-  if (c.backend != "cpu" && c.backend != "cuda" && c.backend != "modeled")
-    fail("model.backend", "must be cpu, cuda or modeled (got '" + c.backend + "')");
   if (c.mfu <= 0 || c.mfu > 1) fail("model.mfu", "must be in (0, 1]");
   if (c.prefill_nodes < 1) fail("cluster.prefill_nodes", "must be at least 1");
   if (c.decode_nodes < 1) fail("cluster.decode_nodes", "must be at least 1");
@@ -177,7 +178,7 @@ void validate_cluster_config(const cluster_config& c, const std::string& origin)
 std::string format_cluster_config(const cluster_config& c) {
   auto integer = [](uint64_t v) { return int64_t(v); };
   toml::table root;
-  root.insert("model", toml::table{{"name", c.model}, {"backend", c.backend}, {"gpu", c.gpu}, {"mfu", c.mfu},
+  root.insert("model", toml::table{{"name", c.model}, {"backend", to_string(c.backend)}, {"gpu", c.gpu}, {"mfu", c.mfu},
                                    {"seed", integer(c.seed)}});
   root.insert("cluster", toml::table{{"prefill_nodes", integer(c.prefill_nodes)},
                                      {"decode_nodes", integer(c.decode_nodes)},

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/modes.hpp"
+
 namespace dualpath {
 
 struct policy_switch {
@@ -15,7 +17,7 @@ struct policy_switch {
 struct cluster_config {
   // [model]
   std::string model = "tiny";      // catalog name or path to a model directory
-  std::string backend = "cpu";     // cpu | cuda | modeled
+  backend_kind backend = backend_kind::cpu;
   std::string gpu = "h800";        // modeled backend: GPU profile
   double mfu = 0.4;                // modeled backend: model FLOPs utilisation
   uint64_t seed = 1;               // weights of catalog models are generated from this seed
@@ -42,9 +44,9 @@ struct cluster_config {
   double beta_s = 5.0;             // β = tokens an engine prefills in beta_s seconds
   uint64_t alpha_tokens = 0;       // overrides α when set (0 = calibrate from the SNIC rate)
   uint64_t beta_tokens = 0;        // overrides β when set (0 = calibrate from the compute fit)
-  double z_slack = 1.05;           // decode level-2 threshold Z = z_slack × mean load (DESIGN §7.3)
+  double z_slack = 1.05;           // decode level-2 threshold Z = z_slack × mean load (docs/design.md §7.3)
   double quota_ms = 300.0;         // intra-engine compute quota per forward pass
-  std::string quota_scope = "attention";  // attention (DESIGN §7.6) | forward (whole pass, one GPU per engine)
+  std::string quota_scope = "attention";  // attention (docs/design.md §7.6) | forward (whole pass, one GPU per engine)
   std::vector<policy_switch> switches;
   // [runtime]
   uint32_t prefetch_layers = 2;    // layers of hit KV in flight ahead of the one computing

@@ -1,5 +1,5 @@
 #pragma once
-// Workload arithmetic of DESIGN §6: FLOPs per new token and the cache-compute ratio.
+// Workload arithmetic of docs/design.md §6: FLOPs per new token and the cache-compute ratio.
 #include <cstdint>
 
 #include "core/model_catalog.hpp"

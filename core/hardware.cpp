@@ -1,3 +1,4 @@
+#include "core/names.hpp"
 #include "core/hardware.hpp"
 
 #include <fmt/format.h>
@@ -24,7 +25,7 @@ const std::vector<gpu_profile>& gpu_profiles() {
 }
 
 const std::vector<node_profile>& node_profiles() {
-  // g = 8 GPUs, one 400 Gbps CNIC (~50 GB/s) per GPU, one SNIC of s·B per node (DESIGN §2, §5).
+  // g = 8 GPUs, one 400 Gbps CNIC (~50 GB/s) per GPU, one SNIC of s·B per node (docs/design.md §2, §5).
   static const std::vector<node_profile> nodes = {
       {"h800-8", "8× H800, 8 CNICs + 1 SNIC of 400 Gbps, 500 GB/s DRAM (the paper's nodes)", "h800", 8, 50, 1, 500},
       {"h100-8", "8× H100, 8 CNICs + 1 SNIC of 400 Gbps, 500 GB/s DRAM", "h100", 8, 50, 1, 500},
@@ -36,12 +37,7 @@ const std::vector<node_profile>& node_profiles() {
 namespace {
 template <class T>
 const T& find_by_name(const std::vector<T>& list, const std::string& name, const char* what) {
-  std::string known;
-  for (const auto& item : list) {
-    if (item.name == name) return item;
-    known += (known.empty() ? "" : ", ") + item.name;
-  }
-  throw user_error(fmt::format("unknown {} '{}' (known: {})", what, name, known));
+  return find_named(list, name, what);
 }
 }  // namespace
 

@@ -1,6 +1,6 @@
 #pragma once
 // Hardware profiles: what a GPU computes and what a node's links carry. The modeled backend turns
-// FLOPs into time with them, the scheduler calibrates α/β (DESIGN §7.2), `dualpath bounds` checks §5.
+// FLOPs into time with them, the scheduler calibrates α/β (docs/design.md §7.2), `dualpath bounds` checks §5.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,7 +37,7 @@ const gpu_profile& find_gpu(const std::string& name);  // user_error listing the
 const std::vector<node_profile>& node_profiles();
 const node_profile& find_node(const std::string& name);  // user_error listing the known names
 
-// Scheduler thresholds of DESIGN §7.2, in tokens of `kv_bytes_per_token`-byte KV / of prefill work:
+// Scheduler thresholds of docs/design.md §7.2, in tokens of `kv_bytes_per_token`-byte KV / of prefill work:
 // α = tokens a node's SNIC reads in `seconds`; β = tokens one GPU prefills in `seconds` when each
 // token costs `flops_per_token` at utilisation `mfu`.
 double alpha_tokens(const node_profile& node, uint64_t kv_bytes_per_token, double seconds);

@@ -1,3 +1,4 @@
+#include "core/names.hpp"
 #include "core/model_catalog.hpp"
 
 #include "core/errors.hpp"
@@ -130,12 +131,7 @@ const std::vector<model_spec>& model_catalog() {
 }
 
 const model_spec& find_model(const std::string& name) {
-  for (const auto& m : model_catalog()) {
-    if (m.name == name) return m;
-  }
-  std::string known;
-  for (const auto& m : model_catalog()) known += (known.empty() ? "" : ", ") + m.name;
-  throw user_error("unknown model '" + name + "' (known: " + known + ")");
+  return find_named(model_catalog(), name, "model");
 }
 
 }  // namespace dualpath

@@ -1,5 +1,5 @@
 #pragma once
-// The model catalog: every number the rest of the system needs about a model (DESIGN §6).
+// The model catalog: every number the rest of the system needs about a model (docs/design.md §6).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 #pragma once
-// Agent traces (DESIGN §11): our trajectory JSONL (one agent per line) and Mooncake request traces.
+// Agent traces (docs/design.md §11): our trajectory JSONL (one agent per line) and Mooncake request traces.
 //
 // Trajectory line: {"id": "a0", "rounds": [{"append": n, "gen": m, "keep": k, "tool_ms": t, "reset": c}, ...]}
 //   append   tokens appended to the prompt this turn (tool output, user message; after a
@@ -11,7 +11,7 @@
 //   reset    before this turn the framework cut the context back to its first `reset` tokens
 //            (a rollback to an earlier state, or a compaction that keeps only the task) default: none
 // Turn r's prompt = the surviving prefix of (turn r-1's prompt + its kept generation) + append.
-// Without keep/reset this is DESIGN §11's "all earlier prompts and generations + append".
+// Without keep/reset this is docs/design.md §11's "all earlier prompts and generations + append".
 #include <cstdint>
 #include <fstream>
 #include <optional>

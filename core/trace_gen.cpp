@@ -1,4 +1,4 @@
-// Synthetic agent trajectories that reproduce the paper's dataset statistics (DESIGN §11).
+// Synthetic agent trajectories that reproduce the paper's dataset statistics (docs/design.md §11).
 //
 // Context model (why the numbers can hold together): the paper's 64K set has 157 turns of 429
 // appended tokens, yet prompts stay under 64K and end at 55,958 on average, so agents must drop
@@ -15,6 +15,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "core/names.hpp"
 #include "core/errors.hpp"
 #include "core/trace.hpp"
 
@@ -31,12 +32,7 @@ const std::vector<trace_preset>& trace_presets() {
 }
 
 const trace_preset& find_trace_preset(const std::string& name) {
-  std::string known;
-  for (const auto& p : trace_presets()) {
-    if (p.name == name) return p;
-    known += (known.empty() ? "" : ", ") + p.name;
-  }
-  throw user_error(fmt::format("unknown trace preset '{}' (known: {})", name, known));
+  return find_named(trace_presets(), name, "trace preset");
 }
 
 namespace {

@@ -24,16 +24,16 @@ void check_model_path(const std::string& model) {
 
 std::unique_ptr<compute_backend> make_backend(const backend_options& o) {
   check_model_path(o.model);
-  if (o.kind == "modeled") {
+  if (o.kind == backend_kind::modeled) {
     const model_spec m = is_model_dir(o.model) ? read_model_config(o.model) : find_model(o.model);
     return make_modeled_backend(m, find_gpu_profile(o.gpu_profile), o.mfu);
   }
-  if (o.kind == "cpu") return make_cpu_backend(make_dense_model(resolve_weights(o.model, o.seed)));
-  if (o.kind == "cuda") {
+  if (o.kind == backend_kind::cpu) return make_cpu_backend(make_dense_model(resolve_weights(o.model, o.seed)));
+  if (o.kind == backend_kind::cuda) {
     if (!cuda_available()) throw user_error("cuda backend: " + cuda_unavailable_reason());
     return make_cuda_backend(make_dense_model(resolve_weights(o.model, o.seed)), o.device);
   }
-  throw user_error("unknown compute backend '" + o.kind + "' (known: cpu, cuda, modeled)");
+  throw user_error(std::string("compute backend ") + to_string(o.kind) + " cannot be built");
 }
 
 }  // namespace dualpath::gpu

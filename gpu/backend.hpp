@@ -1,5 +1,5 @@
 #pragma once
-// The compute interface behind the GPU actor (DESIGN §4, §10): a prefill pass driven layer by layer over
+// The compute interface behind the GPU actor (docs/design.md §4, §10): a prefill pass driven layer by layer over
 // cached KV supplied as Layer Blocks, and decode steps over paged Layer Blocks. Three backends implement it:
 // `cpu` (real math, the reference), `cuda` (same kernels on a GPU) and `modeled` (sleeps for the time the
 // cost model predicts on a chosen GPU, emits deterministic KV bytes).
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/model_catalog.hpp"
+#include "core/modes.hpp"
 
 namespace dualpath::gpu {
 
@@ -24,7 +25,7 @@ struct kv_span {
   uint32_t tokens = 0;
 };
 
-// Layer `layer` of a Full Block laid out [layers][block_tokens][bytes] (DESIGN §2): a contiguous span of its
+// Layer `layer` of a Full Block laid out [layers][block_tokens][bytes] (docs/design.md §2): a contiguous span of its
 // first `tokens` tokens (tokens <= block_tokens; a partly filled block keeps the same layer stride).
 inline kv_span layer_block(const std::byte* full_block, const model_spec& m, uint32_t layer, uint32_t tokens) {
   return kv_span{full_block + uint64_t(layer) * m.layer_block_bytes(), tokens};
@@ -76,7 +77,7 @@ class compute_backend {
  public:
   virtual ~compute_backend() = default;
   virtual const model_spec& model() const = 0;
-  virtual std::string kind() const = 0;  // "cpu" | "cuda" | "modeled"
+  virtual backend_kind kind() const = 0;
   virtual std::unique_ptr<prefill_pass> begin_prefill(std::vector<prefill_item> items) = 0;
   virtual std::vector<int32_t> decode_step(std::vector<decode_item>& items) = 0;  // next token per item
   // FLOPs -> seconds: measured for cpu (a short calibration run on first call, then cached) and cuda (at
@@ -85,7 +86,7 @@ class compute_backend {
 };
 
 struct backend_options {
-  std::string kind = "cpu";        // "cpu" | "cuda" | "modeled"
+  backend_kind kind = backend_kind::cpu;
   std::string model = "tiny";      // catalog name, or a model directory (config.json + safetensors; cpu/cuda)
   std::string gpu_profile = "h800";  // modeled: see gpu/gpu_profile.hpp
   double mfu = 0.4;                // modeled: fraction of the profile's peak FLOP/s achieved

@@ -220,7 +220,7 @@ class cpu_backend : public compute_backend {
  public:
   explicit cpu_backend(dense_model d) : d_(std::move(d)) {}
   const model_spec& model() const override { return d_.spec; }
-  std::string kind() const override { return "cpu"; }
+  backend_kind kind() const override { return backend_kind::cpu; }
 
   std::unique_ptr<prefill_pass> begin_prefill(std::vector<prefill_item> items) override {
     return std::make_unique<batched_pass<cpu_batch>>(d_.spec.layers, d_, std::move(items));

@@ -1,3 +1,4 @@
+#include "core/names.hpp"
 #include "gpu/gpu_profile.hpp"
 
 #include "core/errors.hpp"
@@ -16,12 +17,7 @@ const std::vector<gpu_profile>& gpu_profiles() {
 }
 
 const gpu_profile& find_gpu_profile(const std::string& name) {
-  std::string known;
-  for (const auto& p : gpu_profiles()) {
-    if (p.name == name) return p;
-    known += (known.empty() ? "" : ", ") + p.name;
-  }
-  throw user_error("unknown GPU profile '" + name + "' (known: " + known + ")");
+  return find_named(gpu_profiles(), name, "GPU profile");
 }
 
 }  // namespace dualpath::gpu

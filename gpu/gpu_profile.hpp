@@ -1,5 +1,5 @@
 #pragma once
-// GPU profiles for the modeled backend (DESIGN §10): peak dense FLOP/s and HBM size of one GPU.
+// GPU profiles for the modeled backend (docs/design.md §10): peak dense FLOP/s and HBM size of one GPU.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 #pragma once
-// An engine's HBM: a fixed-capacity arena (DESIGN §4). Allocations that do not fit are refused (try_allocate
+// An engine's HBM: a fixed-capacity arena (docs/design.md §4). Allocations that do not fit are refused (try_allocate
 // returns nullopt, allocate throws hbm_full naming the sizes), never an out-of-memory crash. Free space is
 // reportable for the leader's view. Thread-safe.
 //

@@ -89,7 +89,7 @@ class modeled_backend : public compute_backend {
     fit_.seconds_per_flop = 1.0 / (p.peak_flops * mfu);
   }
   const model_spec& model() const override { return m_; }
-  std::string kind() const override { return "modeled"; }
+  backend_kind kind() const override { return backend_kind::modeled; }
   flops_fit fit() const override { return fit_; }
 
   std::unique_ptr<prefill_pass> begin_prefill(std::vector<prefill_item> items) override {

@@ -1,6 +1,6 @@
 #pragma once
 // The modeled backend: no math. Each layer of a prefill pass and each decode step sleeps for the time the cost
-// model (DESIGN §6) predicts on a GPU profile at a given MFU, and emits deterministic KV bytes and tokens.
+// model (docs/design.md §6) predicts on a GPU profile at a given MFU, and emits deterministic KV bytes and tokens.
 #include <memory>
 
 #include "gpu/backend.hpp"

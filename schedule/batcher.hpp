@@ -1,5 +1,5 @@
 #pragma once
-// Intra-engine batching on a PE with a compute quota (DESIGN §7.6). All GPUs of an expert-parallel
+// Intra-engine batching on a PE with a compute quota (docs/design.md §7.6). All GPUs of an expert-parallel
 // group wait for each other every layer, so each forward pass takes FIFO work only while the estimated
 // attention time stays under the quota; the request that would overflow it runs as a chunk, the largest
 // that fits (binary search), and continues next pass.

@@ -1,5 +1,5 @@
 #pragma once
-// α and β of DESIGN §7.2 from plain hardware numbers, and the FLOPs → time fit they (and the batcher)
+// α and β of docs/design.md §7.2 from plain hardware numbers, and the FLOPs → time fit they (and the batcher)
 // rest on. Numbers in, numbers out: measuring the hardware is someone else's job.
 #include <cstdint>
 #include <utility>

@@ -1,8 +1,9 @@
-// The policies by name (DESIGN §7.5): dualpath, basic, round_robin, split. Each is a small class; the
+// The policies by name (docs/design.md §7.5): dualpath, basic, round_robin, split. Each is a small class; the
 // rules themselves live in selection.cpp.
 #include <algorithm>
 #include <numeric>
 
+#include "core/names.hpp"
 #include "core/errors.hpp"
 #include "schedule/selection.hpp"
 
@@ -229,9 +230,7 @@ std::unique_ptr<policy> make_policy(std::string_view name) {
   if (name == "basic") return std::make_unique<basic_policy>();
   if (name == "round_robin") return std::make_unique<round_robin_policy>();
   if (name == "split") return std::make_unique<split_policy>();
-  std::string known;
-  for (const auto& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
-  throw user_error("unknown scheduling policy '" + std::string(name) + "' (known: " + known + ")");
+  throw_unknown_name("scheduling policy", name, policy_names());
 }
 
 }  // namespace dualpath::schedule

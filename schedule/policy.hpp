@@ -1,5 +1,5 @@
 #pragma once
-// Scheduling policies (DESIGN §7): snapshots of the cluster in, assignments out. Plain C++: no actors,
+// Scheduling policies (docs/design.md §7): snapshots of the cluster in, assignments out. Plain C++: no actors,
 // no I/O, no clocks, so every decision can be tested and benchmarked on its own.
 #include <cstdint>
 #include <deque>

@@ -1,4 +1,4 @@
-// DESIGN §7.2–§7.5, one function per rule.
+// docs/design.md §7.2–§7.5, one function per rule.
 #include "schedule/selection.hpp"
 
 #include <limits>

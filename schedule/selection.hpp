@@ -1,5 +1,5 @@
 #pragma once
-// The decision steps of DESIGN §7.2–§7.5 as separate functions, so each rule is tested on its own and
+// The decision steps of docs/design.md §7.2–§7.5 as separate functions, so each rule is tested on its own and
 // the policies (policies.cpp) are only their composition.
 #include <vector>
 

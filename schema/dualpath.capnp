@@ -5,7 +5,7 @@
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("dualpath::schema");
 
-# One engine's load as its leader reports it to the scheduler (DESIGN §7.1).
+# One engine's load as its leader reports it to the scheduler (docs/design.md §7.1).
 struct EngineStats {
   engine @0 :UInt32;      # global engine id
   node @1 :UInt32;        # node (group) the engine belongs to
@@ -14,7 +14,7 @@ struct EngineStats {
   freeHbm @4 :UInt64;     # free KV bytes in the engine's HBM arena
 }
 
-# A node's storage NIC queue (DESIGN §7.1).
+# A node's storage NIC queue (docs/design.md §7.1).
 struct NodeStats {
   node @0 :UInt32;
   readQ @1 :UInt64;       # bytes waiting on the node's SNIC

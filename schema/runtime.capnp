@@ -1,9 +1,10 @@
 @0xa7e83d4a7fdca0ef;
-# Cluster runtime protocol (DESIGN §3, §4): turn payloads, node data-plane commands and the PE -> DE
+# Cluster runtime protocol (docs/design.md §3, §4): turn payloads, node data-plane commands and the PE -> DE
 # hand-off. KV bytes never travel here; only block keys, buffer slots and region offsets do.
 
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("dualpath::schema");
+using Scheduler = import "scheduler.capnp";
 
 # Monotonic nanosecond timestamps of one turn's life (0 = not reached).
 struct TurnTimes {
@@ -33,7 +34,7 @@ struct Handoff {
   firstToken @1 :Int32;
   deSlots @2 :List(UInt32);
   validHitBlocks @3 :UInt32;  # hit blocks that arrived intact (the rest was recomputed)
-  path @4 :UInt8;             # schedule::read_path
+  path @4 :Scheduler.ReadPath;
   corruptBlocks @5 :UInt32;
   kvVerified @6 :UInt64;      # Layer Blocks checked on arrival (modeled backend)
   kvCorrupt @7 :UInt64;
@@ -46,7 +47,7 @@ struct TurnResult {
   turn @2 :UInt32;
   generated @3 :List(Int32);
   times @4 :TurnTimes;
-  path @5 :UInt8;
+  path @5 :Scheduler.ReadPath;
   validHitBlocks @6 :UInt32;
   corruptBlocks @7 :UInt32;
   kvVerified @8 :UInt64;
@@ -64,13 +65,13 @@ struct LoadResult {
   slots @0 :List(UInt32);
   valid @1 :UInt32;
   bytes @2 :UInt64;
-  error @3 :Text;
+  reason @3 :Text;          # why the first bad block is bad ("" when all arrived)
+  code @4 :UInt8;           # its dualpath::errc (0 = ok)
 }
 
 struct Slots {
   slots @0 :List(UInt32);
   count @1 :UInt32;         # reserve: how many are wanted
-  error @2 :Text;
 }
 
 enum RegionKind {
@@ -90,10 +91,15 @@ struct CopyOp {
 
 struct CopyBatch {
   ops @0 :List(CopyOp);
-  kvClass @1 :Bool;         # true: kv traffic class, false: model class
+  trafficClass @1 :TrafficClass;
 }
 
-# Multi-process runs (DESIGN §13): what a launcher and the node processes it starts tell each other.
+enum TrafficClass {
+  model @0;                 # latency-critical model traffic (collectives, PD hand-off), served first
+  kv @1;                    # bulk KV forwarding, in the gaps (docs/design.md §8)
+}
+
+# Multi-process runs (docs/design.md §13): what a launcher and the node processes it starts tell each other.
 
 # The registry's answer to a joining node: the run it belongs to.
 struct NodeSetup {
@@ -123,7 +129,7 @@ struct FabricDirectory {
 }
 
 # A node process's data-plane counters at the end of a run.
-struct NodeStats {
+struct NodeCounters {
   node @0 :UInt32;
   snicBytes @1 :UInt64;
   persistedBlocks @2 :UInt64;

@@ -1,5 +1,5 @@
 @0xf0271d0e3528a37f;
-# Scheduler protocol (DESIGN §7, issue 6): clients submit requests, leaders report their group's
+# Scheduler protocol (docs/design.md §7, issue 6): clients submit requests, leaders report their group's
 # load and fetch work, the control CLI switches the policy.
 
 using Cxx = import "/capnp/c++.capnp";

@@ -8,15 +8,23 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include <atomic>
+#include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "transport/endpoint.hpp"
+#include "transport/poster.hpp"
 
 namespace dualpath::transport {
 
 // "fi_xxx failed: <libfabric message>" for a negative libfabric return code.
 std::string fabric_error(const char* what, ssize_t rc);
+
+// True for libfabric errors that mean the peer is gone, not that one operation went wrong.
+bool is_connection_error(int err);
 
 // Fabric and domain, shared by an endpoint and its memory regions so that a region closed after its
 // endpoint still finds an open domain (closing a domain with live MRs fails).
@@ -36,6 +44,71 @@ struct memory_region::impl {
   uint64_t length = 0;
   remote_region remote;
   ~impl();
+};
+
+struct peer_state {
+  address_bytes address;
+  fi_addr_t fi_addr = FI_ADDR_UNSPEC;
+  std::string dead_reason;  // non-empty: transfers to it fail at once
+  std::shared_ptr<std::atomic<bool>> local_alive;  // set when the peer is an endpoint of this process
+};
+
+// The fabric objects of one endpoint: opened once, then used to register memory, reach peers and post
+// slices. Posting is the `poster` the scheduler sees; reaping the completion queue is completion_loop's.
+class fabric_port {
+ public:
+  // Throws user_error naming the provider when it is not available or fails to start.
+  explicit fabric_port(const fabric_options& opts);
+  ~fabric_port();
+  fabric_port(const fabric_port&) = delete;
+  fabric_port& operator=(const fabric_port&) = delete;
+
+  uint64_t serial() const { return serial_; }
+  const fi_info& info() const { return *core_->info; }
+  const char* provider_name() const { return core_->info->fabric_attr->prov_name; }
+  // tcp and sockets carry every slice to a peer in one byte stream (see fabric_options::kv_guard_bytes).
+  bool stream_provider() const;
+  size_t cq_data_size() const { return cq_data_size_; }
+  fid_cq* cq() const { return cq_; }
+
+  address_bytes address() const;
+  uint32_t connect(const address_bytes& peer);
+  std::unique_ptr<memory_region> register_memory(void* base, uint64_t length);
+
+  uint32_t peer_count() const { return static_cast<uint32_t>(peers_.size()); }
+  // Why transfers to `peer` must fail at once; empty when it looks alive.
+  std::string unreachable(uint32_t peer);
+  void mark_down(uint32_t peer, const std::string& why);
+
+  post_result post(const slice& s);
+  // Frees the context a completion handed back and returns the slice id it was posted for.
+  uint64_t release(void* context);
+
+ private:
+  // The provider's per-operation scratch space comes first, so a completion's op_context is its address.
+  struct op_context {
+    fi_context2 ctx{};
+    uint64_t slice = 0;
+  };
+
+  void open();
+  void close();
+
+  fabric_options opts_;
+  uint64_t serial_;
+  std::shared_ptr<fabric_core> core_ = std::make_shared<fabric_core>();
+  fid_ep* ep_ = nullptr;
+  fid_av* av_ = nullptr;
+  fid_cq* cq_ = nullptr;
+  uint64_t mr_mode_ = 0;
+  size_t cq_data_size_ = 0;
+  uint64_t next_key_ = 1;
+  std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
+  std::vector<peer_state> peers_;
+  std::map<address_bytes, uint32_t> peer_index_;
+  // Node-based: a context keeps its address while the provider holds it, whatever else is inserted.
+  // An abandoned slice's context stays here until its completion arrives or the endpoint closes.
+  std::unordered_map<uint64_t, op_context> contexts_;
 };
 
 }  // namespace dualpath::transport

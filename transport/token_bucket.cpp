@@ -4,8 +4,8 @@
 
 namespace dualpath::transport {
 
-token_bucket::token_bucket(double rate_bytes_per_s, double burst_bytes)
-    : rate_(rate_bytes_per_s), burst_(burst_bytes), last_(clock::now()) {}
+token_bucket::token_bucket(double rate_bytes_per_s, double burst_bytes, clock::time_point start)
+    : rate_(rate_bytes_per_s), burst_(burst_bytes), last_(start) {}
 
 void token_bucket::refill(clock::time_point now) {
   if (now <= last_) return;

@@ -11,8 +11,9 @@ class token_bucket {
  public:
   using clock = std::chrono::steady_clock;
 
-  // rate_bytes_per_s <= 0 means uncapped.
-  token_bucket(double rate_bytes_per_s, double burst_bytes);
+  // rate_bytes_per_s <= 0 means uncapped. `start` is when the (empty) bucket begins to fill; it is on
+  // the caller's clock, so an owner with a fake clock gets a bucket that follows it.
+  token_bucket(double rate_bytes_per_s, double burst_bytes, clock::time_point start = clock::now());
 
   bool capped() const { return rate_ > 0; }
   // True when a slice may start at `now`: the bucket is not in debt, or in less than `allowance` bytes

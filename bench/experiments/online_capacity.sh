@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Online capacity (DESIGN §11, §12): the storage-bound cluster of run.sh serving agents that arrive as a
+# Online capacity (docs/design.md §11, §12): the storage-bound cluster of run.sh serving agents that arrive as a
 # Poisson process. Each policy runs at rising rates until one fails the paper's SLO (TTFT within 4 s,
 # here the peak mean over 10 s windows; mean TPOT within 50 ms); its capacity is the highest rate that
 # met it. The 40 trajectories are replayed four times (160 agents): the arrival window must outlast an

@@ -295,7 +295,7 @@ class cuda_backend : public compute_backend {
   }
 
   const model_spec& model() const override { return dm_.spec; }
-  std::string kind() const override { return "cuda"; }
+  backend_kind kind() const override { return cuda_backend_kind; }
 
   std::unique_ptr<prefill_pass> begin_prefill(std::vector<prefill_item> items) override {
     CK(cudaSetDevice(dm_.device));

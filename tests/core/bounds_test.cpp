@@ -17,7 +17,7 @@ const bound_row& row(const bounds_report& r, const std::string& name) {
 bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
 }  // namespace
 
-TEST_CASE("DESIGN §5 check values: g=8, s=1, B=50, M=500 gives 1/7 <= P/D <= 7/2") {
+TEST_CASE("docs/design.md §5 check values: g=8, s=1, B=50, M=500 gives 1/7 <= P/D <= 7/2") {
   const auto r = evaluate_bounds({8, 1, 50, 500, {}, {}});
   CHECK(r.feasible_hardware);
   CHECK(r.rows.size() == 6);

@@ -22,7 +22,7 @@ TEST_CASE("the dualpath binary is there") {
   REQUIRE(std::filesystem::exists(dualpath::test::binary()));
 }
 
-TEST_CASE("cli: cost reproduces DESIGN §6 as JSON") {
+TEST_CASE("cli: cost reproduces docs/design.md §6 as JSON") {
   struct row {
     const char* model;
     int context;

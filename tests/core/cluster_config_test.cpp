@@ -44,7 +44,7 @@ prefetch_layers = 3
 )",
                                       "test.toml");
   CHECK(c.model == "ds-27b");
-  CHECK(c.backend == "modeled");
+  CHECK(c.backend == backend_kind::modeled);
   CHECK(c.mfu == doctest::Approx(0.35));
   CHECK(c.total_nodes() == 6);
   CHECK(c.engines_per_node == 8);
@@ -82,7 +82,7 @@ TEST_CASE("cluster file: unknown keys, wrong types and impossible values name fi
 TEST_CASE("cluster file: format_cluster_config parses back to the same configuration, every key") {
   cluster_config c;
   c.model = "models/my \"qwen\" dir\\x";
-  c.backend = "modeled";
+  c.backend = backend_kind::modeled;
   c.gpu = "h100";
   c.mfu = 1.0 / 3.0;
   c.seed = 123456789012345ull;

@@ -6,7 +6,7 @@
 
 using namespace dualpath;
 
-TEST_CASE("cache-compute ratio reproduces DESIGN §6 for deepseek-v3.2 and qwen2.5-32b") {
+TEST_CASE("cache-compute ratio reproduces docs/design.md §6 for deepseek-v3.2 and qwen2.5-32b") {
   const auto& v32 = find_model("deepseek-v3.2");
   CHECK(v32.kv_bytes_per_token() == 40016);
   CHECK(cache_compute_ratio_gb_per_pflop(v32, 16384, 429) == doctest::Approx(12.2).epsilon(0.02));

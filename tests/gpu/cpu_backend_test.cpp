@@ -178,7 +178,7 @@ TEST_CASE("a batch of different requests equals each request alone") {
 }
 
 TEST_CASE("cpu backend rejects malformed passes") {
-  auto be = make_backend({"cpu", "tiny"});
+  auto be = make_backend({backend_kind::cpu, "tiny"});
   paged_kv kv(be->model());
   std::vector<std::byte> out(1 << 16);
   auto pass = be->begin_prefill({prefill_item{1, 16, {1, 2}, true}});
@@ -186,12 +186,12 @@ TEST_CASE("cpu backend rejects malformed passes") {
   CHECK_THROWS_AS(be->begin_prefill({prefill_item{1, 0, {int32_t(be->model().vocab)}, true}}), std::invalid_argument);
   auto pass2 = be->begin_prefill({prefill_item{1, 0, {1}, true}});
   CHECK_THROWS_AS(pass2->finish(), std::logic_error);
-  CHECK_THROWS_AS(make_backend({"cpu", "deepseek-v3.2"}), user_error);
-  CHECK_THROWS_AS(make_backend({"cpu", "qwen2.5-32b"}), user_error);  // Llama-style but far too big to generate
+  CHECK_THROWS_AS(make_backend({backend_kind::cpu, "deepseek-v3.2"}), user_error);
+  CHECK_THROWS_AS(make_backend({backend_kind::cpu, "qwen2.5-32b"}), user_error);  // Llama-style but far too big to generate
 }
 
 TEST_CASE("cpu backend fit is measured and positive") {
-  auto be = make_backend({"cpu", "tiny"});
+  auto be = make_backend({backend_kind::cpu, "tiny"});
   const auto f = be->fit();
   CHECK(f.seconds_per_flop > 0);
   CHECK(f.seconds(1e9) > f.seconds(1e6));

@@ -33,7 +33,7 @@ bool confident(const std::vector<float>& logits) {
 
 using backend_factory = std::unique_ptr<compute_backend> (*)(dense_model, int);
 
-std::unique_ptr<compute_backend> cpu_for(const model_weights& w) { return make_backend({"cpu", w.spec.name, "h800", 0.4, 0}); }
+std::unique_ptr<compute_backend> cpu_for(const model_weights& w) { return make_backend({backend_kind::cpu, w.spec.name, "h800", 0.4, 0}); }
 
 void matches_cpu(backend_factory make, const std::vector<const char*>& models, uint32_t prompt_len) {
   for (const char* name : models) {
@@ -159,7 +159,7 @@ void device_resident_equals_host(backend_factory make, const device_memory& dev)
 TEST_CASE("cuda backend reports itself unavailable cleanly without a GPU" * doctest::skip(have_gpu)) {
   MESSAGE("no GPU: " << cuda_unavailable_reason());
   CHECK_FALSE(cuda_unavailable_reason().empty());
-  CHECK_THROWS_AS(make_backend({"cuda", "tiny"}), user_error);
+  CHECK_THROWS_AS(make_backend({backend_kind::cuda, "tiny"}), user_error);
 }
 
 TEST_CASE("cuda backend matches the cpu backend (tiny and small)" * doctest::skip(!have_gpu)) {

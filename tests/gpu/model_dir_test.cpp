@@ -60,14 +60,14 @@ TEST_CASE("a model directory round-trips bit-identically (bf16, f32, sharded) an
   CHECK(worst < 1e-4);
 
   // The directory and the catalog name with the same seed give the same model.
-  auto from_dir = make_backend({"cpu", tmp.str("bf16")});
-  auto from_name = make_backend({"cpu", "tiny", "h800", 0.4, 42});
+  auto from_dir = make_backend({backend_kind::cpu, tmp.str("bf16")});
+  auto from_name = make_backend({backend_kind::cpu, "tiny", "h800", 0.4, 42});
   const auto prompt = random_tokens(30, 512, 1);
   paged_kv a(from_dir->model()), b(from_name->model());
   request ra{&a, 0, prompt}, rb{&b, 0, prompt};
   CHECK(prefill(*from_dir, {&ra}) == prefill(*from_name, {&rb}));
   CHECK(ra.logits == rb.logits);
-  auto other_seed = make_backend({"cpu", "tiny", "h800", 0.4, 43});
+  auto other_seed = make_backend({backend_kind::cpu, "tiny", "h800", 0.4, 43});
   paged_kv c(other_seed->model());
   request rc{&c, 0, prompt};
   prefill(*other_seed, {&rc});

@@ -1,4 +1,4 @@
-// DESIGN §7.6: compute quota, binary-searched chunk, progress for oversized requests; α/β calibration.
+// docs/design.md §7.6: compute quota, binary-searched chunk, progress for oversized requests; α/β calibration.
 #include <doctest/doctest.h>
 
 #include "core/cost_model.hpp"

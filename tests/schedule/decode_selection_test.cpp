@@ -1,4 +1,4 @@
-// DESIGN §7.3: level 1 (group with the smallest Σ tok_e), level 2 (Z threshold, HBM fit).
+// docs/design.md §7.3: level 1 (group with the smallest Σ tok_e), level 2 (Z threshold, HBM fit).
 #include <doctest/doctest.h>
 
 #include "schedule/selection.hpp"

@@ -1,4 +1,4 @@
-// DESIGN §7.4 (read path), §7.5 (split, policies by name) and the round-robin baseline.
+// docs/design.md §7.4 (read path), §7.5 (split, policies by name) and the round-robin baseline.
 #include <doctest/doctest.h>
 
 #include <string>

@@ -1,4 +1,4 @@
-// DESIGN §7.2: C1/C2/C3 with α and β, FIFO over the global queue.
+// docs/design.md §7.2: C1/C2/C3 with α and β, FIFO over the global queue.
 #include <doctest/doctest.h>
 
 #include "schedule/selection.hpp"

@@ -1,0 +1,275 @@
+// Prefill engine, forward passes (docs/design.md §4, §7.6): a batch under the compute quota; per layer, its
+// hit KV is staged into HBM (`depth` layers in flight), computed, and forwarded with the new KV to the DE
+// buffer; after the last layer the first tokens are handed off to the decode engines.
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "actors/prefill_state.hpp"
+#include "core/cost_model.hpp"
+#include "protocol/errors.hpp"
+
+namespace dualpath::actors {
+
+void prefill_state::try_pass() {
+  if (pass || ready.empty()) return;
+  auto saved = ready;
+  auto batch = batcher->next_batch(ready);
+  auto p = std::make_unique<pass_state>();
+  if (!allocate_pass(*p, batch)) {
+    ready = std::move(saved);
+    if (hbm->allocations() == 0) {  // nothing else holds HBM: it will never fit
+      auto& r = requests.at(ready.front().request);
+      ready.pop_front();
+      fail(r, "request does not fit in the HBM of engine " + std::to_string(setup.engine) + " (" +
+                  std::to_string(hbm->capacity()) + " bytes)");
+      try_pass();
+    }
+    return;  // retried when a pass ends or a request leaves
+  }
+  const auto& g = geo();
+  p->fetched.assign(g.layers, false);
+  p->slot_busy.assign(p->staging.depth, false);
+  p->job = std::make_shared<prefill_job>();
+  const int64_t start = now_ns();
+  const auto fit = setup.backend->fit();
+  const model_spec m = setup.backend->model();
+  double pass_s = 0;
+  for (auto& e : p->entries) {
+    if (!e.req->payload.times.prefill_start) e.req->payload.times.prefill_start = start;
+    gpu::prefill_item item;
+    item.request_id = e.req->payload.request;
+    item.cached = uint32_t(e.cached);
+    item.tokens.assign(e.req->payload.tokens.begin() + e.cached, e.req->payload.tokens.begin() + e.cached + e.bsz);
+    item.emit_token = e.cached + e.bsz == e.req->prompt();
+    p->job->items.push_back(std::move(item));
+    pass_s += fit.seconds(prefill_flops(m, e.cached, e.bsz));
+  }
+  p->layer_expected_s = pass_s / std::max<uint32_t>(1, g.layers);
+  pass = std::move(p);
+  pass->began_ns = now_ns();
+  self->request(setup.worker, compute_timeout(pass->layer_expected_s), atom::start_v, pass->job)
+      .then(
+          [this](uint32_t) {
+            pass->started = true;
+            step();
+          },
+          [this](caf::error& err) { abort_pass("prefill pass refused: " + describe(err)); });
+  for (uint32_t i = 0; i < pass->staging.depth; ++i) fetch_layer();
+}
+
+// New-KV space for every request of the batch that has none yet, and the staging area of the pass. All or
+// nothing: on failure everything allocated here is freed again.
+bool prefill_state::allocate_pass(pass_state& p, const std::vector<schedule::batch_entry>& batch) {
+  const auto& g = geo();
+  std::vector<gpu::hbm_allocation> fresh;
+  std::vector<uint32_t> valid;
+  bool fits = true;
+  for (const auto& b : batch) {
+    auto& r = requests.at(b.request);
+    if (!r.new_kv) {
+      auto a = hbm->try_allocate(runtime::new_kv_bytes(g, r.prompt(), r.src.valid));
+      if (!a) {
+        fits = false;
+        break;
+      }
+      r.new_kv = a;
+      fresh.push_back(*a);
+    }
+    valid.push_back(r.src.valid);
+    p.entries.push_back({&r, b.cached, b.bsz, !r.hit_forwarded});
+  }
+  const uint32_t depth = view().mode.loading == kv_loading::layerwise ? view().config.prefetch_layers : g.layers;
+  p.staging = runtime::plan_staging(g, valid, depth);
+  std::optional<gpu::hbm_allocation> staging;
+  if (fits) {
+    staging = hbm->try_allocate(p.staging.bytes());
+    fits = staging.has_value();
+  }
+  if (!fits) {
+    for (auto& a : fresh) {
+      hbm->free(a);
+      for (auto& e : p.entries)
+        if (e.req->new_kv && e.req->new_kv->offset == a.offset) e.req->new_kv.reset();
+    }
+    return false;
+  }
+  p.staging_alloc = *staging;
+  p.staging.base = staging->offset;
+  return true;
+}
+
+// Hit Layer Blocks of layer `fetched_next` into its staging slot, from whichever node buffer holds them.
+void prefill_state::fetch_layer() {
+  auto& p = *pass;
+  if (p.fetched_next >= geo().layers) return;
+  const uint32_t layer = p.fetched_next;
+  if (p.slot_busy[layer % p.staging.depth]) return;
+  p.fetched_next++;
+  std::vector<const runtime::kv_sources*> sources;
+  for (auto& e : p.entries) sources.push_back(&e.req->src);
+  auto by_node = runtime::plan_fetch(geo(), slots(), sources, p.staging, layer);
+  if (by_node.empty()) {
+    p.fetched[layer] = true;
+    return;
+  }
+  auto remaining = std::make_shared<size_t>(by_node.size());
+  for (auto& [n, ops] : by_node) {
+    self->request(view().traffic_queues[n], timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
+        .then(
+            [this, layer, remaining](uint64_t) {
+              if (!pass || --*remaining > 0) return;
+              pass->fetched[layer] = true;
+              verify_staged(layer);
+              step();
+            },
+            [this](caf::error& err) {
+              if (pass) abort_pass("hit KV transfer failed: " + describe(err));
+            });
+  }
+}
+
+// Modeled backend: every hit Layer Block is checked on arrival in HBM against the bytes its tokens imply.
+void prefill_state::verify_staged(uint32_t layer) {
+  if (view().config.backend != backend_kind::modeled) return;
+  const auto& g = geo();
+  for (size_t k = 0; k < pass->entries.size(); ++k) {
+    auto& r = *pass->entries[k].req;
+    for (uint32_t b = 0; b < r.src.valid; ++b) {
+      const uint32_t first = b * g.block_tokens;
+      ++r.kv_verified;
+      if (!gpu::modeled_kv_matches(layer, first, r.payload.tokens.data() + first, g.block_tokens,
+                                   hbm->base() + pass->staging.offset(g, layer, k, b), uint32_t(g.bytes_per_token_layer)))
+        ++r.kv_corrupt;
+    }
+  }
+}
+
+void prefill_state::step() {
+  auto& p = *pass;
+  const auto& g = geo();
+  if (!p.started || p.computing || p.finishing) return;
+  if (p.computed == g.layers) {
+    if (p.forwards_pending == 0) finish_pass();
+    return;
+  }
+  const uint32_t layer = p.computed;
+  if (!p.fetched[layer]) return;
+  auto in = std::make_shared<layer_inputs>();
+  in->layer = layer;
+  for (size_t k = 0; k < p.entries.size(); ++k) {
+    auto& e = p.entries[k];
+    auto& r = *e.req;
+    std::vector<gpu::kv_span> spans;
+    for (uint32_t b = 0; b < r.src.valid; ++b)
+      spans.push_back({hbm->base() + p.staging.offset(g, layer, k, b), g.block_tokens});
+    const uint64_t hit_tokens = uint64_t(r.src.valid) * g.block_tokens;
+    const uint64_t new_tokens = r.prompt() - hit_tokens;
+    std::byte* layer_base = r.new_kv->data + layer * new_tokens * g.bytes_per_token_layer;
+    if (e.cached > hit_tokens) spans.push_back({layer_base, uint32_t(e.cached - hit_tokens)});
+    in->cached.push_back(std::move(spans));
+    in->new_kv.push_back(layer_base + (e.cached - hit_tokens) * g.bytes_per_token_layer);
+  }
+  p.computing = true;
+  p.layer_sent_ns = now_ns();
+  self->request(setup.worker, compute_timeout(p.layer_expected_s), atom::layer_v, p.job, in)
+      .then(
+          [this, layer](uint32_t) {
+            if (!pass) return;
+            pass->compute_ns += now_ns() - pass->layer_sent_ns;
+            pass->computing = false;
+            pass->computed = layer + 1;
+            forward_layer(layer);
+            step();
+          },
+          [this, layer](caf::error& err) {
+            if (pass) abort_pass("layer " + std::to_string(layer) + " failed: " + describe(err));
+          });
+}
+
+// Layer `layer` to the DE buffer: hit KV too on the PE path (first pass only), new KV always.
+void prefill_state::forward_layer(uint32_t layer) {
+  auto& p = *pass;
+  std::vector<runtime::forward_entry> entries;
+  for (auto& e : p.entries)
+    entries.push_back({&e.req->src, e.cached, e.bsz, e.req->prompt(), e.req->new_kv->offset, e.forward_hit});
+  auto by_de = runtime::plan_forward(geo(), slots(), entries, p.staging, layer);
+  p.slot_busy[layer % p.staging.depth] = true;
+  auto remaining = std::make_shared<size_t>(by_de.size());
+  p.forwards_pending++;
+  for (auto& [de, ops] : by_de) {
+    self->request(view().traffic_queues[node()], timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
+        .then(
+            [this, layer, remaining](uint64_t) {
+              if (!pass || --*remaining > 0) return;
+              pass->forwards_pending--;
+              pass->slot_busy[layer % pass->staging.depth] = false;
+              fetch_layer();
+              step();
+            },
+            [this](caf::error& err) {
+              if (pass) abort_pass("KV forwarding to the DE failed: " + describe(err));
+            });
+  }
+}
+
+void prefill_state::finish_pass() {
+  pass->finishing = true;
+  self->request(setup.worker, compute_timeout(pass->layer_expected_s), atom::finish_v, pass->job)
+      .then(
+          [this](uint32_t) {
+            auto p = std::move(pass);
+            hbm->free(p->staging_alloc);
+            const int64_t t = now_ns();
+            uint64_t tokens = 0;
+            for (auto& e : p->entries) tokens += e.bsz;
+            spdlog::debug("engine {}: pass of {} requests, {} tokens: {:.1f} ms, layers computing {:.1f} ms",
+                          setup.engine, p->entries.size(), tokens, (t - p->began_ns) / 1e6, p->compute_ns / 1e6);
+            hand_off(*p, t);
+            report();
+            try_pass();
+          },
+          [this](caf::error& err) { abort_pass("prefill pass could not finish: " + describe(err)); });
+}
+
+// Every request whose prompt this pass completed goes to its decode engine with its first token.
+void prefill_state::hand_off(pass_state& p, int64_t first_token_ns) {
+  for (size_t k = 0; k < p.entries.size(); ++k) {
+    auto& e = p.entries[k];
+    auto& r = *e.req;
+    r.hit_forwarded = true;
+    if (e.cached + e.bsz < r.prompt()) continue;  // chunked: the batcher keeps it at the queue head
+    r.payload.times.first_token = first_token_ns;
+    handoff_info h;
+    h.payload = r.payload;
+    h.first_token = p.job->tokens[k];
+    h.de_slots = r.src.de_slots;
+    h.valid_hit_blocks = r.src.valid;
+    h.path = r.asg.path;
+    h.corrupt_blocks = r.corrupt;
+    h.kv_verified = r.kv_verified;
+    h.kv_corrupt = r.kv_corrupt;
+    self->send(view().decode_engines.at(r.asg.de), atom::handoff_v, encode(h));
+    const uint64_t id = r.payload.request;
+    cleanup(r, false);
+    requests.erase(id);
+  }
+}
+
+void prefill_state::abort_pass(const std::string& why) {
+  auto p = std::move(pass);
+  if (!p) return;
+  hbm->free(p->staging_alloc);
+  for (auto& e : p->entries) {
+    auto it = requests.find(e.req->payload.request);
+    if (it == requests.end()) continue;
+    // The batcher may still hold the request (chunked): drop it from the queue too.
+    ready.erase(std::remove_if(ready.begin(), ready.end(), [&](auto& w) { return w.request == it->first; }),
+                ready.end());
+    fail(it->second, why);
+  }
+  try_pass();
+}
+
+}  // namespace dualpath::actors

@@ -1,0 +1,93 @@
+#pragma once
+// The prefill engine's state (docs/design.md §4): each request from its assignment to its hand-off, and the
+// layer-wise pass in flight. Loading lives in prefill_engine.cpp, passes in prefill_pass.cpp; the copies
+// they post come from the pure plans of runtime/kv_plan.hpp.
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/engine_base.hpp"
+#include "schedule/batcher.hpp"
+
+namespace dualpath::actors {
+
+struct pe_request {
+  turn_payload payload;
+  schedule::assignment asg;
+  runtime::kv_sources src;   // where its hit KV sits; src.valid once both loads returned
+  uint32_t hit = 0;          // hit blocks asked for
+  uint32_t pe_valid = 0, de_valid = 0;  // per source, leading intact blocks
+  uint32_t pending = 0;      // loads and reservations still out
+  status error;
+  uint32_t corrupt = 0;
+  std::optional<gpu::hbm_allocation> new_kv;  // [layer][token][bytes] for tokens [valid·bt, prompt)
+  bool hit_forwarded = false;
+  uint64_t kv_verified = 0, kv_corrupt = 0;
+
+  uint64_t prompt() const { return payload.tokens.size(); }
+};
+
+struct pass_entry {
+  pe_request* req;
+  uint64_t cached, bsz;
+  bool forward_hit;
+};
+
+struct pass_state {
+  std::vector<pass_entry> entries;
+  prefill_job_ptr job;
+  runtime::staging_layout staging;
+  gpu::hbm_allocation staging_alloc;
+  uint32_t fetched_next = 0;    // next layer to fetch
+  std::vector<bool> fetched;
+  uint32_t computed = 0;        // layers computed
+  bool computing = false;
+  uint32_t forwards_pending = 0;
+  std::vector<bool> slot_busy;  // staging slot still being forwarded
+  bool started = false;
+  bool finishing = false;
+  double layer_expected_s = 0;  // cost-model time of one layer of this pass (the compute deadline)
+  int64_t began_ns = 0;
+  int64_t compute_ns = 0;  // time the compute worker spent on this pass's layers
+  int64_t layer_sent_ns = 0;
+};
+
+struct prefill_state : engine_base {
+  static inline const char* name = "prefill_engine";
+  prefill_engine_actor::pointer self = nullptr;
+  std::unique_ptr<schedule::prefill_batcher> batcher;
+  std::map<uint64_t, pe_request> requests;
+  std::deque<schedule::prefill_work> ready;
+  std::unique_ptr<pass_state> pass;
+
+  void init(prefill_engine_actor::pointer s, engine_setup st);
+  void report();
+  void fail(pe_request& r, const std::string& why);
+  // Frees what the request holds on this side. The DE buffer slots go back too unless the DE took them.
+  void cleanup(pe_request& r, bool release_de = true);
+
+  // ---- assignment: fetch the tokens, then bring hit KV into the DRAM buffers (prefill_engine.cpp) ----
+  void on_assign(const envelope<schema::Assignments>& e);
+  void prepare(pe_request& r);
+  void reserve_de_slots(pe_request& r, uint32_t count);
+  void load_hit(pe_request& r, uint32_t node, std::vector<block_key> keys, uint32_t first);
+  void on_loaded(uint64_t id, uint32_t node, uint32_t first, bool on_pe, const runtime::load_result& res);
+  void part_done(uint64_t id, const status& s);
+  void kv_ready(pe_request& r);
+
+  // ---- forward passes (prefill_pass.cpp) ----
+  void try_pass();
+  bool allocate_pass(pass_state& p, const std::vector<schedule::batch_entry>& batch);
+  void fetch_layer();
+  void verify_staged(uint32_t layer);
+  void step();
+  void forward_layer(uint32_t layer);
+  void finish_pass();
+  void hand_off(pass_state& p, int64_t first_token_ns);
+  void abort_pass(const std::string& why);
+};
+
+}  // namespace dualpath::actors

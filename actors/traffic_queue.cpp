@@ -1,0 +1,86 @@
+// The traffic queue of a node: its handlers hand the work to runtime::node_io. The data plane finishes on
+// its own threads; each completion comes back here as a message, so response promises are delivered on
+// this actor's thread.
+#include <caf/all.hpp>
+
+#include "actors/node_actors.hpp"
+#include "protocol/errors.hpp"
+#include "protocol/runtime_codec.hpp"
+
+namespace dualpath::actors {
+
+namespace {
+
+struct traffic_queue_state {
+  static inline const char* name = "traffic_queue";
+  runtime::node_io* io = nullptr;
+  traffic_queue_actor handle;  // this actor, for completions sent from the data plane's threads
+
+  // Runs `f` on the actor `me` (this one) once the data plane calls back. The callbacks hold the handle, not
+  // the state: a completion that arrives after the actor stopped is dropped, never run on freed state.
+  template <class F>
+  static void back_on(const traffic_queue_actor& me, F f) {
+    caf::anon_send(me, atom::complete_v, std::make_shared<std::function<void()>>(std::move(f)));
+  }
+
+  caf::typed_response_promise<envelope<schema::LoadResult>> load(traffic_queue_actor::pointer self,
+                                                                 const envelope<schema::LoadBlocks>& keys) {
+    auto rp = self->make_response_promise<envelope<schema::LoadResult>>();
+    io->load(decode(keys), [me = handle, rp](runtime::load_result r) mutable {
+      back_on(me, [rp, r = std::move(r)]() mutable {
+        // No slots at all: the read could not start (the request is larger than the buffer, or the wait
+        // for slots timed out). Otherwise the valid prefix is data, whatever ended it.
+        if (r.slots.empty() && !r.status.ok()) rp.deliver(to_error(r.status));
+        else rp.deliver(encode(r));
+      });
+    });
+    return rp;
+  }
+
+  caf::typed_response_promise<envelope<schema::Slots>> reserve(traffic_queue_actor::pointer self, uint32_t count) {
+    auto rp = self->make_response_promise<envelope<schema::Slots>>();
+    io->reserve(count, [me = handle, rp, count](result<std::vector<uint32_t>> slots) mutable {
+      back_on(me, [rp, count, slots = std::move(slots)]() mutable {
+        if (!slots.ok()) rp.deliver(to_error(slots.error()));
+        else rp.deliver(encode(slot_list{std::move(slots).value(), count}));
+      });
+    });
+    return rp;
+  }
+
+  caf::typed_response_promise<uint64_t> copy(traffic_queue_actor::pointer self, const envelope<schema::CopyBatch>& e) {
+    auto rp = self->make_response_promise<uint64_t>();
+    auto batch = decode(e);
+    uint64_t bytes = 0;
+    for (const auto& op : batch.ops) bytes += op.length;
+    io->copy(std::move(batch.ops), batch.traffic, [me = handle, rp, bytes](status s) mutable {
+      back_on(me, [rp, bytes, s = std::move(s)]() mutable {
+        if (!s.ok()) rp.deliver(to_error(s));
+        else rp.deliver(bytes);
+      });
+    });
+    return rp;
+  }
+};
+
+traffic_queue_actor::behavior_type traffic_queue(traffic_queue_actor::stateful_pointer<traffic_queue_state> self,
+                                                 runtime::node_io* io) {
+  auto& st = self->state;
+  st.io = io;
+  st.handle = caf::actor_cast<traffic_queue_actor>(self);
+  return {
+      [self](atom::load, const envelope<schema::LoadBlocks>& keys) { return self->state.load(self, keys); },
+      [self](atom::reserve, uint32_t count) { return self->state.reserve(self, count); },
+      [io](atom::release, const envelope<schema::Slots>& slots) { io->release(decode(slots).slots); },
+      [self](atom::copy, const envelope<schema::CopyBatch>& batch) { return self->state.copy(self, batch); },
+      [](atom::complete, const completion_ptr& f) { (*f)(); },
+  };
+}
+
+}  // namespace
+
+traffic_queue_actor spawn_traffic_queue(caf::actor_system& sys, runtime::node_io& io) {
+  return sys.spawn(traffic_queue, &io);
+}
+
+}  // namespace dualpath::actors

@@ -1,0 +1,276 @@
+#include "cluster/cluster.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "cluster/control_client.hpp"
+#include "cluster/node_processes.hpp"
+#include "actors/engines.hpp"
+#include "cluster/node_host.hpp"
+#include "cluster/verify.hpp"
+#include "protocol/runtime_codec.hpp"
+#include "protocol/system_config.hpp"
+#include "core/cost_model.hpp"
+#include "core/errors.hpp"
+#include "schedule/calibration.hpp"
+#include "storage/block_store.hpp"
+
+namespace dualpath::actors {
+
+namespace {
+
+double seconds_between(int64_t a, int64_t b) { return a && b ? double(b - a) / 1e9 : 0; }
+
+turn_record record_of(const turn_result& r, int64_t t0) {
+  turn_record rec;
+  rec.agent = r.agent;
+  rec.turn = r.turn;
+  rec.error = r.error;
+  rec.ttft_s = seconds_between(r.times.submitted, r.times.first_token);
+  rec.has_ttst = r.times.second_token != 0;
+  rec.ttst_s = seconds_between(r.times.first_token, r.times.second_token);
+  if (r.times.second_token && r.generated.size() > 2) {
+    rec.has_tpot = true;
+    rec.tpot_s = seconds_between(r.times.second_token, r.times.done) / double(r.generated.size() - 2);
+  }
+  rec.queue_s = seconds_between(r.times.submitted, r.times.assigned);
+  rec.kv_read_s = seconds_between(r.times.assigned, r.times.kv_ready);
+  rec.assign_s = seconds_between(r.times.kv_ready, r.times.prefill_start);
+  rec.prefill_s = seconds_between(r.times.prefill_start, r.times.first_token);
+  rec.path = r.path;
+  rec.hit_blocks = r.valid_hit_blocks;
+  rec.prompt_tokens = r.prompt_tokens;
+  rec.corrupt_blocks = r.corrupt_blocks;
+  rec.kv_verified = r.kv_verified;
+  rec.kv_corrupt = r.kv_corrupt;
+  rec.done_s = seconds_between(t0, r.times.done ? r.times.done : now_ns());
+  return rec;
+}
+
+// Why a stalled run may be stuck: requests the scheduler cannot place (asked with a short deadline).
+std::string waiting_hint(caf::scoped_actor& self, const cluster_view& view) {
+  std::string hint;
+  self->request(view.scheduler, std::chrono::seconds(1), atom::stats_v)
+      .receive(
+          [&](const envelope<schema::SchedulerStats>& e) {
+            const auto s = decode(e);
+            if (s.waiting > 0) hint = fmt::format("; {} requests wait in the scheduler's queue", s.waiting);
+          },
+          [](caf::error&) {});
+  return hint;
+}
+
+// α and β from the hardware and the compute fit (docs/design.md §7.2), unless the cluster file sets them.
+schedule::policy_params scheduler_params(const run_base& base, const cluster_config& c) {
+  const auto fit = base.first->fit();
+  const schedule::flops_fit sfit{fit.fixed_s, fit.seconds_per_flop};
+  const auto& geo = base.geometry;
+  const double snic_rate = c.snic_gb_per_s > 0 ? c.snic_gb_per_s * 1e9 : 2e9;
+  schedule::policy_params params;
+  params.kv_bytes_per_token = geo.layers * geo.bytes_per_token_layer;
+  params.alpha_tokens = schedule::alpha_tokens(snic_rate, params.kv_bytes_per_token, c.alpha_s);
+  params.beta_tokens = schedule::beta_tokens(
+      schedule::prefill_tokens_per_s(base.spec, sfit, 4 * geo.block_tokens, geo.block_tokens), c.beta_s);
+  if (c.alpha_tokens) params.alpha_tokens = c.alpha_tokens;
+  if (c.beta_tokens) params.beta_tokens = c.beta_tokens;
+  params.z_slack = c.z_slack;
+  return params;
+}
+
+// The embedded cluster's node data planes, connected to each other. They are built before the actor system
+// because they must outlive every actor that points at them.
+std::vector<std::unique_ptr<runtime::node_io>> embedded_data_planes(const run_base& base, const cluster_config& c,
+                                                                   const run_mode& mode) {
+  std::vector<std::unique_ptr<runtime::node_io>> ios;
+  for (uint32_t n = 0; n < c.total_nodes(); ++n)
+    ios.push_back(make_node_io(c, base.geometry, n, mode.bypass(), *base.store));
+  runtime::fabric_directory directory(c.total_nodes() * c.engines_per_node);
+  for (auto& io : ios)
+    for (auto& e : io->entries()) directory[e.engine] = e;
+  for (auto& io : ios) io->connect(directory);
+  return ios;
+}
+
+// Spawns every node's actors in this process; returns them (to stop at the end).
+std::vector<caf::actor> spawn_embedded_nodes(caf::actor_system& sys, const run_base& base, const cluster_view_ptr& view,
+                                             std::vector<std::unique_ptr<runtime::node_io>>& ios) {
+  std::vector<caf::actor> all;
+  const auto& c = view->config;
+  for (uint32_t n = 0; n < c.total_nodes(); ++n) {
+    node_actors na = spawn_node_actors(sys, base, view, *ios[n], n, n == 0 ? base.first : nullptr);
+    view->traffic_queues[n] = na.traffic_queue;
+    view->leaders[n] = na.leader;
+    for (size_t i = 0; i < na.engines.size(); ++i) view->set_engine(uint32_t(n * c.engines_per_node + i), na.engines[i]);
+    all.insert(all.end(), na.all.begin(), na.all.end());
+  }
+  for (auto& l : view->leaders) caf::anon_send(l, atom::tick_v);
+  return all;
+}
+
+// The launcher's side of a run: takes every client's results until all agents finished, or says why the run
+// stopped making progress.
+struct turn_collector {
+  turn_collector(const run_options& o, const cluster_view& v, node_processes* n) : options(o), view(v), nodes(n) {}
+
+  const run_options& options;
+  const cluster_view& view;
+  node_processes* nodes = nullptr;  // multi-process runs: a node that ends stops the run
+  std::vector<turn_record> records;
+  turns_to_verify to_verify;
+  run_progress progress;
+  std::string stall;
+
+  void run(caf::scoped_actor& self) {
+    progress.agents_total = uint32_t(options.scripts.size());
+    for (const auto& s : options.scripts) progress.turns_total += s.turns.size();
+    const int64_t t0 = now_ns();
+    start_clients();
+    int64_t last_report = t0;
+    int64_t last_event = t0;
+    while (progress.agents_done < progress.agents_total && stall.empty()) {
+      self->receive(
+          [&](atom::result, const envelope<schema::TurnResult>& e, const envelope<schema::TurnPayload>& p) {
+            on_result(decode(e), decode(p), t0);
+            last_event = now_ns();
+          },
+          [&](atom::finish, uint32_t) {
+            ++progress.agents_done;
+            last_event = now_ns();
+          },
+          caf::after(std::chrono::milliseconds(200)) >> [&] { check_stall(self, last_event); });
+      if (options.on_progress && seconds_between(last_report, now_ns()) >= 1.0) {
+        last_report = now_ns();
+        report_progress(t0);
+      }
+    }
+    if (options.on_progress) report_progress(t0);
+  }
+
+  void start_clients() {
+    for (size_t a = 0; a < options.scripts.size(); ++a) {
+      const double start_s = options.scripts[a].start_s;
+      const auto delay = std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(start_s));
+      if (start_s > 0) caf::delayed_anon_send(view.clients[a], delay, atom::start_v);
+      else caf::anon_send(view.clients[a], atom::start_v);
+    }
+  }
+
+  void on_result(const turn_result& r, const turn_payload& payload, int64_t t0) {
+    records.push_back(record_of(r, t0));
+    if (r.error.empty() && !payload.tokens.empty()) to_verify.emplace_back(payload.tokens, r.generated);
+    ++progress.turns_done;
+  }
+
+  void check_stall(caf::scoped_actor& self, int64_t last_event) {
+    if (nodes) stall = nodes->check();
+    if (stall.empty() && seconds_between(last_event, now_ns()) > view.config.timeout_s)
+      stall = fmt::format("no turn finished for {:.0f} s ({} of {} turns done{})", view.config.timeout_s,
+                          progress.turns_done, progress.turns_total, waiting_hint(self, view));
+  }
+
+  void report_progress(int64_t t0) {
+    progress.elapsed_s = seconds_between(t0, now_ns());
+    options.on_progress(progress);
+  }
+};
+
+}  // namespace
+
+run_summary run_cluster(const run_options& o) {
+  const run_mode mode = run_mode_of(o.policy);
+  const auto& c = o.config;
+  if (o.processes && mode.bypass())
+    throw user_error("the oracle policy copies KV with memcpy inside one process; run it without --processes");
+  if (o.processes && o.node_program.empty() && o.node_registry.empty())
+    throw user_error("a multi-process run needs the dualpath executable or a node registry address");
+  const run_base base = prepare_run(c, "cluster configuration");
+  std::vector<std::unique_ptr<runtime::node_io>> ios;  // node processes build their own
+  if (!o.processes) ios = embedded_data_planes(base, c, mode);
+
+  run_summary summary;
+  summary.policy = o.policy;
+  std::vector<turn_record> records;
+  turns_to_verify to_verify;
+  std::string stall;  // why the run stopped making progress, if it did
+  {
+    system_config cfg;
+    caf::actor_system sys{cfg};
+    auto view = make_view(base, c, mode);
+    scheduler_options sched;
+    sched.policy = mode.scheduler_policy;
+    sched.params = scheduler_params(base, c);
+    for (const auto& s : c.switches) sched.switches.push_back({s.at_s, s.policy});
+    view->scheduler = spawn_scheduler(sys, sched);
+    if (o.control_port) {
+      const uint16_t port = publish_control(sys, view->scheduler, *o.control_port);
+      if (o.on_control_port) o.on_control_port(port);
+    }
+
+    std::vector<caf::actor> all{caf::actor_cast<caf::actor>(view->scheduler)};  // to stop at the end
+    caf::scoped_actor self{sys};
+    for (const auto& script : o.scripts) {
+      view->clients.push_back(spawn_agent_client(sys, view, script, caf::actor_cast<caf::actor>(self)));
+      all.push_back(caf::actor_cast<caf::actor>(view->clients.back()));
+    }
+    auto stop_all = [&] {
+      for (auto& a : all) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    };
+    std::unique_ptr<node_processes> nodes;
+    if (o.processes) {
+      try {
+        nodes = std::make_unique<node_processes>(sys, *view, node_launch{o.node_program, o.node_registry, o.on_registry});
+      } catch (...) {
+        stop_all();
+        throw;
+      }
+      if (o.on_nodes_started) o.on_nodes_started(nodes->pids());
+    } else {
+      const auto spawned = spawn_embedded_nodes(sys, base, view, ios);
+      all.insert(all.end(), spawned.begin(), spawned.end());
+    }
+
+    turn_collector collector{o, *view, nodes.get()};
+    collector.run(self);
+    records = std::move(collector.records);
+    to_verify = std::move(collector.to_verify);
+    stall = collector.stall;
+    if (nodes && stall.empty()) {
+      try {
+        for (const auto& s : nodes->stats()) {
+          summary.snic_bytes.push_back(s.snic_bytes);
+          summary.persisted_blocks += s.persisted_blocks;
+        }
+        nodes->stop();
+      } catch (const user_error& e) {
+        stall = e.what();
+      }
+    }
+    nodes.reset();  // ends node processes still running
+    stop_all();
+  }  // the actor system waits here for every actor to stop
+  if (!stall.empty()) throw user_error((o.processes ? "run failed: " : "run stalled: ") + stall);
+
+  for (auto& io : ios) {
+    const auto s = io->stats();
+    summary.snic_bytes.push_back(s.snic_bytes);
+    summary.persisted_blocks += s.persisted_blocks;
+  }
+  summarize_turns(summary, records);
+  const auto fit = base.first->fit();
+  set_jct_bound(summary, records,
+                {c.snic_gb_per_s, c.total_nodes(), c.prefill_nodes * c.engines_per_node, base.geometry.block_tokens,
+                 [&](uint64_t cached, uint64_t tokens) { return fit.seconds(prefill_flops(base.spec, cached, tokens)); }});
+  // Verification after the run, so it does not slow the measured cluster.
+  const auto v = verify_turns(to_verify, base.first, base.backend_options);
+  summary.verified_turns = v.verified;
+  summary.mismatched_turns = v.mismatched;
+  return summary;
+}
+
+}  // namespace dualpath::actors

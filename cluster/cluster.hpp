@@ -1,0 +1,45 @@
+#pragma once
+// A cluster run (docs/design.md §13): by default every node's actors in this one process (the embedded cluster);
+// with `processes`, one process per node. Storage in a local directory, KV over libfabric either way.
+// run_cluster() replays agent scripts under one policy and reports.
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/agent_client.hpp"
+#include "report/run_report.hpp"
+#include "core/cluster_config.hpp"
+
+namespace dualpath::actors {
+
+struct run_progress {
+  uint64_t turns_done = 0, turns_total = 0;
+  uint32_t agents_done = 0, agents_total = 0;
+  double elapsed_s = 0;
+};
+
+struct run_options {
+  cluster_config config;
+  std::string policy = "dualpath";  // a run policy name (core/modes.hpp), parsed by run_cluster
+  std::vector<agent_script> scripts;
+  uint32_t verify_every = 0;  // recompute every Nth turn of each agent from scratch on the cpu backend
+  std::optional<uint16_t> control_port;  // publish the scheduler's control port here (0: any free port)
+  std::function<void(const run_progress&)> on_progress;  // called about once per second
+  std::function<void(uint16_t)> on_control_port;         // the bound control port, once published
+  // One process per node (docs/design.md §13): the launcher keeps the scheduler and the clients and starts
+  // `node_program node --registry ...` for every node, or, with node_registry set, publishes the registry
+  // there and waits for nodes started by hand. Not for `oracle` (its copies are in-process memcpy).
+  bool processes = false;
+  std::string node_program;                              // the dualpath executable
+  std::string node_registry;                             // HOST:PORT: nodes join instead of being started
+  std::function<void(const std::string&)> on_registry;   // with node_registry: the bound HOST:PORT
+  std::function<void(const std::vector<int>&)> on_nodes_started;  // pids of the node processes
+};
+
+// Runs the cluster until every script finished; throws user_error on bad configuration, or when the run
+// makes no progress for config.timeout_s.
+run_summary run_cluster(const run_options& options);
+
+
+}  // namespace dualpath::actors

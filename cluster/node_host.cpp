@@ -1,0 +1,104 @@
+#include "cluster/node_host.hpp"
+
+#include <caf/all.hpp>
+#include <fmt/format.h>
+
+#include "actors/engines.hpp"
+#include "actors/leader.hpp"
+#include "actors/node_actors.hpp"
+#include "core/errors.hpp"
+#include "storage/block_store.hpp"
+
+namespace dualpath::actors {
+
+run_base prepare_run(const cluster_config& c, const std::string& origin) {
+  validate_cluster_config(c, origin);
+  run_base b;
+  b.backend_options.kind = c.backend;
+  b.backend_options.model = c.model;
+  b.backend_options.gpu_profile = c.gpu;
+  b.backend_options.mfu = c.mfu;
+  b.backend_options.seed = c.seed;
+  b.first = gpu::make_backend(b.backend_options);
+  b.spec = b.first->model();
+
+  b.geometry.layers = b.spec.layers;
+  b.geometry.block_tokens = c.block_tokens ? c.block_tokens : b.spec.block_tokens;
+  b.geometry.bytes_per_token_layer = b.spec.kv_bytes_per_token_layer;
+  const uint64_t hbm_bytes = uint64_t(c.hbm_gb * 1e9);
+  if (hbm_bytes < 2 * b.geometry.block_bytes() + uint64_t(c.model_traffic_kb) * 1024)
+    throw user_error(fmt::format("{}: key 'hardware.hbm_gb': {} bytes cannot hold two Full Blocks of {} ({} bytes)",
+                                 origin, hbm_bytes, b.spec.name, b.geometry.block_bytes()));
+
+  storage::store_options so;
+  so.dir = c.store_dir;
+  so.format = {runtime::model_fingerprint(b.spec.name, c.backend, c.seed, b.geometry), b.geometry.layers,
+               b.geometry.block_tokens, uint32_t(b.geometry.bytes_per_token_layer)};
+  so.capacity_bytes = uint64_t(c.capacity_gb * 1e9);
+  so.fsync = c.fsync;
+  b.store = storage::block_store::open(so);
+  return b;
+}
+
+cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const run_mode& mode) {
+  auto view = std::make_shared<cluster_view>();
+  view->geometry = base.geometry;
+  view->slot_stride = base.store->read_buffer_bytes();
+  view->payload_offset = base.store->payload_offset();
+  view->config = c;
+  view->vocab = base.spec.vocab ? base.spec.vocab : 32000;
+  view->mode = mode;
+  view->store = base.store.get();
+  const uint32_t engines_total = c.total_nodes() * c.engines_per_node;
+  view->prefill_engines.resize(engines_total);
+  view->decode_engines.resize(engines_total);
+  view->leaders.resize(c.total_nodes());
+  view->traffic_queues.resize(c.total_nodes());
+  return view;
+}
+
+std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const runtime::kv_geometry& geo,
+                                               uint32_t node, bool bypass, storage::block_store& store) {
+  runtime::node_io_options no;
+  no.node = node;
+  for (uint32_t i = 0; i < c.engines_per_node; ++i) no.engines.push_back(node * c.engines_per_node + i);
+  no.geometry = geo;
+  no.buffer_bytes = uint64_t(c.dram_buffer_gb * 1e9);
+  no.hbm_bytes = uint64_t(c.hbm_gb * 1e9);
+  no.snic_gb_per_s = c.snic_gb_per_s;
+  no.fabric.provider = c.provider;
+  no.fabric.rate_gb_per_s = c.cnic_gb_per_s;
+  no.fabric.isolation = c.isolation;
+  no.fabric.kv_share = c.kv_share;
+  no.fabric.timeout = std::chrono::milliseconds(int64_t(c.timeout_s * 1000));
+  no.timeout = no.fabric.timeout;
+  no.bypass = bypass;
+  return std::make_unique<runtime::node_io>(no, store);
+}
+
+node_actors spawn_node_actors(caf::actor_system& sys, const run_base& base, const cluster_view_ptr& view,
+                              runtime::node_io& io, uint32_t node,
+                              std::shared_ptr<gpu::compute_backend> first_backend) {
+  node_actors out;
+  out.traffic_queue = spawn_traffic_queue(sys, io);
+  out.all.push_back(caf::actor_cast<caf::actor>(out.traffic_queue));
+  const uint32_t per_node = view->config.engines_per_node;
+  for (uint32_t i = 0; i < per_node; ++i) {
+    engine_setup es;
+    es.engine = node * per_node + i;
+    es.view = view;
+    es.io = &io;
+    es.backend = i == 0 && first_backend ? first_backend
+                                         : std::shared_ptr<gpu::compute_backend>(gpu::make_backend(base.backend_options));
+    es.worker = spawn_compute_worker(sys, es.backend);
+    out.all.push_back(caf::actor_cast<caf::actor>(es.worker));
+    out.engines.push_back(view->is_prefill_node(node) ? caf::actor_cast<caf::actor>(spawn_prefill_engine(sys, es))
+                                                      : caf::actor_cast<caf::actor>(spawn_decode_engine(sys, es)));
+    out.all.push_back(out.engines.back());
+  }
+  out.leader = spawn_leader(sys, view, node, &io);
+  out.all.push_back(caf::actor_cast<caf::actor>(out.leader));
+  return out;
+}
+
+}  // namespace dualpath::actors

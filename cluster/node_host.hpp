@@ -1,0 +1,49 @@
+#pragma once
+// What every process of a run builds the same way from the cluster file: the model's backend and KV
+// geometry, the shared block store, the cluster view, and one node's data plane and actors. The embedded
+// cluster builds every node in one process; a node process (docs/design.md §13) builds only its own.
+#include <caf/fwd.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/cluster_view.hpp"
+#include "runtime/node_io.hpp"
+#include "core/cluster_config.hpp"
+#include "gpu/backend.hpp"
+
+namespace dualpath::actors {
+
+struct run_base {
+  gpu::backend_options backend_options;
+  std::shared_ptr<gpu::compute_backend> first;  // the first engine's backend (also gives the compute fit)
+  model_spec spec;
+  runtime::kv_geometry geometry;
+  std::unique_ptr<storage::block_store> store;
+};
+
+// Validates `c` (user_error naming `origin`), makes the first backend and opens the store.
+run_base prepare_run(const cluster_config& c, const std::string& origin);
+
+// The view every actor of this process reads; actor handles are filled in by the caller.
+cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const run_mode& mode);
+
+// Node `node`'s data plane (bypass: the oracle's in-process I/O).
+std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const runtime::kv_geometry& geo,
+                                               uint32_t node, bool bypass, storage::block_store& store);
+
+struct node_actors {
+  traffic_queue_actor traffic_queue;
+  leader_actor leader;
+  std::vector<caf::actor> engines;  // this node's, in global engine order (cluster_view::set_engine types them)
+  std::vector<caf::actor> all;        // everything spawned, to stop at the end
+};
+
+// Spawns node `node`'s traffic queue, compute workers, engines and leader over `io`. Engine backends are
+// made from base.backend_options; `first_backend` (if set) serves the node's first engine.
+node_actors spawn_node_actors(caf::actor_system& sys, const run_base& base, const cluster_view_ptr& view,
+                              runtime::node_io& io, uint32_t node,
+                              std::shared_ptr<gpu::compute_backend> first_backend = nullptr);
+
+}  // namespace dualpath::actors

@@ -1,0 +1,126 @@
+// The node process of a multi-process run (`dualpath node`): one node of the cluster, wired to the rest
+// through the launcher's registry.
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "protocol/system_config.hpp"
+#include "cluster/node_processes.hpp"
+#include "cluster/node_host.hpp"
+#include "core/errors.hpp"
+
+namespace dualpath::actors {
+
+namespace {
+
+node_control_actor::behavior_type node_control(node_control_actor::pointer, runtime::node_io* io, caf::actor main) {
+  return {
+      [io](atom::stats) {
+        const auto s = io->stats();  // one snapshot, one lock
+        return encode(node_counters{io->node(), s.snic_bytes, s.persisted_blocks});
+      },
+      [main](atom::stop) { caf::anon_send(main, atom::stop_v); },
+  };
+}
+
+// The registry, retried until it answers: the launcher publishes it before starting any node.
+registry_actor connect_registry(caf::actor_system& sys, const std::string& host, uint16_t port,
+                                std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto r = sys.middleman().remote_actor<registry_actor>(host, port);
+    if (r) return *r;
+    if (std::chrono::steady_clock::now() > deadline)
+      throw user_error(fmt::format("node: no registry at {}:{}: {}", host, port, sys.render(r.error())));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+template <class Handle>
+void fill(std::vector<Handle>& out, const std::vector<caf::actor>& in) {
+  out.clear();
+  for (const auto& a : in) out.push_back(caf::actor_cast<Handle>(a));
+}
+
+}  // namespace
+
+void run_node_process(const std::string& host, uint16_t port, uint32_t node, std::chrono::milliseconds timeout) {
+  const std::string where = fmt::format("{}:{}", host, port);
+  // Declared before the actor system: its actors point at them until it has joined them all.
+  run_base base;
+  std::unique_ptr<runtime::node_io> io;
+  system_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto registry = connect_registry(sys, host, port, timeout);
+
+  std::string failure, cluster_file, policy;
+  self->request(registry, timeout, atom::join_v, node)
+      .receive([&](const envelope<schema::NodeSetup>& e) { std::tie(cluster_file, policy) = decode(e); },
+               [&](const caf::error& e) { failure = sys.render(e); });
+  if (!failure.empty()) throw user_error(fmt::format("node {}: the registry at {} refused it: {}", node, where, failure));
+
+  const std::string origin = "cluster file from the launcher at " + where;
+  const cluster_config config = parse_cluster_config(cluster_file, origin);
+  base = prepare_run(config, origin);
+  auto view = make_view(base, config, run_mode_of(policy));
+  io = make_node_io(config, base.geometry, node, false, *base.store);
+  node_actors mine = spawn_node_actors(sys, base, view, *io, node, base.first);
+  auto control = sys.spawn(node_control, io.get(), caf::actor_cast<caf::actor>(self));
+  mine.all.push_back(caf::actor_cast<caf::actor>(control));
+
+  node_handles own;
+  own.node = node;
+  own.traffic_queue = caf::actor_cast<caf::actor>(mine.traffic_queue);
+  own.leader = caf::actor_cast<caf::actor>(mine.leader);
+  own.control = caf::actor_cast<caf::actor>(control);
+  own.engines = mine.engines;
+
+  auto stop_all = [&] {
+    for (auto& a : mine.all) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  };
+  cluster_handles cluster;
+  std::vector<runtime::endpoint_entry> entries;
+  self->request(registry, timeout, atom::wire_v, own, encode(io->entries()))
+      .receive(
+          [&](const cluster_handles& h, const envelope<schema::FabricDirectory>& d) {
+            cluster = h;
+            entries = decode(d);
+          },
+          [&](const caf::error& e) { failure = sys.render(e); });
+  if (!failure.empty()) {
+    stop_all();
+    throw user_error(fmt::format("node {}: wiring through {} failed: {}", node, where, failure));
+  }
+
+  // Everyone's handles into this process's view, then this node's endpoints to every peer.
+  view->scheduler = caf::actor_cast<scheduler_actor>(cluster.scheduler);
+  fill(view->clients, cluster.clients);
+  for (const auto& n : cluster.nodes) {
+    view->traffic_queues.at(n.node) = caf::actor_cast<traffic_queue_actor>(n.traffic_queue);
+    view->leaders.at(n.node) = caf::actor_cast<leader_actor>(n.leader);
+    for (size_t i = 0; i < n.engines.size(); ++i) view->set_engine(uint32_t(n.node * config.engines_per_node + i), n.engines[i]);
+  }
+  runtime::fabric_directory directory(view->engine_count());
+  for (auto& e : entries) directory.at(e.engine) = std::move(e);
+  io->connect(directory);
+  caf::anon_send(mine.leader, atom::tick_v);
+  self->send(registry, atom::ready_v, node);
+  spdlog::debug("node {}: wired to {} nodes through {}", node, cluster.nodes.size(), where);
+
+  // Host the node until the launcher says stop, or until the launcher is gone.
+  self->monitor(registry);
+  bool done = false, orphaned = false;
+  while (!done) {
+    self->receive([&](atom::stop) { done = true; },
+                  [&](const caf::down_msg&) { done = orphaned = true; },
+                  caf::after(std::chrono::seconds(1)) >> [] {});
+  }
+  stop_all();
+  if (orphaned) throw user_error(fmt::format("node {}: the launcher at {} went away", node, where));
+}
+
+}  // namespace dualpath::actors

@@ -1,0 +1,265 @@
+// The launcher's side of a multi-process run: the registry actor and the node processes it starts.
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <fmt/format.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <thread>
+
+#include "cluster/control_client.hpp"
+#include "cluster/node_processes.hpp"
+#include "core/errors.hpp"
+
+extern char** environ;
+
+namespace dualpath::actors {
+
+namespace {
+
+using wiring_promise = caf::typed_response_promise<cluster_handles, envelope<schema::FabricDirectory>>;
+
+struct registry_state {
+  static inline const char* name = "registry";
+  std::string cluster_file, policy;
+  caf::actor launcher;  // gets (ready, cluster_handles) once every node is connected
+  cluster_handles handles;
+  std::vector<bool> registered;
+  std::vector<runtime::endpoint_entry> entries;
+  std::vector<wiring_promise> waiting;
+  uint32_t ready = 0;
+
+  uint32_t nodes() const { return uint32_t(registered.size()); }
+
+  std::string refuse(uint32_t node) const {
+    if (node >= nodes()) return fmt::format("node {} is not in this cluster ({} nodes)", node, nodes());
+    return "";
+  }
+
+  // Node `h.node` registered; once all have, every waiting node gets the whole cluster.
+  void add(const node_handles& h, std::vector<runtime::endpoint_entry> node_entries, wiring_promise promise) {
+    registered[h.node] = true;
+    handles.nodes[h.node] = h;
+    for (auto& e : node_entries) entries.push_back(std::move(e));
+    waiting.push_back(std::move(promise));
+    if (std::count(registered.begin(), registered.end(), true) < int(nodes())) return;
+    const auto directory = encode(entries);
+    for (auto& p : waiting) p.deliver(handles, directory);
+    waiting.clear();
+  }
+};
+
+registry_actor::behavior_type registry(registry_actor::stateful_pointer<registry_state> self, uint32_t nodes,
+                                       std::string cluster_file, std::string policy, cluster_handles handles,
+                                       caf::actor launcher) {
+  auto& st = self->state;
+  st.cluster_file = std::move(cluster_file);
+  st.policy = std::move(policy);
+  st.launcher = std::move(launcher);
+  st.handles = std::move(handles);
+  st.handles.nodes.resize(nodes);
+  st.registered.assign(nodes, false);
+  return {
+      [self](atom::join, uint32_t node) -> caf::result<envelope<schema::NodeSetup>> {
+        if (auto why = self->state.refuse(node); !why.empty()) return caf::make_error(caf::sec::invalid_argument, why);
+        caf::anon_send(self->state.launcher, atom::join_v, node);
+        return encode_setup(self->state.cluster_file, self->state.policy);
+      },
+      [self](atom::wire, const node_handles& h, const envelope<schema::FabricDirectory>& e) -> wiring_promise {
+        auto promise = self->make_response_promise<cluster_handles, envelope<schema::FabricDirectory>>();
+        std::string why = self->state.refuse(h.node);
+        if (why.empty() && self->state.registered[h.node]) why = fmt::format("node {} registered twice", h.node);
+        if (!why.empty()) promise.deliver(caf::make_error(caf::sec::invalid_argument, why));
+        else self->state.add(h, decode(e), promise);
+        return promise;
+      },
+      [self](atom::ready, uint32_t) {
+        if (++self->state.ready == self->state.nodes())
+          caf::anon_send(self->state.launcher, atom::ready_v, self->state.handles);
+      },
+  };
+}
+
+std::string describe_exit(uint32_t node, int pid, int status) {
+  if (WIFSIGNALED(status)) return fmt::format("node {} (pid {}) was killed by signal {}", node, pid, WTERMSIG(status));
+  return fmt::format("node {} (pid {}) exited with status {}", node, pid, WEXITSTATUS(status));
+}
+
+}  // namespace
+
+node_processes::node_processes(caf::actor_system& sys, const cluster_view& view, const node_launch& launch)
+    : sys_(sys), timeout_(int64_t(view.config.timeout_s * 1000)) {
+  const uint32_t nodes = view.nodes();
+  cluster_handles handles;
+  handles.scheduler = caf::actor_cast<caf::actor>(view.scheduler);
+  for (const auto& c : view.clients) handles.clients.push_back(caf::actor_cast<caf::actor>(c));
+  watcher_ = std::make_unique<caf::scoped_actor>(sys);
+  caf::scoped_actor self{sys};
+  auto reg = sys.spawn(registry, nodes, format_cluster_config(view.config), view.mode.name(), handles,
+                       caf::actor_cast<caf::actor>(self));
+  registry_ = caf::actor_cast<caf::actor>(reg);
+
+  std::string host = "127.0.0.1";
+  uint16_t want = 0;
+  if (!launch.listen.empty()) std::tie(host, want) = parse_host_port(launch.listen, "--node-registry", true);
+  auto port = sys.middleman().publish(reg, want, host.c_str());
+  if (!port) {
+    shutdown();
+    throw user_error(fmt::format("cannot publish the node registry on {}:{}: {}", host, want, sys.render(port.error())));
+  }
+  port_ = *port;
+  const std::string registry_at = fmt::format("{}:{}", host, port_);
+  try {
+    if (launch.listen.empty()) spawn_nodes(launch.program, registry_at, nodes);
+    else if (launch.on_registry) launch.on_registry(registry_at);
+
+    // Wait until every node is wired and connected, watching the processes meanwhile.
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    std::vector<bool> joined(nodes, false);
+    std::string failure;
+    bool ready = false;
+    cluster_handles wired;
+    while (!ready && failure.empty()) {
+      self->receive([&](atom::ready, const cluster_handles& h) { ready = true, wired = h; },
+                    [&](atom::join, uint32_t node) { joined.at(node) = true; },
+                    caf::after(std::chrono::milliseconds(100)) >> [&] {
+                      failure = check();
+                      if (failure.empty() && std::chrono::steady_clock::now() > deadline) {
+                        std::string missing;
+                        for (uint32_t n = 0; n < nodes; ++n)
+                          if (!joined[n]) missing += (missing.empty() ? "" : ", ") + std::to_string(n);
+                        failure = fmt::format("the nodes were not all up within {} s (never joined: {})",
+                                              timeout_.count() / 1000.0, missing.empty() ? "none" : missing);
+                      }
+                    });
+    }
+    if (!failure.empty()) throw user_error("multi-process run: " + failure);
+    for (const auto& n : wired.nodes) {
+      controls_.push_back(caf::actor_cast<node_control_actor>(n.control));
+      (*watcher_)->monitor(controls_.back());
+    }
+    stopped_.assign(controls_.size(), false);
+  } catch (...) {
+    shutdown();
+    throw;
+  }
+}
+
+void node_processes::spawn_nodes(const std::string& program, const std::string& registry_at, uint32_t nodes) {
+  for (uint32_t n = 0; n < nodes; ++n) {
+    const std::string node = std::to_string(n), timeout_ms = std::to_string(timeout_.count());
+    std::vector<std::string> args{program, "node", "--registry", registry_at, "--node", node, "--timeout-ms", timeout_ms};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    if (const int err = posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv.data(), environ); err != 0)
+      throw user_error(fmt::format("cannot start node {} as '{}': {}", n, program, std::strerror(err)));
+    pids_.push_back(pid);
+    reaped_.push_back(false);
+  }
+}
+
+// Stops what is still running: asks every wired node to stop, gives spawned processes a grace period,
+// then kills and reaps them; closes the registry.
+void node_processes::shutdown() {
+  for (auto& c : controls_) caf::anon_send(c, atom::stop_v);
+  reap_until(std::chrono::steady_clock::now() + std::chrono::seconds(5));
+  for (size_t i = 0; i < pids_.size(); ++i)
+    if (!reaped_[i]) {
+      kill(pids_[i], SIGKILL);
+      waitpid(pids_[i], nullptr, 0);
+      reaped_[i] = true;
+    }
+  if (registry_) {
+    if (port_) sys_.middleman().unpublish(registry_, port_);
+    caf::anon_send_exit(registry_, caf::exit_reason::user_shutdown);
+    registry_ = nullptr;
+  }
+}
+
+std::vector<std::pair<size_t, int>> node_processes::reap_until(std::chrono::steady_clock::time_point deadline) {
+  std::vector<std::pair<size_t, int>> ended;
+  for (;;) {
+    bool running = false;
+    for (size_t i = 0; i < pids_.size(); ++i) {
+      if (reaped_[i]) continue;
+      int status = 0;
+      if (waitpid(pids_[i], &status, WNOHANG) == pids_[i]) {
+        reaped_[i] = true;
+        ended.emplace_back(i, status);
+      } else {
+        running = true;
+      }
+    }
+    if (!running || std::chrono::steady_clock::now() >= deadline) return ended;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::optional<size_t> node_processes::note_down(const caf::down_msg& d) {
+  for (size_t n = 0; n < controls_.size(); ++n)
+    if (controls_[n].address() == d.source && !stopped_[n]) {
+      stopped_[n] = true;
+      return n;
+    }
+  return std::nullopt;
+}
+
+node_processes::~node_processes() { shutdown(); }
+
+std::string node_processes::check() {
+  const auto ended = reap_until(std::chrono::steady_clock::now());
+  if (!ended.empty()) return describe_exit(uint32_t(ended[0].first), pids_[ended[0].first], ended[0].second);
+  // Nodes on other hosts (or not yet reaped): their control actor's down message says they are gone.
+  std::string gone;
+  bool more = true;
+  while (more && gone.empty()) {
+    more = false;
+    (*watcher_)->receive(
+        [&](const caf::down_msg& d) {
+          more = true;
+          if (auto n = note_down(d)) gone = fmt::format("node {} went away ({})", *n, sys_.render(d.reason));
+        },
+        caf::after(std::chrono::seconds(0)) >> [] {});
+  }
+  return gone;
+}
+
+std::vector<node_counters> node_processes::stats() {
+  caf::scoped_actor self{sys_};
+  std::vector<node_counters> out;
+  for (size_t n = 0; n < controls_.size(); ++n) {
+    std::string failure;
+    self->request(controls_[n], timeout_, atom::stats_v)
+        .receive([&](const envelope<schema::NodeCounters>& e) { out.push_back(decode(e)); },
+                 [&](const caf::error& e) { failure = sys_.render(e); });
+    if (!failure.empty()) throw user_error(fmt::format("node {} did not report its counters: {}", n, failure));
+  }
+  return out;
+}
+
+void node_processes::stop() {
+  for (auto& c : controls_) caf::anon_send(c, atom::stop_v);
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  // Spawned processes must exit cleanly; every node's control actor must go down.
+  for (const auto& [i, status] : reap_until(deadline))
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+      throw user_error("multi-process run: at the end, " + describe_exit(uint32_t(i), pids_[i], status));
+  for (size_t i = 0; i < pids_.size(); ++i)
+    if (!reaped_[i]) throw user_error(fmt::format("node {} (pid {}) did not exit after stop", i, pids_[i]));
+  while (std::count(stopped_.begin(), stopped_.end(), false) > 0) {
+    bool timed_out = false;
+    (*watcher_)->receive([&](const caf::down_msg& d) { note_down(d); },
+                         caf::after(std::chrono::milliseconds(100)) >>
+                             [&] { timed_out = std::chrono::steady_clock::now() > deadline; });
+    if (timed_out) throw user_error("multi-process run: a node did not stop within the timeout");
+  }
+  controls_.clear();  // nothing left to stop
+}
+
+}  // namespace dualpath::actors

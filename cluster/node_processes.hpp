@@ -1,0 +1,77 @@
+#pragma once
+// One process per node (docs/design.md §13). The launcher keeps the scheduler and the agent clients, publishes a
+// registry on a local port and starts `dualpath node --registry HOST:PORT --node N` for every node. Each
+// node process joins the registry, gets the run's cluster file and policy, builds its node (data plane,
+// traffic queue, engines, leader), registers its actor handles and CNIC endpoints, and gets back everyone
+// else's. Nodes then share nothing but CAF messages (the middleman), the fabric and the store directory.
+#include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/cluster_view.hpp"
+#include "runtime/node_io.hpp"
+#include "protocol/deployment_codec.hpp"
+#include "protocol/interfaces.hpp"
+
+namespace dualpath::actors {
+
+// How the launcher gets its node processes: it starts them on this host (spawn), or it publishes the
+// registry at `listen` and waits for nodes started by hand, on any host (join).
+struct node_launch {
+  std::string program;  // spawn: the dualpath executable, started as `program node ...` once per node
+  std::string listen;   // join: HOST:PORT to publish the registry on (port 0: any free port)
+  std::function<void(const std::string& registry)> on_registry;  // join: where nodes must connect
+};
+
+// The launcher's side: starts (or waits for) and watches the node processes of one run.
+class node_processes {
+ public:
+  // Publishes a registry for `view` (its scheduler and clients must be set), gets a process for every
+  // node, and returns once all are wired and connected. user_error if a node process ends or start-up
+  // takes longer than the configured timeout (naming the nodes that never joined).
+  node_processes(caf::actor_system& sys, const cluster_view& view, const node_launch& launch);
+  ~node_processes();  // stops node processes still running (spawned ones: SIGKILL after a grace period)
+  node_processes(const node_processes&) = delete;
+  node_processes& operator=(const node_processes&) = delete;
+
+  // "" while every node process runs; otherwise which one ended, and how.
+  std::string check();
+  // Counters of every node (user_error if one does not answer within the timeout).
+  std::vector<node_counters> stats();
+  // Asks every node to stop and waits until they have.
+  void stop();
+  const std::vector<int>& pids() const { return pids_; }  // spawned node processes, by node
+
+ private:
+  void spawn_nodes(const std::string& program, const std::string& registry_at, uint32_t nodes);
+  void shutdown();
+  // Reaps spawned node processes that ended, polling until all have or `deadline`: (node, wait status).
+  std::vector<std::pair<size_t, int>> reap_until(std::chrono::steady_clock::time_point deadline);
+  // Marks the node whose control actor this down message is about; its index unless already marked.
+  std::optional<size_t> note_down(const caf::down_msg& d);
+
+  caf::actor_system& sys_;
+  std::chrono::milliseconds timeout_;
+  std::vector<int> pids_;
+  std::vector<bool> reaped_;
+  std::vector<node_control_actor> controls_;
+  std::vector<bool> stopped_;                   // node's control actor is gone (down message seen)
+  std::unique_ptr<caf::scoped_actor> watcher_;  // monitors every node's control actor
+  caf::actor registry_;
+  uint16_t port_ = 0;
+};
+
+// The node process's side (`dualpath node`): joins the registry at host:port as node `node`, hosts that
+// node until the launcher says stop, then returns. user_error when the registry cannot be reached or
+// stops answering (every wait is bounded by `timeout`).
+void run_node_process(const std::string& host, uint16_t port, uint32_t node, std::chrono::milliseconds timeout);
+
+}  // namespace dualpath::actors

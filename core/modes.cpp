@@ -1,0 +1,74 @@
+#include "core/modes.hpp"
+
+#include "core/names.hpp"
+
+namespace dualpath {
+
+namespace {
+
+struct mode_row {
+  run_policy policy;
+  const char* name;
+  const char* scheduler;
+  bool de_read;
+  kv_loading loading;
+  io_mode io;
+};
+
+// The one table of run policies: name -> scheduler policy and data path.
+constexpr mode_row modes[] = {
+    {run_policy::basic, "basic", "basic", false, kv_loading::whole, io_mode::real},
+    {run_policy::layerwise, "layerwise", "basic", false, kv_loading::layerwise, io_mode::real},
+    {run_policy::dualpath, "dualpath", "dualpath", true, kv_loading::layerwise, io_mode::real},
+    {run_policy::round_robin, "round_robin", "round_robin", true, kv_loading::layerwise, io_mode::real},
+    {run_policy::split, "split", "split", true, kv_loading::layerwise, io_mode::real},
+    {run_policy::oracle, "oracle", "basic", false, kv_loading::layerwise, io_mode::bypass},
+};
+
+constexpr const char* backends[] = {"cpu", "cuda", "modeled"};
+
+}  // namespace
+
+const char* to_string(run_policy p) { return modes[int(p)].name; }
+
+const char* run_mode::name() const { return to_string(policy); }
+
+const std::vector<std::string>& run_policy_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& m : modes) out.emplace_back(m.name);
+    return out;
+  }();
+  return names;
+}
+
+result<run_mode> parse_run_mode(std::string_view name) {
+  for (const auto& m : modes) {
+    if (name != m.name) continue;
+    run_mode r;
+    r.policy = m.policy;
+    r.scheduler_policy = m.scheduler;
+    r.de_read_path = m.de_read;
+    r.loading = m.loading;
+    r.io = m.io;
+    return r;
+  }
+  return status(errc::bad_input, unknown_name("policy", name, run_policy_names()));
+}
+
+run_mode run_mode_of(std::string_view name) { return value_or_throw(parse_run_mode(name)); }
+
+const std::vector<std::string>& backend_names() {
+  static const std::vector<std::string> names(std::begin(backends), std::end(backends));
+  return names;
+}
+
+const char* to_string(backend_kind k) { return backends[int(k)]; }
+
+result<backend_kind> parse_backend_kind(std::string_view name) {
+  for (int i = 0; i < 3; ++i)
+    if (name == backends[i]) return backend_kind(i);
+  return status(errc::bad_input, unknown_name("compute backend", name, backend_names()));
+}
+
+}  // namespace dualpath

@@ -1,0 +1,50 @@
+#pragma once
+// The run modes and backend kinds (docs/design.md §7.7, §10), parsed once from their names. Nothing past
+// the parser compares a policy or backend name as a string: code asks the parsed struct.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.hpp"
+
+namespace dualpath {
+
+// What a run policy names. Each picks a scheduler policy and a data path:
+//   basic       PE read path only, every hit layer in HBM before the prefill starts
+//   layerwise   PE read path only, layer-wise prefill
+//   dualpath    both read paths, the DualPath scheduler (§7.2-7.4)
+//   round_robin engines round robin, path by shorter read queue
+//   split       one request's hit blocks divided between both SNICs
+//   oracle      no SNIC reads and no fabric copies (store reads in place, memcpy): the zero-I/O bound
+enum class run_policy : uint8_t { basic, layerwise, dualpath, round_robin, split, oracle };
+enum class kv_loading : uint8_t { whole, layerwise };  // all hit layers in HBM first, or one layer at a time
+enum class io_mode : uint8_t { real, bypass };         // SNIC gate + fabric, or direct reads + memcpy
+
+struct run_mode {
+  run_policy policy = run_policy::dualpath;
+  std::string scheduler_policy = "dualpath";  // a name of schedule::policy_names()
+  bool de_read_path = true;                   // the DE node's SNIC may read hit KV
+  kv_loading loading = kv_loading::layerwise;
+  io_mode io = io_mode::real;
+
+  const char* name() const;
+  bool bypass() const { return io == io_mode::bypass; }
+};
+
+const std::vector<std::string>& run_policy_names();
+const char* to_string(run_policy p);
+// The mode a policy name stands for; bad_input naming the known names otherwise.
+result<run_mode> parse_run_mode(std::string_view name);
+// The same, throwing user_error.
+run_mode run_mode_of(std::string_view name);
+
+enum class backend_kind : uint8_t { cpu, cuda, modeled };
+// The cuda kind under a name that the SIMT emulator's build of the cuda sources (which renames the token
+// `cuda`) leaves alone.
+inline constexpr backend_kind cuda_backend_kind = backend_kind::cuda;
+const std::vector<std::string>& backend_names();
+const char* to_string(backend_kind k);
+result<backend_kind> parse_backend_kind(std::string_view name);
+
+}  // namespace dualpath

@@ -1,0 +1,30 @@
+#pragma once
+// Names that a user types (policies, backends, models, presets, profiles) and the one message for a name
+// that is not known: "unknown <what> '<name>' (known: a, b, c)".
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dualpath {
+
+std::string join_names(const std::vector<std::string>& names, std::string_view sep = ", ");
+std::string unknown_name(std::string_view what, std::string_view name, const std::vector<std::string>& known);
+// Throws user_error with unknown_name(...).
+[[noreturn]] void throw_unknown_name(std::string_view what, std::string_view name, const std::vector<std::string>& known);
+
+}  // namespace dualpath
+
+namespace dualpath {
+
+// The item of `list` (anything with a `name` member) called `name`; user_error listing the known ones.
+template <class T>
+const T& find_named(const std::vector<T>& list, std::string_view name, std::string_view what) {
+  std::vector<std::string> known;
+  for (const auto& item : list) {
+    if (item.name == name) return item;
+    known.emplace_back(item.name);
+  }
+  throw_unknown_name(what, name, known);
+}
+
+}  // namespace dualpath

@@ -1,0 +1,40 @@
+#pragma once
+// Every atom of the project (CAF 0.17: atom text at most 10 characters). One list keeps names from
+// colliding across components; add yours here.
+#include <caf/atom.hpp>
+#include <caf/type_id.hpp>
+
+// Scheduler protocol and its control port (protocol/interfaces.hpp).
+CAF_ADD_ATOM(dualpath, dualpath::atom, submit, "submit")
+CAF_ADD_ATOM(dualpath, dualpath::atom, report, "report")
+CAF_ADD_ATOM(dualpath, dualpath::atom, fetch, "fetch")
+CAF_ADD_ATOM(dualpath, dualpath::atom, policy, "policy")
+CAF_ADD_ATOM(dualpath, dualpath::atom, set, "set")
+CAF_ADD_ATOM(dualpath, dualpath::atom, get, "get")
+CAF_ADD_ATOM(dualpath, dualpath::atom, stats, "stats")
+CAF_ADD_ATOM(dualpath, dualpath::atom, scripted, "scripted")
+
+// Cluster runtime: clients, leaders, engines, compute workers, traffic queues.
+CAF_ADD_ATOM(dualpath, dualpath::atom, turn, "turn")
+CAF_ADD_ATOM(dualpath, dualpath::atom, assign, "assign")
+CAF_ADD_ATOM(dualpath, dualpath::atom, load, "load")
+CAF_ADD_ATOM(dualpath, dualpath::atom, reserve, "reserve")
+CAF_ADD_ATOM(dualpath, dualpath::atom, release, "release")
+CAF_ADD_ATOM(dualpath, dualpath::atom, copy, "copy")
+CAF_ADD_ATOM(dualpath, dualpath::atom, handoff, "handoff")
+CAF_ADD_ATOM(dualpath, dualpath::atom, result, "result")
+CAF_ADD_ATOM(dualpath, dualpath::atom, tick, "tick")
+CAF_ADD_ATOM(dualpath, dualpath::atom, start, "start")
+CAF_ADD_ATOM(dualpath, dualpath::atom, layer, "layer")
+CAF_ADD_ATOM(dualpath, dualpath::atom, finish, "finish")
+CAF_ADD_ATOM(dualpath, dualpath::atom, decode, "decode")
+CAF_ADD_ATOM(dualpath, dualpath::atom, engine_st, "engine_st")
+CAF_ADD_ATOM(dualpath, dualpath::atom, verify, "verify")
+CAF_ADD_ATOM(dualpath, dualpath::atom, stop, "stop")
+CAF_ADD_ATOM(dualpath, dualpath::atom, persisted, "persisted")
+CAF_ADD_ATOM(dualpath, dualpath::atom, complete, "complete")
+
+// Multi-process runs: node processes joining the launcher's registry.
+CAF_ADD_ATOM(dualpath, dualpath::atom, join, "join")
+CAF_ADD_ATOM(dualpath, dualpath::atom, wire, "wire")
+CAF_ADD_ATOM(dualpath, dualpath::atom, ready, "ready")

@@ -1,0 +1,32 @@
+#include "protocol/errors.hpp"
+
+#include <caf/sec.hpp>
+
+namespace dualpath::actors {
+
+status to_status(const caf::error& e) {
+  if (!e) return {};
+  if (e.category() == error_category) {
+    std::string message;
+    const auto& ctx = e.context();
+    if (ctx.match_elements<std::string>()) message = ctx.get_as<std::string>(0);
+    return status(errc(e.code()), message);
+  }
+  if (e.category() == caf::atom("system")) {
+    const auto code = static_cast<caf::sec>(e.code());
+    const std::string text = caf::to_string(code);
+    switch (code) {
+      case caf::sec::request_timeout: return status(errc::timeout, "no answer in time (" + text + ")");
+      case caf::sec::request_receiver_down:
+      case caf::sec::no_route_to_receiving_node:
+      case caf::sec::disconnect_during_handshake:
+      case caf::sec::cannot_connect_to_node:
+        return status(errc::unavailable, "peer gone (" + text + ")");
+      default:
+        return status(errc::internal, text);
+    }
+  }
+  return status(errc::internal, "error code " + std::to_string(e.code()) + " of category " + caf::to_string(e.category()));
+}
+
+}  // namespace dualpath::actors

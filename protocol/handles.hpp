@@ -1,0 +1,38 @@
+#pragma once
+// Actor handles that a multi-process run exchanges at start-up (cluster/node_processes.hpp). They travel as
+// untyped handles (CAF's own serializable type); receivers cast them back to the typed interfaces.
+#include <caf/actor.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace dualpath::actors {
+
+// What one node process hosts.
+struct node_handles {
+  uint32_t node = 0;
+  caf::actor traffic_queue;
+  caf::actor leader;
+  caf::actor control;               // node_control_actor: stats and stop
+  std::vector<caf::actor> engines;  // in global engine order
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_handles& x) {
+  return f(caf::meta::type_name("node_handles"), x.node, x.traffic_queue, x.leader, x.control, x.engines);
+}
+
+// Everything a node needs to reach the rest of the cluster.
+struct cluster_handles {
+  caf::actor scheduler;
+  std::vector<caf::actor> clients;  // per agent
+  std::vector<node_handles> nodes;  // per node
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cluster_handles& x) {
+  return f(caf::meta::type_name("cluster_handles"), x.scheduler, x.clients, x.nodes);
+}
+
+}  // namespace dualpath::actors

@@ -1,0 +1,169 @@
+#pragma once
+// Every typed actor interface of DualPath, in one place (docs/design.md §3). For each handler: what it
+// does, what it answers, and how long its callers wait. Cross-process messages carry Cap'n Proto
+// envelopes (protocol/*_codec.hpp); messages between an engine and its own compute worker stay in one
+// process and carry pointers to the job (KV bytes never travel in a message).
+//
+// Timeouts: a request between actors waits at most the cluster's `timeout_s` (engines, clients, traffic
+// queues), 10 s for a leader's fetch, the control client's own deadline for the control port, and for
+// the compute worker a bound derived from the cost model of the pass (actors/engine_base.hpp).
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu/backend.hpp"
+#include "protocol/handles.hpp"
+#include "protocol/type_ids.hpp"
+
+namespace dualpath::actors {
+
+// ---- scheduler (one per cluster, docs/design.md §7) ----
+using scheduler_actor = caf::typed_actor<
+    // Client: queue one request (schema::Request) at the tail of the global FIFO; answers the number of
+    // requests now waiting. Clients wait `timeout_s`.
+    caf::replies_to<atom::submit, envelope<schema::Request>>::with<uint64_t>,
+    // Leader, every 2 ms: replace the snapshot of its group (engines' seq_e, tok_e, free HBM) and its
+    // node's read_q. No answer.
+    caf::reacts_to<atom::report, envelope<schema::GroupReport>>,
+    // PE leader: ask for work for its group's engines; answers the assignments the active policy makes now
+    // (possibly none): PE, DE, read path and, for split, the block ranges. Leaders wait 10 s.
+    caf::replies_to<atom::fetch, envelope<schema::Fetch>>::with<envelope<schema::Assignments>>,
+    // Control: switch the active policy for requests not yet assigned. An unknown name is refused
+    // (ok = false, the running policy stays) with the list of known names.
+    caf::replies_to<atom::policy, atom::set, std::string>::with<envelope<schema::PolicyStatus>>,
+    // Control: the active policy and the known names.
+    caf::replies_to<atom::policy, atom::get>::with<envelope<schema::PolicyStatus>>,
+    // Control: queue length and counters.
+    caf::replies_to<atom::stats>::with<envelope<schema::SchedulerStats>>,
+    // Internal: the scripted switch with this index is due (sent to itself with delayed_send).
+    caf::reacts_to<atom::scripted, uint32_t>>;
+
+// ---- control port (published for `dualpath ctl`; only this narrow interface is reachable) ----
+using control_actor = caf::typed_actor<
+    // Forwarded to the scheduler: switch its policy (see scheduler_actor).
+    caf::replies_to<atom::policy, atom::set, std::string>::with<envelope<schema::PolicyStatus>>,
+    // Forwarded: the active policy and the known names.
+    caf::replies_to<atom::policy, atom::get>::with<envelope<schema::PolicyStatus>>,
+    // Forwarded: queue length and counters.
+    caf::replies_to<atom::stats>::with<envelope<schema::SchedulerStats>>>;
+
+// ---- traffic queue (one per node): its data plane, runtime::node_io ----
+// A job the data plane finished, handed back to run on the traffic queue's own thread (it delivers the
+// response promise there, never from the data plane's progress thread).
+using completion_ptr = std::shared_ptr<std::function<void()>>;
+
+using traffic_queue_actor = caf::typed_actor<
+    // Reserve buffer slots for the keys and read those Full Blocks through the SNIC gate into them;
+    // answers the slots and how many leading blocks arrived intact (a bad block ends the valid prefix and
+    // names its reason: that is data, not a failure). Fails (capacity, timeout) when no read could start.
+    // Engines wait `timeout_s`; the node gives up on its own after the same time.
+    caf::replies_to<atom::load, envelope<schema::LoadBlocks>>::with<envelope<schema::LoadResult>>,
+    // Reserve `count` empty buffer slots (waits FIFO while the buffer is full: backpressure); answers the
+    // slots. Fails with capacity (more than the whole buffer) or timeout. Engines wait `timeout_s`.
+    caf::replies_to<atom::reserve, uint32_t>::with<envelope<schema::Slots>>,
+    // Return slots to the buffer. No answer.
+    caf::reacts_to<atom::release, envelope<schema::Slots>>,
+    // Post a batch of copies from this node's CNICs; answers the bytes moved once all landed, or fails
+    // (transfer) with the first error completion. Engines wait `timeout_s`.
+    caf::replies_to<atom::copy, envelope<schema::CopyBatch>>::with<uint64_t>,
+    // Internal: the data plane finished a job; run its completion here.
+    caf::reacts_to<atom::complete, completion_ptr>>;
+
+// ---- compute worker (one per engine, the "GPU actor", on a thread of its own because kernels block) ----
+// Work for it: one prefill pass driven layer by layer, or one decode step.
+struct prefill_job {
+  std::vector<gpu::prefill_item> items;
+  std::unique_ptr<gpu::prefill_pass> pass;
+  std::vector<int32_t> tokens;  // filled by finish
+};
+struct layer_inputs {
+  uint32_t layer = 0;
+  std::vector<std::vector<gpu::kv_span>> cached;
+  std::vector<std::byte*> new_kv;
+};
+struct decode_job {
+  std::vector<gpu::decode_item> items;
+  std::vector<int32_t> tokens;
+};
+using prefill_job_ptr = std::shared_ptr<prefill_job>;
+using layer_inputs_ptr = std::shared_ptr<layer_inputs>;
+using decode_job_ptr = std::shared_ptr<decode_job>;
+
+// Every handler fails with errc::compute carrying the backend's message (a refused allocation, a kernel
+// error); the worker itself never dies of it. Engines wait `timeout_s` plus a bound derived from the cost
+// model of the work (actors/engine_base.hpp), so a long pass is not cut short and a hung one is noticed.
+using compute_actor = caf::typed_actor<
+    // Begin a prefill pass over job->items; answers the number of items.
+    caf::replies_to<atom::start, prefill_job_ptr>::with<uint32_t>,
+    // Run one layer of the pass with that layer's cached KV and new-KV destinations; answers the layer.
+    caf::replies_to<atom::layer, prefill_job_ptr, layer_inputs_ptr>::with<uint32_t>,
+    // Final norm, LM head, greedy tokens into job->tokens; answers the number of tokens.
+    caf::replies_to<atom::finish, prefill_job_ptr>::with<uint32_t>,
+    // One decode step over job->items, tokens into job->tokens; answers the number of tokens.
+    caf::replies_to<atom::decode, decode_job_ptr>::with<uint32_t>>;
+
+// ---- engines (one per GPU, docs/design.md §4) ----
+// A prefill engine: layer-wise prefill of the requests its leader assigns it.
+using prefill_engine_actor = caf::typed_actor<
+    // Leader: assignments of the scheduler (those naming this engine are taken). No answer.
+    caf::reacts_to<atom::assign, envelope<schema::Assignments>>,
+    // Internal: try to start the next pass.
+    caf::reacts_to<atom::tick>>;
+
+// A decode engine: decodes the requests prefill engines hand off to it and persists their blocks.
+using decode_engine_actor = caf::typed_actor<
+    // PE: a prefilled request whose KV waits in this engine's node buffer. No answer.
+    caf::reacts_to<atom::handoff, envelope<schema::Handoff>>,
+    // Internal: try the next decode step.
+    caf::reacts_to<atom::tick>,
+    // Internal (from the background writer): one Full Block of this request reached storage.
+    caf::reacts_to<atom::persisted, uint64_t>>;
+
+// ---- leader (one per node): its group's view, reported to the scheduler ----
+using leader_actor = caf::typed_actor<
+    // Engine -> leader: seq_e, tok_e, free HBM of one engine. No answer.
+    caf::reacts_to<atom::engine_st, uint32_t, uint32_t, uint64_t, uint64_t>,
+    // Internal, every 2 ms: report to the scheduler (and fetch, for a PE group).
+    caf::reacts_to<atom::tick>>;
+
+// ---- agent client (one per agent, docs/design.md §11) ----
+using client_actor = caf::typed_actor<
+    // PE -> client: the tokens of a request this agent submitted. PEs wait `timeout_s`.
+    caf::replies_to<atom::turn, uint64_t>::with<envelope<schema::TurnPayload>>,
+    // DE (or a PE that failed it) -> client: the turn finished. No answer.
+    caf::reacts_to<atom::result, envelope<schema::TurnResult>>,
+    // Launcher / internal: start the next turn.
+    caf::reacts_to<atom::start>>;
+
+// ---- multi-process runs (docs/design.md §13) ----
+// The launcher's registry.
+using registry_actor = caf::typed_actor<
+    // Node -> registry: node N joins; answers its run (cluster file text and policy). Nodes wait their
+    // start-up timeout.
+    caf::replies_to<atom::join, uint32_t>::with<envelope<schema::NodeSetup>>,
+    // Node -> registry: its actors and endpoints are up. Answered once every node has registered, with
+    // every handle of the cluster and every endpoint.
+    caf::replies_to<atom::wire, node_handles, envelope<schema::FabricDirectory>>::with<
+        cluster_handles, envelope<schema::FabricDirectory>>,
+    // Node -> registry: node N connected its endpoints to every peer. No answer.
+    caf::reacts_to<atom::ready, uint32_t>>;
+
+// A node process's own small control actor, reached by the launcher.
+using node_control_actor = caf::typed_actor<
+    // The node's data-plane counters. The launcher waits `timeout_s`.
+    caf::replies_to<atom::stats>::with<envelope<schema::NodeCounters>>,
+    // The run is over: stop this node's actors and exit.
+    caf::reacts_to<atom::stop>>;
+
+}  // namespace dualpath::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dualpath::actors::prefill_job_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dualpath::actors::layer_inputs_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dualpath::actors::decode_job_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dualpath::actors::completion_ptr)

@@ -1,0 +1,78 @@
+#pragma once
+// Plain C++ views of the runtime protocol (schema/runtime.capnp) and their envelope codecs. Actors
+// exchange envelopes; their logic works on these structs.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/node_io.hpp"
+#include "protocol/type_ids.hpp"
+#include "schedule/policy.hpp"
+#include "transport/endpoint.hpp"
+
+namespace dualpath::actors {
+
+struct turn_times {
+  int64_t submitted = 0, assigned = 0, kv_ready = 0, prefill_start = 0, first_token = 0, second_token = 0, done = 0;
+};
+
+struct turn_payload {
+  uint64_t request = 0;
+  uint32_t agent = 0, turn = 0;
+  std::vector<int32_t> tokens;  // the whole prompt
+  uint32_t gen = 0;
+  uint32_t hit_blocks = 0;
+  turn_times times;
+};
+
+struct handoff_info {
+  turn_payload payload;
+  int32_t first_token = -1;
+  std::vector<uint32_t> de_slots;
+  uint32_t valid_hit_blocks = 0;
+  schedule::read_path path = schedule::read_path::pe;
+  uint32_t corrupt_blocks = 0;
+  uint64_t kv_verified = 0, kv_corrupt = 0;
+};
+
+struct turn_result {
+  uint64_t request = 0;
+  uint32_t agent = 0, turn = 0;
+  std::vector<int32_t> generated;
+  turn_times times;
+  schedule::read_path path = schedule::read_path::pe;
+  uint32_t valid_hit_blocks = 0, corrupt_blocks = 0;
+  uint64_t kv_verified = 0, kv_corrupt = 0;
+  std::string error;
+  uint32_t prompt_tokens = 0;
+};
+
+struct slot_list {
+  std::vector<uint32_t> slots;
+  uint32_t count = 0;
+};
+
+struct copy_batch {
+  std::vector<runtime::copy_op> ops;
+  transport::traffic_class traffic = transport::traffic_class::kv;
+};
+
+// The answer to a turn that failed: who it was, how far it got, and why.
+turn_result failed_turn(const turn_payload& p, std::string why);
+
+envelope<schema::TurnPayload> encode(const turn_payload& x);
+turn_payload decode(const envelope<schema::TurnPayload>& e);
+envelope<schema::Handoff> encode(const handoff_info& x);
+handoff_info decode(const envelope<schema::Handoff>& e);
+envelope<schema::TurnResult> encode(const turn_result& x);
+turn_result decode(const envelope<schema::TurnResult>& e);
+envelope<schema::LoadBlocks> encode_load(const std::vector<block_key>& keys);
+std::vector<block_key> decode(const envelope<schema::LoadBlocks>& e);
+envelope<schema::LoadResult> encode(const runtime::load_result& x);
+runtime::load_result decode(const envelope<schema::LoadResult>& e);
+envelope<schema::Slots> encode(const slot_list& x);
+slot_list decode(const envelope<schema::Slots>& e);
+envelope<schema::CopyBatch> encode(const copy_batch& x);
+copy_batch decode(const envelope<schema::CopyBatch>& e);
+
+}  // namespace dualpath::actors

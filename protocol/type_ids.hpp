@@ -1,0 +1,101 @@
+#pragma once
+// The project's single CAF type-ID block: every type that crosses a process boundary, and every actor
+// handle sent inside a message. Register it on every actor system:
+//   cfg.add_message_types<caf::id_block::dualpath>();
+// or remote_actor fails with unexpected_actor_messaging_interface.
+#include <caf/meta/type_name.hpp>
+#include <caf/type_id.hpp>
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "protocol/atoms.hpp"
+#include "protocol/handles.hpp"
+
+namespace dualpath::schema {
+// Cap'n Proto structs (generated from schema/*.capnp) that travel in envelopes.
+struct Request;
+struct GroupReport;
+struct Fetch;
+struct Assignments;
+struct PolicyStatus;
+struct SchedulerStats;
+struct TurnPayload;
+struct Handoff;
+struct TurnResult;
+struct LoadBlocks;
+struct LoadResult;
+struct Slots;
+struct CopyBatch;
+struct NodeSetup;
+struct FabricDirectory;
+struct NodeCounters;
+}  // namespace dualpath::schema
+
+namespace dualpath::actors {
+
+// A Cap'n Proto message of root type `Schema` as flat, unpacked words (capnp::messageToFlatArray).
+// The type parameter only keeps typed actor interfaces honest; the bytes are the wire format.
+template <class Schema>
+struct envelope {
+  std::vector<uint8_t> bytes;
+};
+
+template <class Inspector, class Schema>
+typename Inspector::result_type inspect(Inspector& f, envelope<Schema>& x) {
+  return f(caf::meta::type_name("envelope"), x.bytes);
+}
+
+// Serializes a built message into an envelope.
+template <class Schema>
+envelope<Schema> to_envelope(capnp::MessageBuilder& message) {
+  const auto words = capnp::messageToFlatArray(message);
+  const auto bytes = words.asBytes();
+  return envelope<Schema>{std::vector<uint8_t>(bytes.begin(), bytes.end())};
+}
+
+// Reads an envelope (copies the bytes into aligned words first). Throws kj::Exception on garbage,
+// which the receiving handler turns into an error reply.
+template <class Schema>
+class envelope_reader {
+ public:
+  explicit envelope_reader(const envelope<Schema>& e)
+      : words_(kj::heapArray<capnp::word>((e.bytes.size() + sizeof(capnp::word) - 1) / sizeof(capnp::word))),
+        reader_(copy(words_, e.bytes)) {}
+  typename Schema::Reader root() { return reader_.getRoot<Schema>(); }
+
+ private:
+  static kj::ArrayPtr<const capnp::word> copy(kj::Array<capnp::word>& words, const std::vector<uint8_t>& bytes) {
+    if (!bytes.empty()) std::memcpy(words.begin(), bytes.data(), bytes.size());
+    return words.asPtr();
+  }
+  kj::Array<capnp::word> words_;
+  capnp::FlatArrayMessageReader reader_;
+};
+
+}  // namespace dualpath::actors
+
+CAF_BEGIN_TYPE_ID_BLOCK(dualpath, caf::first_custom_type_id)
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::Request>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::GroupReport>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::Fetch>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::Assignments>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::PolicyStatus>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::SchedulerStats>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::TurnPayload>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::Handoff>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::TurnResult>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::LoadBlocks>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::LoadResult>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::Slots>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::CopyBatch>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::NodeSetup>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::FabricDirectory>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::NodeCounters>))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::node_handles))
+  CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::cluster_handles))
+CAF_END_TYPE_ID_BLOCK(dualpath)

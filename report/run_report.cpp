@@ -1,0 +1,216 @@
+#include "report/run_report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace dualpath::actors {
+
+distribution summarize(std::vector<double> v) {
+  distribution d;
+  if (v.empty()) return d;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return v[std::min(v.size() - 1, size_t(q * double(v.size() - 1) + 0.5))]; };
+  d.mean = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+  d.p50 = at(0.5);
+  d.p90 = at(0.9);
+  d.p99 = at(0.99);
+  return d;
+}
+
+double peak_window_mean_ttft(const std::vector<turn_record>& records, double window_s, size_t min_turns) {
+  std::vector<std::pair<double, double>> done;  // (done_s, ttft_s) of the turns that finished
+  for (const auto& r : records)
+    if (r.error.empty()) done.emplace_back(r.done_s, r.ttft_s);
+  std::sort(done.begin(), done.end());
+  double peak = 0, sum = 0;
+  size_t first = 0;
+  for (size_t last = 0; last < done.size(); ++last) {
+    sum += done[last].second;
+    while (done[last].first - done[first].first > window_s) sum -= done[first++].second;
+    if (last - first + 1 >= min_turns) peak = std::max(peak, sum / double(last - first + 1));
+  }
+  return peak;
+}
+
+void summarize_turns(run_summary& s, const std::vector<turn_record>& records) {
+  s.ttft_peak_window_s = peak_window_mean_ttft(records);
+  std::vector<double> ttft, ttst, tpot, queue, assign, kv_read, prefill;
+  for (const auto& r : records) {
+    s.jct_s = std::max(s.jct_s, r.done_s);  // the job ends with its last turn
+    if (!r.error.empty()) {
+      ++s.failed_turns;
+      if (s.first_error.empty()) s.first_error = r.error;
+      continue;
+    }
+    ++s.turns;
+    ttft.push_back(r.ttft_s);
+    if (r.has_ttst) ttst.push_back(r.ttst_s);
+    if (r.has_tpot) tpot.push_back(r.tpot_s);
+    queue.push_back(r.queue_s);
+    assign.push_back(r.assign_s);
+    kv_read.push_back(r.kv_read_s);
+    prefill.push_back(r.prefill_s);
+    switch (r.path) {
+      case schedule::read_path::pe: ++s.path_pe; break;
+      case schedule::read_path::de: ++s.path_de; break;
+      case schedule::read_path::split: ++s.path_split; break;
+    }
+    s.kv_verified_blocks += r.kv_verified;
+    s.kv_corrupt_blocks += r.kv_corrupt;
+    s.corrupt_blocks_recomputed += r.corrupt_blocks;
+    s.hit_blocks += r.hit_blocks;
+  }
+  s.ttft = summarize(ttft);
+  s.ttst = summarize(ttst);
+  s.tpot = summarize(tpot);
+  s.queue = summarize(queue);
+  s.assign = summarize(assign);
+  s.kv_read = summarize(kv_read);
+  s.prefill = summarize(prefill);
+  if (!s.snic_bytes.empty()) {
+    const double total = double(std::accumulate(s.snic_bytes.begin(), s.snic_bytes.end(), uint64_t(0)));
+    const double max = double(*std::max_element(s.snic_bytes.begin(), s.snic_bytes.end()));
+    s.snic_max_over_avg = total > 0 ? max / (total / double(s.snic_bytes.size())) : 0;
+  }
+}
+
+namespace {
+nlohmann::json dist(const distribution& d) { return {{"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90}, {"p99", d.p99}}; }
+}  // namespace
+
+nlohmann::json to_json(const run_summary& s) {
+  nlohmann::json j;
+  j["policy"] = s.policy;
+  j["jct_s"] = s.jct_s;
+  j["turns"] = s.turns;
+  j["failed_turns"] = s.failed_turns;
+  j["ttft_s"] = dist(s.ttft);
+  j["ttft_peak_10s_mean_s"] = s.ttft_peak_window_s;
+  j["ttst_s"] = dist(s.ttst);
+  j["tpot_s"] = dist(s.tpot);
+  j["ttft_breakdown_s"] = {{"queue", dist(s.queue)}, {"assign", dist(s.assign)}, {"kv_read", dist(s.kv_read)},
+                           {"prefill", dist(s.prefill)}};
+  j["snic_bytes"] = s.snic_bytes;
+  j["snic_max_over_avg"] = s.snic_max_over_avg;
+  j["path_requests"] = {{"pe", s.path_pe}, {"de", s.path_de}, {"split", s.path_split}};
+  j["jct_lower_bound_s"] = s.jct_lower_bound_s;
+  j["jct_over_bound"] = s.jct_over_bound;
+  j["verified_turns"] = s.verified_turns;
+  j["mismatched_turns"] = s.mismatched_turns;
+  j["kv_verified_blocks"] = s.kv_verified_blocks;
+  j["kv_corrupt_blocks"] = s.kv_corrupt_blocks;
+  j["corrupt_blocks_recomputed"] = s.corrupt_blocks_recomputed;
+  j["persisted_blocks"] = s.persisted_blocks;
+  j["hit_blocks"] = s.hit_blocks;
+  if (!s.first_error.empty()) j["first_error"] = s.first_error;
+  return j;
+}
+
+nlohmann::json report_json(const std::vector<run_summary>& runs) {
+  nlohmann::json j;
+  j["runs"] = nlohmann::json::array();
+  for (const auto& r : runs) j["runs"].push_back(to_json(r));
+  auto jct = [&](const std::string& p) -> double {
+    for (const auto& r : runs)
+      if (r.policy == p) return r.jct_s;
+    return 0;
+  };
+  nlohmann::json speedup = nlohmann::json::object();
+  const std::pair<const char*, const char*> pairs[] = {
+      {"dualpath", "basic"}, {"dualpath", "layerwise"}, {"oracle", "dualpath"}, {"split", "dualpath"},
+      {"dualpath", "round_robin"}, {"layerwise", "basic"}};
+  for (auto [x, y] : pairs) {
+    const double jx = jct(x), jy = jct(y);
+    if (jx > 0 && jy > 0) speedup[std::string(x) + "_vs_" + y] = jy / jx;
+  }
+  j["speedup"] = speedup;
+  return j;
+}
+
+std::string report_table(const std::vector<run_summary>& runs) {
+  std::string out = fmt::format("{:<12} {:>8} {:>6} {:>9} {:>9} {:>9} {:>10} {:>9} {:>17} {:>9}\n", "policy", "jct_s",
+                                "turns", "ttft_p50", "ttft_p99", "tpot_p50", "kv_read_s", "snic_m/a",
+                                "paths pe/de/split", "verified");
+  for (const auto& r : runs) {
+    const std::string paths = fmt::format("{}/{}/{}", r.path_pe, r.path_de, r.path_split);
+    out += fmt::format("{:<12} {:>8.2f} {:>6} {:>9.3f} {:>9.3f} {:>9.4f} {:>10.3f} {:>9.2f} {:>17} {:>5}/{:<3}\n",
+                       r.policy, r.jct_s, r.turns, r.ttft.p50, r.ttft.p99, r.tpot.p50, r.kv_read.mean,
+                       r.snic_max_over_avg, paths, r.verified_turns - r.mismatched_turns, r.verified_turns);
+  }
+  const auto j = report_json(runs);
+  for (auto& [k, v] : j["speedup"].items()) out += fmt::format("{} = {:.2f}\n", k, v.get<double>());
+  return out;
+}
+
+bool meets_slo(const run_summary& r, const serving_slo& slo) {
+  return r.turns > 0 && r.failed_turns == 0 && r.ttft_peak_window_s <= slo.ttft_s && r.tpot.mean <= slo.tpot_s;
+}
+
+double capacity_aps(std::vector<sweep_point> points, const serving_slo& slo) {
+  std::sort(points.begin(), points.end(), [](const sweep_point& a, const sweep_point& b) { return a.aps < b.aps; });
+  double capacity = 0;
+  for (const auto& p : points) {
+    if (!meets_slo(p.run, slo)) break;
+    capacity = p.aps;
+  }
+  return capacity;
+}
+
+nlohmann::json sweep_json(const aps_sweep& sweep, const serving_slo& slo) {
+  nlohmann::json j;
+  j["slo"] = {{"ttft_peak_10s_mean_s", slo.ttft_s}, {"tpot_mean_s", slo.tpot_s}};
+  j["policies"] = nlohmann::json::object();
+  for (const auto& [policy, points] : sweep) {
+    nlohmann::json pj;
+    pj["capacity_aps"] = capacity_aps(points, slo);
+    pj["points"] = nlohmann::json::array();
+    for (const auto& p : points)
+      pj["points"].push_back({{"aps", p.aps}, {"meets_slo", meets_slo(p.run, slo)}, {"run", to_json(p.run)}});
+    j["policies"][policy] = pj;
+  }
+  nlohmann::json ratio = nlohmann::json::object();
+  const std::pair<const char*, const char*> pairs[] = {{"dualpath", "basic"}, {"oracle", "dualpath"}};
+  for (auto [x, y] : pairs) {
+    if (!sweep.count(x) || !sweep.count(y)) continue;
+    const double cx = capacity_aps(sweep.at(x), slo), cy = capacity_aps(sweep.at(y), slo);
+    if (cx > 0 && cy > 0) ratio[std::string(x) + "_vs_" + y] = cx / cy;
+  }
+  j["capacity_ratio"] = ratio;
+  return j;
+}
+
+std::string sweep_table(const aps_sweep& sweep, const serving_slo& slo) {
+  std::string out = fmt::format("{:<12} {:>6} {:>10} {:>10} {:>9} {:>10} {:>8} {:>6} {:>4}\n", "policy", "aps",
+                                "ttft_peak", "ttft_mean", "ttft_p99", "tpot_mean", "jct_s", "turns", "slo");
+  for (const auto& [policy, points] : sweep)
+    for (const auto& p : points)
+      out += fmt::format("{:<12} {:>6.2f} {:>10.3f} {:>10.3f} {:>9.3f} {:>10.4f} {:>8.2f} {:>6} {:>4}\n", policy, p.aps,
+                         p.run.ttft_peak_window_s, p.run.ttft.mean, p.run.ttft.p99, p.run.tpot.mean, p.run.jct_s,
+                         p.run.turns, meets_slo(p.run, slo) ? "yes" : "no");
+  out += fmt::format("SLO: TTFT (peak 10 s mean) <= {} s, mean TPOT <= {} ms\n", slo.ttft_s, slo.tpot_s * 1000);
+  for (const auto& [policy, points] : sweep)
+    out += fmt::format("capacity {} = {:.2f} APS\n", policy, capacity_aps(points, slo));
+  const auto j = sweep_json(sweep, slo);  // named: items() must not outlive the object it walks
+  for (auto& [k, v] : j["capacity_ratio"].items()) out += fmt::format("capacity {} = {:.2f}\n", k, v.get<double>());
+  return out;
+}
+
+void set_jct_bound(run_summary& s, const std::vector<turn_record>& records, const bound_inputs& in) {
+  uint64_t total_bytes = 0;
+  for (auto b : s.snic_bytes) total_bytes += b;
+  const double bytes_bound =
+      in.snic_gb_per_s > 0 && in.nodes > 0 ? double(total_bytes) / (in.snic_gb_per_s * 1e9 * in.nodes) : 0;
+  double compute_s = 0;
+  for (const auto& r : records) {
+    if (!r.error.empty() || r.prompt_tokens == 0 || !in.prefill_seconds) continue;
+    const uint64_t cached = uint64_t(r.hit_blocks) * in.block_tokens;
+    compute_s += in.prefill_seconds(cached, r.prompt_tokens - cached);
+  }
+  const double compute_bound = in.prefill_engines > 0 ? compute_s / double(in.prefill_engines) : 0;
+  s.jct_lower_bound_s = std::max(bytes_bound, compute_bound);
+  s.jct_over_bound = s.jct_lower_bound_s > 0 ? s.jct_s / s.jct_lower_bound_s : 0;
+}
+
+}  // namespace dualpath::actors

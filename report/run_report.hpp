@@ -1,0 +1,95 @@
+#pragma once
+// What a run measured (issue: `dualpath run` report): latency distributions, the TTFT breakdown, SNIC
+// balance, read paths, the JCT bound and verification counts. Pure functions over turn records.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "schedule/policy.hpp"
+
+namespace dualpath::actors {
+
+struct turn_record {
+  uint32_t agent = 0, turn = 0;
+  double ttft_s = 0, ttst_s = 0, tpot_s = 0;  // ttst: first -> second token; tpot: per token after it
+  bool has_ttst = false, has_tpot = false;
+  double queue_s = 0, kv_read_s = 0, assign_s = 0, prefill_s = 0;
+  schedule::read_path path = schedule::read_path::pe;
+  uint32_t hit_blocks = 0, corrupt_blocks = 0;
+  uint32_t prompt_tokens = 0;
+  uint64_t kv_verified = 0, kv_corrupt = 0;
+  double done_s = 0;  // since run start
+  std::string error;
+};
+
+struct distribution {
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0;
+};
+distribution summarize(std::vector<double> values);
+
+// The highest mean TTFT over any `window_s` of turn completions holding at least `min_turns` turns: how bad
+// TTFT got while the load lasted, which a whole-run mean dilutes with the quiet start and drain.
+double peak_window_mean_ttft(const std::vector<turn_record>& records, double window_s = 10.0, size_t min_turns = 10);
+
+struct run_summary {
+  std::string policy;
+  double jct_s = 0;
+  uint64_t turns = 0, failed_turns = 0;
+  distribution ttft, ttst, tpot;
+  double ttft_peak_window_s = 0;  // peak_window_mean_ttft
+  distribution queue, assign, kv_read, prefill;
+  std::vector<uint64_t> snic_bytes;  // per node
+  double snic_max_over_avg = 0;
+  uint64_t path_pe = 0, path_de = 0, path_split = 0;
+  double jct_lower_bound_s = 0, jct_over_bound = 0;
+  uint64_t verified_turns = 0, mismatched_turns = 0;
+  uint64_t kv_verified_blocks = 0, kv_corrupt_blocks = 0, corrupt_blocks_recomputed = 0;
+  uint64_t persisted_blocks = 0;
+  uint64_t hit_blocks = 0;  // Full Blocks served from storage (either path), summed over turns
+  std::string first_error;
+};
+
+// Fills the per-turn parts of `s` from `records`, the JCT (last turn done) included.
+void summarize_turns(run_summary& s, const std::vector<turn_record>& records);
+
+// What the JCT lower bound needs to know of the cluster (docs/design.md §15).
+struct bound_inputs {
+  double snic_gb_per_s = 0;  // per node; 0 = uncapped (no storage term)
+  uint32_t nodes = 0, prefill_engines = 0, block_tokens = 0;
+  std::function<double(uint64_t cached, uint64_t tokens)> prefill_seconds;  // one engine's time for a prefill
+};
+// The slower of reading every byte at full SNIC rate on all nodes and computing, spread over the prefill
+// engines, every prompt token past the blocks each turn could load; and JCT over that bound.
+void set_jct_bound(run_summary& s, const std::vector<turn_record>& records, const bound_inputs& in);
+
+nlohmann::json to_json(const run_summary& s);
+// {"runs": [...], "speedup": {"dualpath_vs_basic": ...}} for the pairs present.
+nlohmann::json report_json(const std::vector<run_summary>& runs);
+std::string report_table(const std::vector<run_summary>& runs);
+
+// Online serving (docs/design.md §11, §12): a run at a given arrival rate meets the SLO when no turn failed, the
+// peak 10-second mean TTFT is within ttft_s (the paper stops a run once TTFT exceeds its SLO) and the mean
+// TPOT within tpot_s. A policy's capacity is the highest APS of a sweep at which it, and every lower APS
+// of the sweep, met the SLO (0 if the lowest did not).
+struct serving_slo {
+  double ttft_s = 4.0;
+  double tpot_s = 0.050;
+};
+struct sweep_point {
+  double aps = 0;
+  run_summary run;
+};
+using aps_sweep = std::map<std::string, std::vector<sweep_point>>;  // per policy
+
+bool meets_slo(const run_summary& r, const serving_slo& slo);
+double capacity_aps(std::vector<sweep_point> points, const serving_slo& slo);
+// {"slo": {...}, "policies": {P: {"capacity_aps": x, "points": [{aps, meets_slo, run}...]}},
+//  "capacity_ratio": {"dualpath_vs_basic": ...}}
+nlohmann::json sweep_json(const aps_sweep& sweep, const serving_slo& slo);
+std::string sweep_table(const aps_sweep& sweep, const serving_slo& slo);
+
+}  // namespace dualpath::actors

@@ -1,0 +1,165 @@
+// One process per node (docs/design.md §13): the launcher starts `dualpath node` processes, wires them through its
+// registry, and the run behaves like the embedded one. Real processes, real sockets, real fabric.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "cluster/cluster.hpp"
+#include "core/errors.hpp"
+#include "runtime_fixtures.hpp"
+
+extern char** environ;
+
+using namespace dualpath;
+using namespace dualpath::actors;
+namespace fs = std::filesystem;
+using namespace runtime_fixtures;
+
+namespace {
+
+std::string dualpath_binary() {
+  const char* env = std::getenv("DUALPATH_BINARY");
+  return env && *env ? env : DUALPATH_BINARY_DEFAULT;
+}
+
+// A storage-bound 1P2D cluster whose nodes are processes of their own.
+run_options processes_run(const fs::path& dir, const std::string& provider) {
+  run_options o;
+  o.config = small_cluster(dir / provider, 2);
+  o.config.provider = provider;
+  o.policy = "dualpath";
+  o.processes = true;
+  o.node_program = dualpath_binary();
+  o.scripts = scripts(4, 3, 1);
+  return o;
+}
+
+bool gone(int pid) { return kill(pid, 0) != 0; }
+
+// Starts `dualpath node` by hand, as an operator would on another host.
+int start_node(const std::string& registry, uint32_t node, int timeout_ms = 10000) {
+  std::vector<std::string> args{dualpath_binary(), "node", "--registry", registry, "--node", std::to_string(node),
+                                "--timeout-ms", std::to_string(timeout_ms)};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) == 0);
+  return pid;
+}
+
+// The exit status of `pid`, waiting at most `seconds` (-1 if it is still running then: it gets killed).
+int exit_status(int pid, int seconds) {
+  for (int i = 0; i < seconds * 50; ++i) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    usleep(20000);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("one process per node: dualpath turns match a full recompute over tcp and shm, both paths used") {
+  scratch dir;
+  for (const char* provider : {"tcp", "shm"}) {
+    CAPTURE(provider);
+    auto o = processes_run(dir.path, provider);
+    std::vector<int> pids;
+    o.on_nodes_started = [&](const std::vector<int>& p) { pids = p; };
+    const auto s = run_cluster(o);
+    REQUIRE(pids.size() == 3);
+    for (int pid : pids) {
+      CHECK(pid != getpid());
+      CHECK(gone(pid));  // reaped once the run ended
+    }
+    CHECK(s.turns == 12);
+    CHECK(s.failed_turns == 0);
+    CHECK(s.verified_turns == 12);
+    CHECK(s.mismatched_turns == 0);
+    CHECK(s.path_pe > 0);
+    CHECK(s.path_de + s.path_split > 0);
+    REQUIRE(s.snic_bytes.size() == 3);  // counters come back from each node process
+    CHECK(s.snic_bytes[0] > 0);
+    CHECK(s.snic_bytes[1] + s.snic_bytes[2] > 0);
+    CHECK(s.persisted_blocks > 0);
+    CHECK(s.hit_blocks > 0);
+  }
+}
+
+TEST_CASE("one process per node: a node that dies ends the run with its name, and no node is left behind") {
+  scratch dir;
+  auto o = processes_run(dir.path, "tcp");
+  std::vector<int> pids;
+  o.on_nodes_started = [&](const std::vector<int>& p) {
+    pids = p;
+    kill(p[1], SIGKILL);  // a decode node, before any turn finished
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH_AS(run_cluster(o), doctest::Contains("node 1 (pid"), user_error);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
+  REQUIRE(pids.size() == 3);
+  for (int pid : pids) CHECK(gone(pid));
+}
+
+TEST_CASE("one process per node: oracle is refused, and a node without a registry exits 2 in time") {
+  scratch dir;
+  auto o = processes_run(dir.path, "tcp");
+  o.policy = "oracle";
+  CHECK_THROWS_WITH_AS(run_cluster(o), doctest::Contains("without --processes"), user_error);
+
+  const std::string err = (dir.path / "err.txt").string();
+  const std::string cmd = "timeout 20 '" + dualpath_binary() +
+                          "' node --registry 127.0.0.1:1 --node 0 --timeout-ms 500 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  std::ifstream in(err);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("127.0.0.1:1") != std::string::npos);
+}
+
+TEST_CASE("nodes started by hand join the registry at --node-registry; the run is the same") {
+  scratch dir;
+  auto o = processes_run(dir.path, "tcp");
+  o.node_program.clear();
+  o.node_registry = "127.0.0.1:0";
+  std::vector<int> pids;
+  o.on_registry = [&](const std::string& at) {
+    for (uint32_t n = 0; n < 3; ++n) pids.push_back(start_node(at, 2 - n));  // any order
+  };
+  const auto s = run_cluster(o);
+  REQUIRE(pids.size() == 3);
+  for (int pid : pids) CHECK(exit_status(pid, 10) == 0);  // each node stops cleanly when told
+  CHECK(s.verified_turns == 12);
+  CHECK(s.mismatched_turns == 0);
+  CHECK(s.path_de + s.path_split > 0);
+  REQUIRE(s.snic_bytes.size() == 3);
+  CHECK(s.snic_bytes[1] + s.snic_bytes[2] > 0);
+}
+
+TEST_CASE("a node that never joins is named once the start-up timeout passes; the others exit") {
+  scratch dir;
+  auto o = processes_run(dir.path, "tcp");
+  o.config.timeout_s = 3;
+  o.node_program.clear();
+  o.node_registry = "127.0.0.1:0";
+  std::vector<int> pids;
+  o.on_registry = [&](const std::string& at) {
+    pids.push_back(start_node(at, 0, 4000));
+    pids.push_back(start_node(at, 2, 4000));
+  };
+  CHECK_THROWS_WITH_AS(run_cluster(o), doctest::Contains("never joined: 1"), user_error);
+  for (int pid : pids) CHECK(exit_status(pid, 15) == 2);  // they report the lost launcher and exit 2
+}

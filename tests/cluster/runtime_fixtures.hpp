@@ -1,0 +1,71 @@
+#pragma once
+// What the runtime tests share: a scratch directory, a small storage-bound cluster of the tiny model, and
+// agent scripts whose turns are all verified against a full recompute.
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cluster/cluster.hpp"
+#include "core/trace.hpp"
+
+namespace runtime_fixtures {
+
+using namespace dualpath;
+using namespace dualpath::actors;
+namespace fs = std::filesystem;
+
+struct scratch {
+  fs::path path;
+  scratch() {
+    static int n = 0;
+    path = fs::temp_directory_path() / ("dualpath-runtime-test-" + std::to_string(getpid()) + "-" + std::to_string(n++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~scratch() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+inline cluster_config small_cluster(const fs::path& dir, uint32_t decode_nodes) {
+  cluster_config c;
+  c.model = "tiny";
+  c.backend = backend_kind::cpu;
+  c.seed = 3;
+  c.prefill_nodes = 1;
+  c.decode_nodes = decode_nodes;
+  c.engines_per_node = 1;
+  c.block_tokens = 16;
+  c.snic_gb_per_s = 0.004;  // storage-bound, so read queues build and both paths get used
+  c.dram_buffer_gb = 0.032;
+  c.hbm_gb = 0.032;
+  c.store_dir = (dir / "store").string();
+  c.timeout_s = 30;
+  return c;
+}
+
+inline std::vector<agent_script> scripts(uint32_t agents, uint32_t turns, uint32_t verify_every) {
+  std::vector<agent_script> out;
+  for (uint32_t a = 0; a < agents; ++a) {
+    trajectory t;
+    for (uint32_t r = 0; r < turns; ++r) {
+      trace_round round;
+      round.append = 40 + 7 * a + 5 * r;
+      round.gen = 6;
+      round.keep = 6;
+      t.rounds.push_back(round);
+    }
+    agent_script s;
+    s.agent = a;
+    s.turns = t.turns();
+    s.verify_every = verify_every;
+    s.seed = 11;
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace runtime_fixtures

@@ -1,0 +1,249 @@
+// End to end on the cpu backend: real store files, real libfabric endpoints, real math.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "cluster/cluster.hpp"
+#include "core/errors.hpp"
+#include "core/model_catalog.hpp"
+#include "core/trace.hpp"
+#include "runtime_fixtures.hpp"
+
+using namespace dualpath;
+using namespace dualpath::actors;
+namespace fs = std::filesystem;
+using namespace runtime_fixtures;
+
+namespace {
+
+run_summary run(const cluster_config& c, const std::string& policy, uint32_t agents = 4, uint32_t turns = 4) {
+  run_options o;
+  o.config = c;
+  o.policy = policy;
+  o.scripts = scripts(agents, turns, 1);
+  return run_cluster(o);
+}
+
+}  // namespace
+
+TEST_CASE("dualpath on 1P2D: every verified turn matches a full recompute and both paths carry requests") {
+  scratch dir;
+  const auto s = run(small_cluster(dir.path, 2), "dualpath");
+  CHECK(s.turns == 16);
+  CHECK(s.failed_turns == 0);
+  CHECK(s.verified_turns == 16);
+  CHECK(s.mismatched_turns == 0);
+  CHECK(s.path_pe > 0);
+  CHECK(s.path_de + s.path_split > 0);
+  CHECK(s.hit_blocks > 0);        // blocks persisted by decode are hit by later turns
+  CHECK(s.persisted_blocks > 0);
+  REQUIRE(s.snic_bytes.size() == 3);
+  CHECK(s.snic_bytes[1] + s.snic_bytes[2] > 0);  // a decode node's SNIC read KV
+}
+
+TEST_CASE("dualpath on 1P1D matches a full recompute too") {
+  scratch dir;
+  const auto s = run(small_cluster(dir.path, 1), "dualpath", 3, 3);
+  CHECK(s.turns == 9);
+  CHECK(s.verified_turns == 9);
+  CHECK(s.mismatched_turns == 0);
+}
+
+TEST_CASE("basic reads nothing through a decode node's SNIC; oracle reads nothing at all") {
+  scratch dir;
+  const auto basic = run(small_cluster(dir.path / "b", 2), "basic", 3, 3);
+  CHECK(basic.mismatched_turns == 0);
+  CHECK(basic.path_de + basic.path_split == 0);
+  CHECK(basic.snic_bytes[0] > 0);
+  CHECK(basic.snic_bytes[1] == 0);
+  CHECK(basic.snic_bytes[2] == 0);
+  const auto oracle = run(small_cluster(dir.path / "o", 2), "oracle", 3, 3);
+  CHECK(oracle.mismatched_turns == 0);
+  CHECK(oracle.hit_blocks > 0);
+  for (auto b : oracle.snic_bytes) CHECK(b == 0);
+}
+
+TEST_CASE("layerwise, round_robin and split give the same tokens as a full recompute") {
+  scratch dir;
+  for (const char* p : {"layerwise", "round_robin", "split"}) {
+    CAPTURE(p);
+    const auto s = run(small_cluster(dir.path / p, 2), p, 3, 3);
+    CHECK(s.turns == 9);
+    CHECK(s.verified_turns == 9);
+    CHECK(s.mismatched_turns == 0);
+  }
+}
+
+TEST_CASE("a corrupt block in the store is detected, recomputed and counted; tokens stay right") {
+  scratch dir;
+  auto c = small_cluster(dir.path, 2);
+  const auto first = run(c, "dualpath", 2, 3);
+  REQUIRE(first.persisted_blocks > 0);
+  // Flip one payload byte in every stored block: each becomes a checksum mismatch.
+  size_t flipped = 0;
+  for (auto& f : fs::recursive_directory_iterator(c.store_dir)) {
+    if (!f.is_regular_file() || f.file_size() < 8192) continue;
+    std::fstream io(f.path(), std::ios::in | std::ios::out | std::ios::binary);
+    io.seekg(4096 + 100);
+    char b = 0;
+    io.read(&b, 1);
+    b = char(b ^ 0x5a);
+    io.seekp(4096 + 100);
+    io.write(&b, 1);
+    ++flipped;
+  }
+  REQUIRE(flipped > 0);
+  const auto second = run(c, "dualpath", 2, 3);  // same seed: same prompts, hits on the corrupt blocks
+  CHECK(second.failed_turns == 0);
+  CHECK(second.corrupt_blocks_recomputed > 0);
+  CHECK(second.verified_turns == 6);
+  CHECK(second.mismatched_turns == 0);
+}
+
+TEST_CASE("bad configuration is refused with the key and the reason") {
+  scratch dir;
+  auto c = small_cluster(dir.path, 2);
+  c.hbm_gb = 1e-9;
+  run_options o;
+  o.config = c;
+  o.scripts = scripts(1, 1, 0);
+  CHECK_THROWS_WITH_AS(run_cluster(o), doctest::Contains("hardware.hbm_gb"), user_error);
+  o.config = small_cluster(dir.path, 2);
+  o.policy = "fastest";
+  CHECK_THROWS_WITH_AS(run_cluster(o), doctest::Contains("known: basic"), user_error);
+}
+
+TEST_CASE("online mode: Poisson arrivals replay every agent from turn 0") {
+  scratch dir;
+  run_options o;
+  o.config = small_cluster(dir.path, 2);
+  o.policy = "dualpath";
+  o.scripts = scripts(4, 3, 1);
+  double t = 0;
+  for (auto& s : o.scripts) s.start_s = (t += 0.05);  // staggered arrivals, as --mode online draws them
+  const auto s = run_cluster(o);
+  CHECK(s.turns == 12);
+  CHECK(s.mismatched_turns == 0);
+  CHECK(s.jct_s >= 0.2);  // the last agent cannot finish before it arrives
+}
+
+TEST_CASE("Mooncake replay: equal hash ids give equal tokens, so later requests hit earlier blocks") {
+  scratch dir;
+  std::vector<mooncake_request> trace = {
+      {0, 700, 4, {1, 2}}, {1000, 1100, 4, {1, 2, 3}}, {1500, 600, 4, {9, 10}}, {2500, 1030, 4, {1, 2, 3}}};
+  run_options o;
+  o.config = small_cluster(dir.path, 2);
+  o.config.snic_gb_per_s = 0;  // uncapped: each request is done long before the next arrives
+  o.policy = "dualpath";
+  for (size_t i = 0; i < trace.size(); ++i) {
+    agent_script s;
+    s.agent = uint32_t(i);
+    s.fixed_prompt = mooncake_tokens(trace[i], find_model("tiny").vocab);
+    CHECK(s.fixed_prompt->size() == trace[i].input_length);
+    turn_shape shape;
+    shape.prompt = s.fixed_prompt->size();
+    shape.gen = 4;
+    s.turns = {shape};
+    s.start_s = trace[i].timestamp_ms / 1000.0;
+    s.verify_every = 1;
+    o.scripts.push_back(s);
+  }
+  // Shared ids share tokens: requests 0 and 1 agree on their first 1024 tokens, 2 shares nothing.
+  CHECK(std::equal(o.scripts[0].fixed_prompt->begin(), o.scripts[0].fixed_prompt->begin() + 512,
+                   o.scripts[1].fixed_prompt->begin()));
+  CHECK((*o.scripts[2].fixed_prompt)[0] != (*o.scripts[0].fixed_prompt)[0]);
+  const auto s = run_cluster(o);
+  CHECK(s.turns == 4);
+  CHECK(s.mismatched_turns == 0);
+  // Spaced a second apart, request 1 finds request 0's prompt blocks and request 3 request 1's.
+  CHECK(s.hit_blocks >= 700 / 16 + 1024 / 16);
+}
+
+TEST_CASE("bounded memory: tiny DRAM buffers and HBM make work wait, nothing is dropped") {
+  scratch dir;
+  auto c = small_cluster(dir.path, 2);
+  c.dram_buffer_gb = 0.0005;  // about 24 Full Block slots per node: a few requests at a time
+  c.hbm_gb = 0.0005;          // about one request's KV per decode engine
+  const auto s = run(c, "dualpath", 4, 4);
+  CHECK(s.turns == 16);
+  CHECK(s.failed_turns == 0);
+  CHECK(s.mismatched_turns == 0);
+  CHECK(s.hit_blocks > 0);
+}
+
+TEST_CASE("a scripted [[schedule.switch]] takes effect for requests not yet assigned") {
+  scratch dir;
+  auto c = small_cluster(dir.path, 2);
+  c.switches.push_back({0.0, "basic"});  // due at once: every request is assigned under basic
+  const auto s = run(c, "dualpath", 3, 3);
+  CHECK(s.turns == 9);
+  CHECK(s.mismatched_turns == 0);
+  CHECK(s.path_de + s.path_split == 0);
+  CHECK(s.snic_bytes[1] + s.snic_bytes[2] == 0);
+}
+
+TEST_CASE("emulated all-to-all: model-class traffic between decode engines every step, tokens unchanged") {
+  scratch dir;
+  auto c = small_cluster(dir.path, 2);
+  c.model_traffic_kb = 16;
+  c.cnic_gb_per_s = 0.05;  // kv and model traffic share capped CNICs
+  const auto s = run(c, "dualpath", 3, 3);
+  CHECK(s.turns == 9);
+  CHECK(s.failed_turns == 0);
+  CHECK(s.mismatched_turns == 0);
+}
+
+TEST_CASE("a request larger than an engine's HBM fails with a message instead of hanging") {
+  scratch dir;
+  auto c = small_cluster(dir.path, 1);
+  c.hbm_gb = 0.00005;  // three 16 KiB Full Blocks: every prompt here needs more
+  run_options o;
+  o.config = c;
+  o.policy = "dualpath";
+  o.scripts = scripts(2, 2, 0);
+  const auto s = run_cluster(o);
+  // Agent 0's first turn (46 tokens with its generation) still fits; every larger turn fails, and an
+  // agent stops at its first failed turn.
+  CHECK(s.failed_turns == 2);
+  CHECK(s.turns == 1);
+  CHECK(s.first_error.find("HBM") != std::string::npos);
+}
+
+TEST_CASE("a run that stops making progress ends with a message instead of hanging") {
+  scratch dir;
+  auto c = small_cluster(dir.path, 1);
+  c.timeout_s = 2;
+  c.snic_gb_per_s = 1e-6;  // 1 kB/s: the SNIC pays for a read after letting it through, so the second read
+                           // on the same node waits tens of seconds
+  run_options o;
+  o.config = c;
+  o.policy = "basic";      // every read on the prefill node's SNIC
+  o.scripts = scripts(1, 3, 0);
+  // Whichever deadline fires first ends it: the engine's wait for the read (the turn fails with the
+  // reason) or the launcher's wait for any turn (the run throws).
+  std::string message;
+  try {
+    message = run_cluster(o).first_error;
+  } catch (const user_error& e) {
+    message = e.what();
+  }
+  CAPTURE(message);
+  CHECK((message.find("run stalled: no turn finished for 2 s") != std::string::npos ||
+         message.find("request_timeout") != std::string::npos));
+}
+
+TEST_CASE("modeled backend: every Layer Block is checked on arrival in PE and DE HBM, none corrupt") {
+  scratch dir;
+  auto c = small_cluster(dir.path, 2);
+  c.backend = backend_kind::modeled;  // no math; KV bytes are a function of (layer, position, token) and really move
+  c.mfu = 0.5;
+  const auto s = run(c, "dualpath", 3, 3);
+  CHECK(s.turns == 9);
+  CHECK(s.verified_turns == 0);  // token recompute needs real math
+  CHECK(s.kv_verified_blocks > 0);
+  CHECK(s.kv_corrupt_blocks == 0);
+  CHECK(s.hit_blocks > 0);
+  CHECK(s.path_pe + s.path_de == 9);
+}

@@ -1,0 +1,166 @@
+// Policy switching over the real control port: two actor systems in one process talk over loopback.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <set>
+
+#include "actors/scheduler.hpp"
+#include "cluster/control_client.hpp"
+#include "protocol/system_config.hpp"
+#include "core/errors.hpp"
+
+using namespace dualpath;
+using namespace dualpath::actors;
+namespace sch = dualpath::schedule;
+
+namespace {
+
+// A TCP socket listening on 127.0.0.1 that never speaks (the kernel completes connects from its backlog).
+struct silent_listener {
+  int fd = -1;
+  uint16_t port = 0;
+  silent_listener() {
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(listen(fd, 4) == 0);
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+  }
+  ~silent_listener() { ::close(fd); }
+};
+
+uint16_t free_port() {
+  silent_listener l;
+  return l.port;  // closed again when `l` goes: nothing listens there afterwards
+}
+
+sch::node_snapshot group(uint32_t node, uint32_t engines, uint64_t read_q) {
+  sch::node_snapshot n;
+  n.node = node;
+  n.read_q = read_q;
+  for (uint32_t i = 0; i < engines; ++i) n.engines.push_back({node * 100 + i, node, 0, 0, uint64_t(1) << 40});
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("policy switch over the control port: new assignments follow it, nothing lost or duplicated") {
+  system_config server_cfg, client_cfg;
+  caf::actor_system server{server_cfg};
+  caf::actor_system client_sys{client_cfg};
+
+  scheduler_options o;
+  o.params.alpha_tokens = 1000;
+  o.params.beta_tokens = 50;  // one request of 100 tokens fills an engine
+  o.params.kv_bytes_per_token = 1;
+  auto s = spawn_scheduler(server, o);
+  const uint16_t port = publish_control(server, s, 0);
+  REQUIRE(port != 0);
+
+  caf::scoped_actor self{server};
+  const auto pe = group(1, 4, /*read_q*/ uint64_t(1) << 40);  // PE SNIC far behind: dualpath reads via DE
+  auto report_all = [&] {
+    self->send(s, atom::report_v, encode_report(sch::role::prefill, pe));
+    self->send(s, atom::report_v, encode_report(sch::role::decode, group(5, 4, 0)));
+  };
+  auto fetch = [&] {
+    std::vector<sch::assignment> out;
+    self->request(s, std::chrono::seconds(5), atom::fetch_v, encode_fetch(1))
+        .receive([&](const envelope<schema::Assignments>& e) { out = decode(e); },
+                 [&](const caf::error& err) { FAIL(server.render(err)); });
+    return out;
+  };
+  constexpr uint64_t n = 20;
+  for (uint64_t i = 0; i < n; ++i) {
+    sch::request_info r;
+    r.id = i;
+    r.append_tokens = 100;
+    r.len = 1100;
+    r.kv_bytes = 1024;
+    r.hit_blocks = 4;
+    r.hit_bytes = 4000;
+    self->request(s, std::chrono::seconds(5), atom::submit_v, encode(r)).receive([](uint64_t) {}, [&](const caf::error& err) {
+      FAIL(server.render(err));
+    });
+  }
+
+  control_client ctl(client_sys, "127.0.0.1", port, std::chrono::seconds(3));
+  CHECK(ctl.get_policy().active == "dualpath");
+
+  std::multiset<uint64_t> seen;
+  report_all();
+  auto first = fetch();
+  REQUIRE(first.size() == 4);
+  for (const auto& a : first) {
+    CHECK(a.path == sch::read_path::de);
+    seen.insert(a.request.id);
+  }
+
+  auto st = ctl.set_policy("basic");
+  CHECK(st.ok);
+  CHECK(st.active == "basic");
+  report_all();
+  auto second = fetch();
+  REQUIRE(second.size() == 4);
+  for (const auto& a : second) {
+    CHECK(a.path == sch::read_path::pe);
+    seen.insert(a.request.id);
+  }
+
+  st = ctl.set_policy("no_such_policy");
+  CHECK_FALSE(st.ok);
+  CHECK(st.active == "basic");
+  CHECK(st.known == sch::policy_names());
+
+  CHECK(ctl.set_policy("round_robin").ok);
+  for (int round = 0; round < 10 && seen.size() < n; ++round) {
+    report_all();
+    for (const auto& a : fetch()) seen.insert(a.request.id);
+  }
+  CHECK(seen.size() == n);
+  CHECK(std::set<uint64_t>(seen.begin(), seen.end()).size() == n);  // no duplicates
+  const auto c = ctl.stats();
+  CHECK(c.policy == "round_robin");
+  CHECK(c.submitted == n);
+  CHECK(c.assigned == n);
+  CHECK(c.waiting == 0);
+  CHECK(c.switches == 2);
+
+  // A CAF node that publishes some other actor on the port is refused.
+  auto stranger = server.spawn([]() -> caf::behavior { return {[](int x) { return x; }}; });
+  const auto other = server.middleman().publish(stranger, 0, "127.0.0.1", true);
+  REQUIRE(other);
+  CHECK_THROWS_WITH_AS(control_client(client_sys, "127.0.0.1", *other, std::chrono::seconds(3)),
+                       doctest::Contains("not a DualPath scheduler control port"), user_error);
+  self->send_exit(stranger, caf::exit_reason::user_shutdown);
+
+  self->send_exit(s, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("ctl fails fast against a dead port or a silent peer") {
+  system_config cfg;
+  caf::actor_system sys{cfg};
+  const uint16_t dead = free_port();
+  CHECK_THROWS_WITH_AS(control_client(sys, "127.0.0.1", dead, std::chrono::seconds(2)),
+                       doctest::Contains("cannot connect"), user_error);
+  silent_listener silent;
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH_AS(control_client(sys, "127.0.0.1", silent.port, std::chrono::milliseconds(300)),
+                       doctest::Contains("not a DualPath scheduler control port"), user_error);
+  // Bounded by the deadline (generous margin; the point is that it returns at all).
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  CHECK_THROWS_AS(parse_host_port("localhost", "--connect"), user_error);
+  CHECK_THROWS_AS(parse_host_port("h:0", "--connect"), user_error);
+  CHECK(parse_host_port("127.0.0.1:4242", "--connect") == std::make_pair(std::string("127.0.0.1"), uint16_t(4242)));
+}
