@@ -269,7 +269,7 @@ class store_impl final : public block_store {
     const ssize_t n = ::pread(fd, buf.data(), buf.size(), 0);
     ::close(fd);
     if (n < 0) return std::strerror(errno);
-    std::string why = check_header(buf.data(), size_t(n), opt_.format, key, h);
+    std::string why = check_header(buf.data(), size_t(n), opt_.format, key, h).message;
     if (why.empty() && *size != file_bytes_) why = fmt::format("wrong size {} (expected {})", *size, file_bytes_);
     return why;
   }
@@ -353,7 +353,7 @@ class store_impl final : public block_store {
       foreign = is_foreign(why);
     } else {
       block_header h;
-      why = check_block(r.buffer, size_t(res.bytes_read), opt_.format, r.key, &h);
+      why = check_block(r.buffer, size_t(res.bytes_read), opt_.format, r.key, &h).message;
       foreign = is_foreign(why);
       if (why.empty()) {
         c.ok = true;

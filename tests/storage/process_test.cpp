@@ -38,7 +38,7 @@ dir_census census(const std::string& dir, const block_format& f) {
       std::ifstream in(e.path(), std::ios::binary);
       std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       ++c.blocks;
-      if (!check_block(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size(), f, key).empty()) ++c.bad;
+      if (!check_block(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size(), f, key).ok()) ++c.bad;
     }
   }
   return c;
