@@ -181,9 +181,9 @@ void node_io::post_load(std::shared_ptr<pending_load> l) {
       const auto& g = options_.geometry;
       for (size_t i = 0; i < l->keys.size() && l->result.error.empty(); ++i) {
         for (uint32_t layer = 0; layer < g.layers; ++layer) {
-          std::string reason;
-          if (!store_.read_layer(l->keys[i], layer, slot_data(l->result.slots[i]) + layer * g.layer_bytes(), &reason)) {
-            l->result.error = reason.empty() ? "miss" : reason;
+          std::byte* dst = slot_data(l->result.slots[i]) + layer * g.layer_bytes();
+          if (const status s = store_.read_layer(l->keys[i], layer, dst); !s.ok()) {
+            l->result.error = s.message();
             break;
           }
         }
@@ -267,10 +267,10 @@ void node_io::persist(block_key key, block_key parent, const std::byte* payload,
     const auto r = store_.write(key, parent, copy->data());
     {
       std::lock_guard<std::mutex> g(mutex_);
-      if (r.ok) ++stats_.persisted_blocks;
+      if (r.ok()) ++stats_.persisted_blocks;
       else ++stats_.persist_errors;
     }
-    if (!r.ok) spdlog::warn("node {}: block {} not persisted: {}", options_.node, key_hex(key), r.reason);
+    if (!r.ok()) spdlog::warn("node {}: block {} not persisted: {}", options_.node, key_hex(key), r.message());
     if (done) done();
   });
 }
@@ -343,8 +343,8 @@ void node_io::run() {
           if (it == loads_.end()) continue;
           l = *it;
         }
-        l->state[index] = c.ok ? 1 : -1;
-        if (!c.ok) l->reasons[index] = c.reason;
+        l->state[index] = c.ok() ? 1 : -1;
+        if (!c.ok()) l->reasons[index] = c.message;
         l->result.bytes += c.bytes_read;
         if (--l->outstanding == 0) {
           {

@@ -17,7 +17,9 @@ namespace {
 std::atomic<int> injected_error{0};
 std::atomic<uint64_t> temp_counter{0};
 
-file_error fail(int err, const std::string& what) { return {err, fmt::format("{} ({})", std::strerror(err), what)}; }
+status fail(int err, const std::string& what) {
+  return status(errc::io, fmt::format("{} ({})", std::strerror(err), what));
+}
 }  // namespace
 
 void inject_write_error(int error) { injected_error = error; }
@@ -49,8 +51,7 @@ bool is_temp_name(const std::string& name) {
   return name.size() > 5 && name[0] == '.' && name.compare(name.size() - 4, 4, ".tmp") == 0;
 }
 
-file_error write_file_atomic(const std::string& path, const std::byte* data, uint64_t size, bool fsync,
-                             bool direct) {
+status write_file_atomic(const std::string& path, const std::byte* data, uint64_t size, bool fsync, bool direct) {
   const auto slash = path.rfind('/');
   const std::string dir = path.substr(0, slash);
   // Unique per process, thread and call: two writers of one key never share a temporary file.
@@ -111,7 +112,11 @@ file_error write_file_atomic(const std::string& path, const std::byte* data, uin
       ::close(dfd);
     }
   }
-  return {};
+  return status::success();
+}
+
+file_id identity_of(const struct stat& st) {
+  return {uint64_t(st.st_dev), uint64_t(st.st_ino), int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
 }
 
 int open_for_read(const std::string& path, bool* direct) {
