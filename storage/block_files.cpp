@@ -51,7 +51,8 @@ bool is_temp_name(const std::string& name) {
   return name.size() > 5 && name[0] == '.' && name.compare(name.size() - 4, 4, ".tmp") == 0;
 }
 
-status write_file_atomic(const std::string& path, const std::byte* data, uint64_t size, bool fsync, bool direct) {
+status write_file_atomic(const std::string& path, const std::byte* data, uint64_t size, bool fsync, bool direct,
+                         int simulated_error) {
   const auto slash = path.rfind('/');
   const std::string dir = path.substr(0, slash);
   // Unique per process, thread and call: two writers of one key never share a temporary file.
@@ -70,6 +71,7 @@ status write_file_atomic(const std::string& path, const std::byte* data, uint64_
     ::unlink(tmp.c_str());
     return fail(err, what);
   };
+  if (simulated_error != 0) return abort_with(simulated_error, "writing " + tmp);
   if (const int inj = injected_error.load(); inj != 0) return abort_with(inj, "writing " + tmp + ", injected");
   uint64_t done = 0;
   while (done < size) {

@@ -22,7 +22,10 @@ bool is_temp_name(const std::string& name);
 // optional fsync of the file, rename over `path`, optional fsync of the directory. `direct` tries
 // O_DIRECT (data, size aligned) and falls back to buffered writes where it is refused. On failure the
 // temporary file is removed and an `io` status carries the OS error text; `path` is untouched.
-status write_file_atomic(const std::string& path, const std::byte* data, uint64_t size, bool fsync, bool direct);
+// `simulated_error` (an errno, 0 = none) fails the write after the temporary file is created, where a
+// full disk would: the store's fault seam.
+status write_file_atomic(const std::string& path, const std::byte* data, uint64_t size, bool fsync, bool direct,
+                         int simulated_error = 0);
 
 // One version of a file at a path: an atomic rename over the path puts another version there (another
 // inode, another mtime), so a reader can later tell whether the file it judged is still the one there.

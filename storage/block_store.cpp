@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/faults.hpp"
 #include "core/status.hpp"
 #include "storage/block_files.hpp"
 #include "storage/block_index.hpp"
@@ -159,6 +160,10 @@ class store_impl final : public block_store {
       v = {read_outcome::bad_request, fmt::format("layer {} out of range ({} layers)", layer, opt_.format.layers)};
     } else {
       v = read_layer_file(block_path(opt_.dir, key), opt_.format, key, layer, dst, nullptr);
+      // The seam fails a read that reached the file, as an EIO from the disk would.
+      if (v.outcome != read_outcome::miss && v.outcome != read_outcome::io_error &&
+          faults::fire(faults::point::storage_read))
+        v = os_error_verdict(EIO);
     }
     if (v.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -233,7 +238,9 @@ class store_impl final : public block_store {
     if (::mkdir(subdir.c_str(), 0755) != 0 && errno != EEXIST) {
       st = status(errc::io, fmt::format("{} (creating {})", std::strerror(errno), subdir));
     } else {
-      st = write_file_atomic(block_path(opt_.dir, key), image.get(), file_bytes_, opt_.fsync, opt_.direct_io);
+      const int simulated = faults::fire(faults::point::storage_write) ? ENOSPC : 0;
+      st = write_file_atomic(block_path(opt_.dir, key), image.get(), file_bytes_, opt_.fsync, opt_.direct_io,
+                             simulated);
     }
     std::lock_guard<std::mutex> lock(mu_);
     reserved_ -= file_bytes_;
@@ -283,11 +290,13 @@ class store_impl final : public block_store {
     spdlog::info("storage: {} holds {} blocks ({} bytes)", opt_.dir, index_.size(), index_.bytes());
   }
 
-  read_completion finish_read(const read_request& r, const read_result& res) {
+  read_completion finish_read(const read_request& r, read_result res) {
     read_completion c;
     c.user_data = r.user_data;
     c.key = r.key;
     c.bytes_read = res.bytes_read;
+    // The seam fails a read that reached the file, as an EIO from the disk would.
+    if (res.error == 0 && faults::fire(faults::point::storage_read)) res.error = EIO;
     read_verdict v;
     block_header h;
     if (r.buffer == nullptr) {

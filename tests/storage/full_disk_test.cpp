@@ -35,12 +35,7 @@ void check_intact(block_store& s, const std::vector<block_key>& keys, size_t n) 
   }
 }
 
-size_t temp_files(const std::string& dir) {
-  size_t n = 0;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
-    if (is_temp_name(e.path().filename().string())) ++n;
-  return n;
-}
+using test::temp_files;
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "storage/block_files.hpp"
 #include "storage/block_store.hpp"
 
 namespace dualpath::storage::test {
@@ -48,6 +49,14 @@ inline store_options options_for(const std::string& dir, const block_format& f) 
   o.format = f;
   o.fsync = false;  // tests do not need durability across power loss; atomicity is still tested
   return o;
+}
+
+// Temporary files (writes in progress or abandoned) anywhere under `dir`.
+inline size_t temp_files(const std::string& dir) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (is_temp_name(e.path().filename().string())) ++n;
+  return n;
 }
 
 // Waits for `n` completions from `poll` (bounded: fails the wait after 10 s).
