@@ -37,6 +37,10 @@ struct file_id {
 };
 file_id identity_of(const struct stat& st);
 
+// Removes the file at `path` if it is still the version `judged`. A version renamed into place since
+// then (a writer replacing a corrupt block with a good one) stays. True if `judged` was removed.
+bool remove_if_same(const std::string& path, const file_id& judged);
+
 // Opens a block file for reading, with O_DIRECT when `*direct` is true; if the filesystem refuses it
 // (EINVAL), clears `*direct` and opens buffered. Returns the fd or -errno.
 int open_for_read(const std::string& path, bool* direct);

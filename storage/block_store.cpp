@@ -156,10 +156,11 @@ class store_impl final : public block_store {
 
   status read_layer(block_key key, uint32_t layer, std::byte* dst) override {
     read_verdict v;
+    file_id id;
     if (layer >= opt_.format.layers) {
       v = {read_outcome::bad_request, fmt::format("layer {} out of range ({} layers)", layer, opt_.format.layers)};
     } else {
-      v = read_layer_file(block_path(opt_.dir, key), opt_.format, key, layer, dst, nullptr);
+      v = read_layer_file(block_path(opt_.dir, key), opt_.format, key, layer, dst, &id);
       // The seam fails a read that reached the file, as an EIO from the disk would.
       if (v.outcome != read_outcome::miss && v.outcome != read_outcome::io_error &&
           faults::fire(faults::point::storage_read))
@@ -172,7 +173,7 @@ class store_impl final : public block_store {
       index_.touch(key);
       return status::success();
     }
-    record_failure(key, v);
+    record_failure(key, v, id);
     return status(outcome_code(v.outcome), v.message);
   }
 
@@ -322,13 +323,15 @@ class store_impl final : public block_store {
       return c;
     }
     c.message = std::move(v.message);
-    record_failure(r.key, {c.outcome, c.message});
+    record_failure(r.key, {c.outcome, c.message}, res.id);
     return c;
   }
 
   // A block that cannot be served is counted and logged; unless the request or the I/O failed (not
   // the block), it leaves the index, and a damaged file is removed so the block can be written again.
-  void record_failure(block_key key, const read_verdict& v) {
+  // `judged` is the version of the file that was read: only that one is removed, never a good block
+  // a writer renamed into place since.
+  void record_failure(block_key key, const read_verdict& v, const file_id& judged) {
     bool remove_file = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -352,7 +355,7 @@ class store_impl final : public block_store {
       // foreign file is left alone; a write of ours replaces it.
       index_.erase(key);
     }
-    if (remove_file) ::unlink(block_path(opt_.dir, key).c_str());
+    if (remove_file) remove_if_same(block_path(opt_.dir, key), judged);
   }
 
   store_options opt_;

@@ -44,15 +44,7 @@ std::vector<read_completion> read_all(block_store& s, const std::vector<block_ke
   return ordered;
 }
 
-void flip_byte(const std::string& path, uint64_t offset) {
-  const int fd = ::open(path.c_str(), O_RDWR);
-  REQUIRE(fd >= 0);
-  std::byte b;
-  REQUIRE(::pread(fd, &b, 1, off_t(offset)) == 1);
-  b ^= std::byte{0x10};
-  REQUIRE(::pwrite(fd, &b, 1, off_t(offset)) == 1);
-  ::close(fd);
-}
+using test::flip_byte;
 
 std::vector<int32_t> tokens(size_t n, int32_t seed) {
   std::vector<int32_t> t(n);

@@ -1,5 +1,7 @@
 #pragma once
 // Shared helpers of the storage tests: a temporary directory and deterministic payloads.
+#include <doctest/doctest.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -49,6 +51,17 @@ inline store_options options_for(const std::string& dir, const block_format& f) 
   o.format = f;
   o.fsync = false;  // tests do not need durability across power loss; atomicity is still tested
   return o;
+}
+
+// Flips one bit of the byte at `offset` of the file in place, as a failing disk would.
+inline void flip_byte(const std::string& path, uint64_t offset) {
+  const int fd = ::open(path.c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  std::byte b;
+  REQUIRE(::pread(fd, &b, 1, off_t(offset)) == 1);
+  b ^= std::byte{0x10};
+  REQUIRE(::pwrite(fd, &b, 1, off_t(offset)) == 1);
+  ::close(fd);
 }
 
 // Temporary files (writes in progress or abandoned) anywhere under `dir`.
