@@ -80,7 +80,7 @@ read_pass read_all(Reader& reader, const block_store& store, const std::vector<b
     }
     reader.submit(std::move(batch));
     for (const auto& c : reader.poll(std::chrono::milliseconds(100))) {
-      if (!c.ok) throw std::runtime_error(fmt::format("benchmark read of {} failed: {}", key_hex(c.key), c.reason));
+      if (!c.ok()) throw std::runtime_error(fmt::format("benchmark read of {} failed: {}", key_hex(c.key), c.message));
       pass.latencies_us.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - started[c.user_data]).count());
       bytes += c.bytes_read;
       free_slots.push_back(c.user_data);
@@ -173,7 +173,7 @@ storage_bench_result run_storage_bench(const storage_bench_options& o) {
   block_key parent = 0;
   for (block_key k : keys) {
     const auto w = store->write(k, parent, payload.data());
-    if (!w.ok) throw user_error(fmt::format("bench storage: write failed in {}: {}", so.dir, w.reason));
+    if (!w.ok()) throw user_error(fmt::format("bench storage: write failed in {}: {}", so.dir, w.message()));
     parent = k;
   }
   r.write_gb_per_s = double(f.file_bytes()) * o.blocks / seconds_since(tw) / 1e9;

@@ -12,6 +12,23 @@ namespace dualpath::runtime {
 using clock_type = std::chrono::steady_clock;
 
 namespace {
+
+// Why a block read failed, as the one error type: a miss or another model's block is simply not there for
+// us; a bad checksum or a short file is corrupt; the OS refusing the read is an I/O error.
+status read_status(const storage::read_completion& c) {
+  using storage::read_outcome;
+  switch (c.outcome) {
+    case read_outcome::ok: return {};
+    case read_outcome::miss:
+    case read_outcome::foreign: return status(errc::not_found, c.message);
+    case read_outcome::corrupt:
+    case read_outcome::truncated: return status(errc::corrupt, c.message);
+    case read_outcome::io_error: return status(errc::io, c.message);
+    case read_outcome::bad_request: return status(errc::internal, c.message);
+  }
+  return status(errc::internal, c.message);
+}
+
 uint64_t checked_slots(const node_io_options& o, storage::block_store& store) {
   const uint64_t slots = o.buffer_bytes / store.read_buffer_bytes();
   if (slots == 0) {
@@ -33,7 +50,7 @@ struct node_io::pending_load {
   std::vector<block_key> keys;
   load_result result;
   std::vector<int8_t> state;  // 0 pending, 1 ok, -1 failed
-  std::vector<std::string> reasons;
+  std::vector<status> reasons;
   size_t outstanding = 0;
   std::function<void(load_result)> done;
 };
@@ -181,9 +198,9 @@ void node_io::post_load(std::shared_ptr<pending_load> l) {
       const auto& g = options_.geometry;
       for (size_t i = 0; i < l->keys.size() && l->result.status.ok(); ++i) {
         for (uint32_t layer = 0; layer < g.layers; ++layer) {
-          std::string reason;
-          if (!store_.read_layer(l->keys[i], layer, slot_data(l->result.slots[i]) + layer * g.layer_bytes(), &reason)) {
-            l->result.status = status(errc::not_found, reason.empty() ? "miss" : reason);
+          std::byte* dst = slot_data(l->result.slots[i]) + layer * g.layer_bytes();
+          if (status s = store_.read_layer(l->keys[i], layer, dst); !s.ok()) {
+            l->result.status = std::move(s);
             break;
           }
         }
@@ -195,7 +212,7 @@ void node_io::post_load(std::shared_ptr<pending_load> l) {
   }
   std::vector<storage::read_request> batch;
   l->state.assign(l->keys.size(), 0);
-  l->reasons.assign(l->keys.size(), "");
+  l->reasons.assign(l->keys.size(), status{});
   l->outstanding = l->keys.size();
   {
     std::lock_guard<std::mutex> g(mutex_);
@@ -267,10 +284,10 @@ void node_io::persist(block_key key, block_key parent, const std::byte* payload,
     const auto r = store_.write(key, parent, copy->data());
     {
       std::lock_guard<std::mutex> g(mutex_);
-      if (r.ok) ++stats_.persisted_blocks;
+      if (r.ok()) ++stats_.persisted_blocks;
       else ++stats_.persist_errors;
     }
-    if (!r.ok) spdlog::warn("node {}: block {} not persisted: {}", options_.node, key_hex(key), r.reason);
+    if (!r.ok()) spdlog::warn("node {}: block {} not persisted: {}", options_.node, key_hex(key), r.message());
     if (done) done();
   });
 }
@@ -343,8 +360,8 @@ void node_io::run() {
           if (it == loads_.end()) continue;
           l = *it;
         }
-        l->state[index] = c.ok ? 1 : -1;
-        if (!c.ok) l->reasons[index] = c.reason;
+        l->state[index] = c.ok() ? 1 : -1;
+        if (!c.ok()) l->reasons[index] = read_status(c);
         l->result.bytes += c.bytes_read;
         if (--l->outstanding == 0) {
           {
@@ -354,7 +371,7 @@ void node_io::run() {
           uint32_t valid = 0;
           while (valid < l->state.size() && l->state[valid] == 1) ++valid;
           l->result.valid = valid;
-          if (valid < l->state.size()) l->result.status = status(errc::corrupt, l->reasons[valid]);
+          if (valid < l->state.size()) l->result.status = l->reasons[valid];
           l->done(std::move(l->result));
         }
       }

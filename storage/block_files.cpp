@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -17,7 +18,18 @@ namespace {
 std::atomic<int> injected_error{0};
 std::atomic<uint64_t> temp_counter{0};
 
-file_error fail(int err, const std::string& what) { return {err, fmt::format("{} ({})", std::strerror(err), what)}; }
+status fail(int err, const std::string& what) {
+  return status(errc::io, fmt::format("{} ({})", std::strerror(err), what));
+}
+
+// Unique per process, thread and call: two writers of one key never share a temporary file. The name
+// is a temporary one (is_temp_name), so readers and scans never take it for a block.
+std::string temp_path_for(const std::string& path, const char* tag) {
+  const auto slash = path.rfind('/');
+  return fmt::format("{}/.{}.{}.{}.{}{}.tmp", path.substr(0, slash), path.substr(slash + 1), ::getpid(),
+                     std::hash<std::thread::id>{}(std::this_thread::get_id()) & 0xffffff, temp_counter.fetch_add(1),
+                     tag);
+}
 }  // namespace
 
 void inject_write_error(int error) { injected_error = error; }
@@ -49,14 +61,10 @@ bool is_temp_name(const std::string& name) {
   return name.size() > 5 && name[0] == '.' && name.compare(name.size() - 4, 4, ".tmp") == 0;
 }
 
-file_error write_file_atomic(const std::string& path, const std::byte* data, uint64_t size, bool fsync,
-                             bool direct) {
-  const auto slash = path.rfind('/');
-  const std::string dir = path.substr(0, slash);
-  // Unique per process, thread and call: two writers of one key never share a temporary file.
-  const std::string tmp = fmt::format("{}/.{}.{}.{}.{}.tmp", dir, path.substr(slash + 1), ::getpid(),
-                                      std::hash<std::thread::id>{}(std::this_thread::get_id()) & 0xffffff,
-                                      temp_counter.fetch_add(1));
+status write_file_atomic(const std::string& path, const std::byte* data, uint64_t size, bool fsync, bool direct,
+                         int simulated_error) {
+  const std::string dir = path.substr(0, path.rfind('/'));
+  const std::string tmp = temp_path_for(path, "");
   int fd = -1;
   if (direct) fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC, 0644);
   if (fd < 0 && (!direct || errno == EINVAL)) {
@@ -69,6 +77,7 @@ file_error write_file_atomic(const std::string& path, const std::byte* data, uin
     ::unlink(tmp.c_str());
     return fail(err, what);
   };
+  if (simulated_error != 0) return abort_with(simulated_error, "writing " + tmp);
   if (const int inj = injected_error.load(); inj != 0) return abort_with(inj, "writing " + tmp + ", injected");
   uint64_t done = 0;
   while (done < size) {
@@ -111,7 +120,29 @@ file_error write_file_atomic(const std::string& path, const std::byte* data, uin
       ::close(dfd);
     }
   }
-  return {};
+  return status::success();
+}
+
+file_id identity_of(const struct stat& st) {
+  return {uint64_t(st.st_dev), uint64_t(st.st_ino), int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+bool remove_if_same(const std::string& path, const file_id& judged) {
+  // Comparing, then unlinking by name, would leave a window for a rename in between. Renaming takes
+  // whatever version is there at one instant out of every reader's and writer's way; only then is
+  // it compared, and a version that is not the judged one goes back.
+  const std::string held = temp_path_for(path, ".bad");
+  if (::rename(path.c_str(), held.c_str()) != 0) return false;
+  struct stat st {};
+  if (::stat(held.c_str(), &st) == 0 && identity_of(st) == judged) {
+    ::unlink(held.c_str());
+    return true;
+  }
+  // A good block arrived meanwhile. If yet another writer put one in place since, the rename back
+  // replaces it with this one: both are whole, valid blocks of the key. Should the rename back fail,
+  // the block is gone from its name either way; the held file is not left to pile up.
+  if (::rename(held.c_str(), path.c_str()) != 0) ::unlink(held.c_str());
+  return false;
 }
 
 int open_for_read(const std::string& path, bool* direct) {

@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include <cstring>
+#include <utility>
 
 #include "core/errors.hpp"
 
@@ -100,25 +101,32 @@ std::vector<std::byte> build_block(const block_format& format, block_key key, bl
   return out;
 }
 
-std::string check_header(const std::byte* image, size_t available, const block_format& expected,
-                         block_key key, block_header* out) {
-  if (available < off_layer_sums) return "truncated header";
-  if (get<uint64_t>(image, off_magic) != block_magic) return "bad magic";
+namespace {
+block_check fault(block_fault f, std::string message) { return {f, std::move(message)}; }
+}  // namespace
+
+block_check check_header(const std::byte* image, size_t available, const block_format& expected, block_key key,
+                         block_header* out) {
+  if (available < off_layer_sums) return fault(block_fault::truncated, "truncated header");
+  if (get<uint64_t>(image, off_magic) != block_magic) return fault(block_fault::corrupt, "bad magic");
   if (get<uint32_t>(image, off_version) != block_format_version)
-    return fmt::format("unsupported format version {}", get<uint32_t>(image, off_version));
+    return fault(block_fault::corrupt, fmt::format("unsupported format version {}", get<uint32_t>(image, off_version)));
   block_format f;
   f.model_fingerprint = get<uint64_t>(image, off_fingerprint);
   f.layers = get<uint32_t>(image, off_layers);
   f.tokens = get<uint32_t>(image, off_tokens);
   f.bytes_per_token_layer = get<uint32_t>(image, off_bytes_per_token_layer);
-  // Identity before integrity: another model's block is "foreign" (left alone), not "corrupt".
-  if (f.model_fingerprint != expected.model_fingerprint) return "wrong fingerprint";
-  if (f != expected) return "wrong layout";
-  if (get<uint32_t>(image, off_header_bytes) != f.header_bytes()) return "bad header size";
-  if (available < off_layer_sums + size_t(f.layers) * 8) return "truncated header";
-  if (get<uint64_t>(image, off_header_checksum) != header_checksum(image, f.layers)) return "header checksum";
-  if (get<uint64_t>(image, off_payload_bytes) != f.payload_bytes()) return "bad payload size";
-  if (get<uint64_t>(image, off_key) != key) return "wrong key";
+  // Identity before integrity: another model's block is foreign (left alone), not corrupt.
+  if (f.model_fingerprint != expected.model_fingerprint) return fault(block_fault::foreign, "wrong fingerprint");
+  if (f != expected) return fault(block_fault::foreign, "wrong layout");
+  if (get<uint32_t>(image, off_header_bytes) != f.header_bytes())
+    return fault(block_fault::corrupt, "bad header size");
+  if (available < off_layer_sums + size_t(f.layers) * 8) return fault(block_fault::truncated, "truncated header");
+  if (get<uint64_t>(image, off_header_checksum) != header_checksum(image, f.layers))
+    return fault(block_fault::corrupt, "header checksum");
+  if (get<uint64_t>(image, off_payload_bytes) != f.payload_bytes())
+    return fault(block_fault::corrupt, "bad payload size");
+  if (get<uint64_t>(image, off_key) != key) return fault(block_fault::foreign, "wrong key");
   if (out) {
     out->format = f;
     out->key = key;
@@ -127,22 +135,23 @@ std::string check_header(const std::byte* image, size_t available, const block_f
     for (uint32_t l = 0; l < f.layers; ++l)
       out->layer_checksums[l] = get<uint64_t>(image, off_layer_sums + size_t(l) * 8);
   }
-  return "";
+  return {};
 }
 
-std::string check_block(const std::byte* image, size_t size, const block_format& expected, block_key key,
+block_check check_block(const std::byte* image, size_t size, const block_format& expected, block_key key,
                         block_header* out) {
   block_header h;
-  std::string reason = check_header(image, size, expected, key, &h);
-  if (!reason.empty()) return reason;
-  if (size < expected.header_bytes() + expected.payload_bytes()) return "truncated payload";
+  block_check c = check_header(image, size, expected, key, &h);
+  if (!c.ok()) return c;
+  if (size < expected.header_bytes() + expected.payload_bytes())
+    return fault(block_fault::truncated, "truncated payload");
   const std::byte* payload = image + expected.header_bytes();
   for (uint32_t l = 0; l < expected.layers; ++l) {
     if (!check_layer(h, l, payload + l * expected.layer_bytes()))
-      return fmt::format("layer {} checksum", l);
+      return fault(block_fault::corrupt, fmt::format("layer {} checksum", l));
   }
   if (out) *out = std::move(h);
-  return "";
+  return {};
 }
 
 bool check_layer(const block_header& header, uint32_t layer, const std::byte* slice) {

@@ -56,15 +56,25 @@ std::vector<std::byte> build_block(const block_format& format, block_key key, bl
 void build_block(const block_format& format, block_key key, block_key parent,
                  const std::vector<const std::byte*>& layers, std::byte* out);
 
+// What a check found wrong with a block image. `foreign` is a well-formed block of another model,
+// layout or key: it belongs to someone else and is left alone. `corrupt` (a checksum or header field
+// is wrong) and `truncated` (the image ends early) are damage (docs/design.md §9).
+enum class block_fault : uint8_t { none, foreign, corrupt, truncated };
+
+struct block_check {
+  block_fault fault = block_fault::none;
+  std::string message;  // "" when none, else "wrong fingerprint", "layer 3 checksum", ...
+  bool ok() const { return fault == block_fault::none; }
+};
+
 // Parses and checks the header at `image` (at least header bytes long): magic, version, header
-// checksum, and that it matches `expected` and `key`. Returns "" when valid, else the reason
-// ("bad magic", "wrong fingerprint", ...). On success `*out` (if given) receives the header.
-std::string check_header(const std::byte* image, size_t available, const block_format& expected,
-                         block_key key, block_header* out = nullptr);
+// checksum, and that it matches `expected` and `key`. On success `*out` (if given) receives the header.
+block_check check_header(const std::byte* image, size_t available, const block_format& expected, block_key key,
+                         block_header* out = nullptr);
 
 // Full validation of a block image of `size` bytes: header as above, exact size, and every layer
-// checksum. Returns "" when the block may be served, else the reason.
-std::string check_block(const std::byte* image, size_t size, const block_format& expected, block_key key,
+// checksum. Only an ok check may be served.
+block_check check_block(const std::byte* image, size_t size, const block_format& expected, block_key key,
                         block_header* out = nullptr);
 
 // Checks one layer slice against the checksum stored in `header`.

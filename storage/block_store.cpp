@@ -1,12 +1,10 @@
 #include "storage/block_store.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
@@ -17,9 +15,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "core/errors.hpp"
+#include "core/faults.hpp"
+#include "core/status.hpp"
 #include "storage/block_files.hpp"
 #include "storage/block_index.hpp"
+#include "storage/block_reads.hpp"
 #include "storage/read_engine.hpp"
 
 namespace dualpath::storage {
@@ -32,6 +32,19 @@ aligned_buffer make_aligned_buffer(uint64_t bytes) {
   void* p = std::aligned_alloc(block_alignment, size);
   if (!p) throw std::bad_alloc();
   return aligned_buffer(static_cast<std::byte*>(p));
+}
+
+const char* outcome_name(read_outcome o) {
+  switch (o) {
+    case read_outcome::ok: return "ok";
+    case read_outcome::miss: return "miss";
+    case read_outcome::corrupt: return "corrupt";
+    case read_outcome::foreign: return "foreign";
+    case read_outcome::truncated: return "truncated";
+    case read_outcome::io_error: return "io_error";
+    case read_outcome::bad_request: return "bad_request";
+  }
+  return "unknown";
 }
 
 namespace {
@@ -49,11 +62,6 @@ void make_dirs(const std::string& dir) {
     if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
       throw user_error(fmt::format("storage: cannot create directory {}: {}", path, std::strerror(errno)));
   }
-}
-
-// Reasons that mean "a valid block, but not one of ours" rather than damage.
-bool is_foreign(const std::string& why) {
-  return why == "wrong fingerprint" || why == "wrong layout" || why == "wrong key";
 }
 
 class store_impl final : public block_store {
@@ -98,16 +106,15 @@ class store_impl final : public block_store {
     return adopt(key);  // another process may have written it
   }
 
-  write_result write(block_key key, block_key parent, const std::byte* payload) override {
+  status write(block_key key, block_key parent, const std::byte* payload) override {
     return write_impl(key, parent, [&](std::byte* image) { build_block(opt_.format, key, parent, payload, image); });
   }
 
-  write_result write_layers(block_key key, block_key parent, const std::vector<const std::byte*>& layers) override {
+  status write_layers(block_key key, block_key parent, const std::vector<const std::byte*>& layers) override {
     if (layers.size() != opt_.format.layers) {
-      write_result res;
       std::lock_guard<std::mutex> lock(mu_);
-      return fail_write(res, EINVAL, fmt::format("{} layer slices given for a {}-layer block", layers.size(),
-                                                 opt_.format.layers));
+      return fail_write(errc::internal, fmt::format("{} layer slices given for a {}-layer block", layers.size(),
+                                                    opt_.format.layers));
     }
     return write_impl(key, parent, [&](std::byte* image) { build_block(opt_.format, key, parent, layers, image); });
   }
@@ -147,17 +154,27 @@ class store_impl final : public block_store {
     return out;
   }
 
-  bool read_layer(block_key key, uint32_t layer, std::byte* dst, std::string* reason) override {
-    std::string why = read_layer_impl(key, layer, dst);
-    if (why.empty()) {
+  status read_layer(block_key key, uint32_t layer, std::byte* dst) override {
+    read_verdict v;
+    file_id id;
+    if (layer >= opt_.format.layers) {
+      v = {read_outcome::bad_request, fmt::format("layer {} out of range ({} layers)", layer, opt_.format.layers)};
+    } else {
+      v = read_layer_file(block_path(opt_.dir, key), opt_.format, key, layer, dst, &id);
+      // The seam fails a read that reached the file, as an EIO from the disk would.
+      if (v.outcome != read_outcome::miss && v.outcome != read_outcome::io_error &&
+          faults::fire(faults::point::storage_read))
+        v = os_error_verdict(EIO);
+    }
+    if (v.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.reads;
       stats_.read_bytes += opt_.format.layer_bytes();
       index_.touch(key);
-      return true;
+      return status::success();
     }
-    if (reason) *reason = why;
-    return false;
+    record_failure(key, v, id);
+    return status(outcome_code(v.outcome), v.message);
   }
 
   bool remove(block_key key) override {
@@ -186,24 +203,24 @@ class store_impl final : public block_store {
 
  private:
   template <class Fill>
-  write_result write_impl(block_key key, block_key parent, const Fill& fill) {
-    write_result res;
+  status write_impl(block_key key, block_key parent, const Fill& fill) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (index_.contains(key)) {
         struct stat st {};
         if (::stat(block_path(opt_.dir, key).c_str(), &st) == 0 && uint64_t(st.st_size) == file_bytes_) {
           index_.touch(key);
-          res.ok = res.already_present = true;
-          return res;
+          return status::success();
         }
         index_.erase(key);  // removed behind our back (another process evicted it): write it again
       }
       if (opt_.capacity_bytes != 0) {
-        if (file_bytes_ > opt_.capacity_bytes) return fail_write(res, ENOSPC, "block larger than the capacity");
+        if (file_bytes_ > opt_.capacity_bytes)
+          return fail_write(errc::capacity, fmt::format("a block of {} bytes is larger than the capacity of {}",
+                                                        file_bytes_, opt_.capacity_bytes));
         while (index_.bytes() + reserved_ + file_bytes_ > opt_.capacity_bytes) {
           auto victim = index_.victim(parent);
-          if (!victim) return fail_write(res, ENOSPC, "capacity reached and nothing evictable");
+          if (!victim) return fail_write(errc::capacity, "capacity reached and nothing evictable");
           evict_locked(*victim);
         }
       }
@@ -217,29 +234,29 @@ class store_impl final : public block_store {
       image_bytes = file_bytes_;
     }
     fill(image.get());
-    const std::string path = block_path(opt_.dir, key);
-    file_error err;
-    if (::mkdir(block_subdir(opt_.dir, key).c_str(), 0755) != 0 && errno != EEXIST)
-      err = {errno, fmt::format("{} (creating {})", std::strerror(errno), block_subdir(opt_.dir, key))};
-    else
-      err = write_file_atomic(path, image.get(), file_bytes_, opt_.fsync, opt_.direct_io);
+    const std::string subdir = block_subdir(opt_.dir, key);
+    status st;
+    if (::mkdir(subdir.c_str(), 0755) != 0 && errno != EEXIST) {
+      st = status(errc::io, fmt::format("{} (creating {})", std::strerror(errno), subdir));
+    } else {
+      const int simulated = faults::fire(faults::point::storage_write) ? ENOSPC : 0;
+      st = write_file_atomic(block_path(opt_.dir, key), image.get(), file_bytes_, opt_.fsync, opt_.direct_io,
+                             simulated);
+    }
     std::lock_guard<std::mutex> lock(mu_);
     reserved_ -= file_bytes_;
-    if (err.error != 0) return fail_write(res, err.error, err.what);
+    if (!st.ok()) return fail_write(st.code(), st.message());
     index_.insert(key, parent, file_bytes_);
     ++stats_.writes;
     stats_.write_bytes += file_bytes_;
-    res.ok = true;
-    return res;
+    return st;
   }
 
-  write_result& fail_write(write_result& res, int error, const std::string& what) {
+  // Counts and logs a write that persisted nothing. Called with mu_ held.
+  status fail_write(errc code, const std::string& what) {
     ++stats_.write_errors;
-    res.ok = false;
-    res.error = error;
-    res.reason = what;
     spdlog::warn("storage: block not persisted: {}", what);
-    return res;
+    return status(code, what);
   }
 
   void evict_locked(block_key key) {
@@ -258,156 +275,87 @@ class store_impl final : public block_store {
     ::unlink(probe.c_str());
   }
 
-  // Reads a header synchronously and validates it; "" if the block may be indexed.
-  std::string read_header(const std::string& path, block_key key, block_header* h, uint64_t* size) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errno == ENOENT ? "miss" : std::strerror(errno);
-    struct stat st {};
-    ::fstat(fd, &st);
-    *size = uint64_t(st.st_size);
-    std::vector<std::byte> buf(header_bytes_);
-    const ssize_t n = ::pread(fd, buf.data(), buf.size(), 0);
-    ::close(fd);
-    if (n < 0) return std::strerror(errno);
-    std::string why = check_header(buf.data(), size_t(n), opt_.format, key, h);
-    if (why.empty() && *size != file_bytes_) why = fmt::format("wrong size {} (expected {})", *size, file_bytes_);
-    return why;
-  }
-
   // Indexes a block found on disk but not in the index.
   bool adopt(block_key key) {
     block_header h;
-    uint64_t size = 0;
-    const std::string why = read_header(block_path(opt_.dir, key), key, &h, &size);
-    if (!why.empty()) return false;
+    if (!read_header(block_path(opt_.dir, key), opt_.format, key, &h).ok()) return false;
     std::lock_guard<std::mutex> lock(mu_);
-    index_.insert(key, h.parent, size);
+    index_.insert(key, h.parent, file_bytes_);
     return true;
   }
 
   void scan() {
-    struct found {
-      block_key key, parent;
-      uint64_t size;
-      int64_t mtime_ns;
-    };
-    std::vector<found> blocks;
-    const time_t now = ::time(nullptr);
-    DIR* top = ::opendir(opt_.dir.c_str());
-    if (!top) throw user_error(fmt::format("storage: cannot read directory {}: {}", opt_.dir, std::strerror(errno)));
-    while (dirent* sub = ::readdir(top)) {
-      const std::string name = sub->d_name;
-      if (name.size() != 2 || !std::isxdigit(name[0]) || !std::isxdigit(name[1])) continue;
-      const std::string subdir = opt_.dir + "/" + name;
-      DIR* d = ::opendir(subdir.c_str());
-      if (!d) continue;
-      while (dirent* e = ::readdir(d)) {
-        const std::string fname = e->d_name;
-        const std::string path = subdir + "/" + fname;
-        struct stat st {};
-        if (is_temp_name(fname)) {
-          // A writer that died mid-write; nobody ever reads these. Old ones are garbage.
-          if (::stat(path.c_str(), &st) == 0 && now - st.st_mtime > stale_temp_seconds) ::unlink(path.c_str());
-          continue;
-        }
-        block_key key;
-        if (!parse_block_name(fname, &key)) continue;
-        block_header h;
-        uint64_t size = 0;
-        const std::string why = read_header(path, key, &h, &size);
-        if (!why.empty()) {
-          ++stats_.foreign;
-          spdlog::info("storage: not indexing {}: {}", path, why);
-          continue;
-        }
-        ::stat(path.c_str(), &st);
-        blocks.push_back({key, h.parent, size, int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
-      }
-      ::closedir(d);
-    }
-    ::closedir(top);
     // Oldest first, so the most recently written blocks end up most recently used.
-    std::sort(blocks.begin(), blocks.end(), [](const found& a, const found& b) { return a.mtime_ns < b.mtime_ns; });
-    for (const found& b : blocks) index_.insert(b.key, b.parent, b.size);
+    for (const found_block& b : scan_blocks(opt_.dir, opt_.format, stale_temp_seconds, &stats_.foreign))
+      index_.insert(b.key, b.parent, b.bytes);
     spdlog::info("storage: {} holds {} blocks ({} bytes)", opt_.dir, index_.size(), index_.bytes());
   }
 
-  read_completion finish_read(const read_request& r, const read_result& res) {
+  read_completion finish_read(const read_request& r, read_result res) {
     read_completion c;
     c.user_data = r.user_data;
     c.key = r.key;
     c.bytes_read = res.bytes_read;
-    std::string why;
-    bool foreign = false;
-    if (r.buffer == nullptr) why = "bad request: null buffer";
-    else if (reinterpret_cast<uintptr_t>(r.buffer) % block_alignment != 0)
-      why = fmt::format("bad request: buffer not aligned to {} bytes", block_alignment);
-    else if (res.error == ENOENT) why = "miss";
-    else if (res.error != 0) why = fmt::format("read error: {}", std::strerror(res.error));
-    else if (res.file_size != file_bytes_ || res.bytes_read < file_bytes_) {
-      // Classify by the header: another model's block of another size is foreign, not corrupt.
-      block_header h;
-      uint64_t size = 0;
-      why = read_header(block_path(opt_.dir, r.key), r.key, &h, &size);
-      if (why.empty()) why = "truncated";
-      foreign = is_foreign(why);
+    // The seam fails a read that reached the file, as an EIO from the disk would.
+    if (res.error == 0 && faults::fire(faults::point::storage_read)) res.error = EIO;
+    read_verdict v;
+    block_header h;
+    if (r.buffer == nullptr) {
+      v = {read_outcome::bad_request, "bad request: null buffer"};
+    } else if (reinterpret_cast<uintptr_t>(r.buffer) % block_alignment != 0) {
+      v = {read_outcome::bad_request, fmt::format("bad request: buffer not aligned to {} bytes", block_alignment)};
+    } else if (res.error != 0) {
+      v = os_error_verdict(res.error);
+    } else if (res.file_size != file_bytes_ || res.bytes_read < file_bytes_) {
+      // Judged by the header: another model's block of another size is foreign, not damage.
+      v = read_header(block_path(opt_.dir, r.key), opt_.format, r.key, &h);
+      if (v.ok()) v = {read_outcome::truncated, "truncated"};
     } else {
-      block_header h;
-      why = check_block(r.buffer, size_t(res.bytes_read), opt_.format, r.key, &h);
-      foreign = is_foreign(why);
-      if (why.empty()) {
-        c.ok = true;
-        c.payload = r.buffer + header_bytes_;
-        std::lock_guard<std::mutex> lock(mu_);
-        ++stats_.reads;
-        stats_.read_bytes += res.bytes_read;
-        index_.insert(r.key, h.parent, file_bytes_);  // adopts blocks written by other processes
-        return c;
-      }
+      v = verdict_of(check_block(r.buffer, size_t(res.bytes_read), opt_.format, r.key, &h));
     }
-    c.reason = why;
-    record_failure(r.key, why, foreign);
+    c.outcome = v.outcome;
+    if (v.ok()) {
+      c.payload = r.buffer + header_bytes_;
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.reads;
+      stats_.read_bytes += res.bytes_read;
+      index_.insert(r.key, h.parent, file_bytes_);  // adopts blocks written by other processes
+      return c;
+    }
+    c.message = std::move(v.message);
+    record_failure(r.key, {c.outcome, c.message}, res.id);
     return c;
   }
 
-  // A block that cannot be served is counted, logged and dropped from the index.
-  void record_failure(block_key key, const std::string& why, bool foreign) {
-    std::lock_guard<std::mutex> lock(mu_);
-    const bool bad_request = why.rfind("bad request", 0) == 0;
-    const bool io_error = why.rfind("read error", 0) == 0;
-    if (why == "miss") ++stats_.misses;
-    else if (io_error || bad_request) ++stats_.io_errors;
-    else if (foreign) ++stats_.foreign;
-    else ++stats_.corrupt;
-    if (why != "miss") spdlog::warn("storage: block {} not served: {}", key_hex(key), why);
-    // The request or the I/O failed, not the block: keep it.
-    if (bad_request || io_error) return;
-    // A corrupt file is garbage: remove it so the block can be written again. A foreign one (another
-    // model's block under the same key) is left alone; a write of ours replaces it.
-    if (!foreign && why != "miss") ::unlink(block_path(opt_.dir, key).c_str());
-    // Only this block leaves the index: lookups stop before it, so the chain is a miss from here on,
-    // while intact descendants stay accounted for and serve again once the block is rewritten.
-    index_.erase(key);
-  }
-
-  std::string read_layer_impl(block_key key, uint32_t layer, std::byte* dst) {
-    if (layer >= opt_.format.layers) return fmt::format("layer {} out of range ({} layers)", layer, opt_.format.layers);
-    block_header h;
-    uint64_t size = 0;
-    const std::string path = block_path(opt_.dir, key);
-    std::string why = read_header(path, key, &h, &size);
-    if (why.empty()) {
-      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      const uint64_t lb = opt_.format.layer_bytes();
-      const ssize_t n = fd < 0 ? -1 : ::pread(fd, dst, lb, off_t(header_bytes_ + layer * lb));
-      if (fd >= 0) ::close(fd);
-      if (n < 0 || uint64_t(n) != lb) why = "truncated";
-      else if (!check_layer(h, layer, dst)) why = fmt::format("layer {} checksum", layer);
+  // A block that cannot be served is counted and logged; unless the request or the I/O failed (not
+  // the block), it leaves the index, and a damaged file is removed so the block can be written again.
+  // `judged` is the version of the file that was read: only that one is removed, never a good block
+  // a writer renamed into place since.
+  void record_failure(block_key key, const read_verdict& v, const file_id& judged) {
+    bool remove_file = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      switch (v.outcome) {
+        case read_outcome::ok: return;
+        case read_outcome::miss: ++stats_.misses; break;
+        case read_outcome::io_error:
+        case read_outcome::bad_request: ++stats_.io_errors; break;
+        case read_outcome::foreign: ++stats_.foreign; break;
+        case read_outcome::corrupt:
+        case read_outcome::truncated:
+          ++stats_.corrupt;
+          remove_file = true;
+          break;
+      }
+      if (v.outcome != read_outcome::miss)
+        spdlog::warn("storage: block {} not served ({}): {}", key_hex(key), outcome_name(v.outcome), v.message);
+      if (v.outcome == read_outcome::io_error || v.outcome == read_outcome::bad_request) return;
+      // Only this block leaves the index: lookups stop before it, so the chain is a miss from here on,
+      // while intact descendants stay accounted for and serve again once the block is rewritten. A
+      // foreign file is left alone; a write of ours replaces it.
+      index_.erase(key);
     }
-    if (!why.empty()) {
-      record_failure(key, why, is_foreign(why));
-    }
-    return why;
+    if (remove_file) remove_if_same(block_path(opt_.dir, key), judged);
   }
 
   store_options opt_;

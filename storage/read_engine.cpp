@@ -30,6 +30,7 @@ struct read_engine::slot {
   read_job job;
   int fd = -1;
   uint64_t size = 0;    // file size
+  file_id id;
   uint64_t target = 0;  // bytes to read
   uint64_t done = 0;
   bool busy = false;
@@ -74,7 +75,7 @@ read_engine::~read_engine() {
   // Fail whatever was still queued (the pool leaves it; the ring thread already did).
   std::deque<read_job> rest;
   rest.swap(queue_);
-  for (auto& j : rest) j.done(read_result{ECANCELED, 0, 0});
+  for (auto& j : rest) j.done(read_result{ECANCELED, 0, 0, {}});
   for (slot* s : slots_) delete s;
   if (event_fd_ >= 0) ::close(event_fd_);
   if (ring_) {
@@ -104,7 +105,10 @@ read_result read_engine::read_whole(const read_job& job, bool* direct) {
     return r;
   }
   struct stat st {};
-  if (::fstat(fd, &st) == 0) r.file_size = uint64_t(st.st_size);
+  if (::fstat(fd, &st) == 0) {
+    r.file_size = uint64_t(st.st_size);
+    r.id = identity_of(st);
+  }
   const uint64_t target = (r.file_size + block_alignment - 1) / block_alignment * block_alignment;
   if (target <= job.length) {
     while (r.bytes_read < target) {
@@ -163,9 +167,13 @@ void read_engine::start_job(slot& s) {
   if (!direct) direct_ = false;
   s.done = 0;
   s.size = 0;
+  s.id = file_id{};
   if (fd >= 0) {
     struct stat st {};
-    if (::fstat(fd, &st) == 0) s.size = uint64_t(st.st_size);
+    if (::fstat(fd, &st) == 0) {
+      s.size = uint64_t(st.st_size);
+      s.id = identity_of(st);
+    }
   }
   s.fd = fd;
   s.target = (s.size + block_alignment - 1) / block_alignment * block_alignment;
@@ -177,6 +185,7 @@ void read_engine::start_job(slot& s) {
   read_result r;
   r.error = fd < 0 ? -fd : 0;
   r.file_size = s.size;
+  r.id = s.id;
   if (fd >= 0) ::close(fd);
   s.fd = -1;
   s.busy = false;
@@ -255,7 +264,7 @@ void read_engine::run() {
     for (auto& [s, err] : finished) {
       ::close(s->fd);
       s->fd = -1;
-      deferred.emplace_back(std::move(s->job.done), read_result{err, s->size, s->done});
+      deferred.emplace_back(std::move(s->job.done), read_result{err, s->size, s->done, s->id});
       s->job = read_job{};
       s->busy = false;
       --in_flight;
@@ -267,7 +276,7 @@ void read_engine::run() {
     std::lock_guard<std::mutex> lock(mu_);
     rest.swap(queue_);
   }
-  for (auto& j : rest) j.done(read_result{ECANCELED, 0, 0});
+  for (auto& j : rest) j.done(read_result{ECANCELED, 0, 0, {}});
 }
 
 }  // namespace dualpath::storage

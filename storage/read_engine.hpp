@@ -14,12 +14,15 @@
 #include <thread>
 #include <vector>
 
+#include "storage/block_files.hpp"
+
 namespace dualpath::storage {
 
 struct read_result {
   int error = 0;            // errno of open/read (ENOENT for a missing file), 0 on success
   uint64_t file_size = 0;   // size of the file as opened
   uint64_t bytes_read = 0;  // bytes placed in the buffer
+  file_id id;               // the version of the file that was read (when it opened)
 };
 
 struct read_job {

@@ -129,7 +129,7 @@ struct snic_gate::impl {
       while (!held.empty() && held.front().release <= now) {
         auto& h = held.front();
         ++st.reads;
-        if (!h.c.ok) ++st.failed;
+        if (!h.c.ok()) ++st.failed;
         st.bytes_read += h.c.bytes_read;
         ready.push_back(std::move(h.c));
         held.pop_front();

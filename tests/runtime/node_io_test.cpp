@@ -84,7 +84,7 @@ TEST_CASE("loads read Full Blocks through the SNIC gate; a corrupt block ends th
   std::vector<block_key> keys{11, 12, 13};
   for (size_t i = 0; i < keys.size(); ++i) {
     const auto p = fx.payload(uint8_t(i));
-    REQUIRE(fx.store->write(keys[i], i ? keys[i - 1] : 0, p.data()).ok);
+    REQUIRE(fx.store->write(keys[i], i ? keys[i - 1] : 0, p.data()).ok());
   }
   node_io io(fx.options(0, 8), *fx.store);
   std::promise<load_result> done;

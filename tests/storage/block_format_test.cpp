@@ -16,7 +16,7 @@ TEST_CASE("a Full Block image round-trips and every layer slice verifies alone")
     REQUIRE(image.size() == f.file_bytes());
     CHECK(image.size() % block_alignment == 0);
     block_header h;
-    CHECK(check_block(image.data(), image.size(), f, 42, &h) == "");
+    CHECK(check_block(image.data(), image.size(), f, 42, &h).ok());
     CHECK(h.parent == 7);
     CHECK(h.layer_checksums.size() == f.layers);
     CHECK(std::memcmp(image.data() + f.header_bytes(), payload.data(), payload.size()) == 0);
@@ -32,24 +32,24 @@ TEST_CASE("a flipped byte in any layer slice or in the header is detected") {
   for (uint32_t l = 0; l < f.layers; ++l) {
     auto bad = good;
     bad[f.header_bytes() + l * f.layer_bytes() + (l * 37) % f.layer_bytes()] ^= std::byte{0x01};
-    CHECK(check_block(bad.data(), bad.size(), f, 5) == "layer " + std::to_string(l) + " checksum");
+    CHECK(check_block(bad.data(), bad.size(), f, 5).message == "layer " + std::to_string(l) + " checksum");
   }
   auto bad_header = good;
   bad_header[72] ^= std::byte{0x80};  // first layer checksum
-  CHECK(check_block(bad_header.data(), bad_header.size(), f, 5) == "header checksum");
+  CHECK(check_block(bad_header.data(), bad_header.size(), f, 5).message == "header checksum");
   auto bad_parent = good;
   bad_parent[48] ^= std::byte{0x01};
-  CHECK(check_block(bad_parent.data(), bad_parent.size(), f, 5) == "header checksum");
+  CHECK(check_block(bad_parent.data(), bad_parent.size(), f, 5).message == "header checksum");
 }
 
 TEST_CASE("a block of another model, layout or key is refused") {
   const auto f = test::small_format(100);
   const auto image = build_block(f, 11, 0, test::payload_for(f, 11).data());
-  CHECK(check_block(image.data(), image.size(), test::small_format(101), 11) == "wrong fingerprint");
-  CHECK(check_block(image.data(), image.size(), test::small_format(100, 4, 16, 64), 11) == "wrong layout");
-  CHECK(check_block(image.data(), image.size(), f, 12) == "wrong key");
-  CHECK(check_block(image.data(), f.header_bytes(), f, 11) == "truncated payload");
-  CHECK(check_block(image.data(), 16, f, 11) == "truncated header");
+  CHECK(check_block(image.data(), image.size(), test::small_format(101), 11).message == "wrong fingerprint");
+  CHECK(check_block(image.data(), image.size(), test::small_format(100, 4, 16, 64), 11).message == "wrong layout");
+  CHECK(check_block(image.data(), image.size(), f, 12).message == "wrong key");
+  CHECK(check_block(image.data(), f.header_bytes(), f, 11).message == "truncated payload");
+  CHECK(check_block(image.data(), 16, f, 11).message == "truncated header");
 }
 
 TEST_CASE("an empty layout is bad input") {

@@ -22,7 +22,7 @@ void write_chain(block_store& s, const std::vector<block_key>& keys) {
   for (block_key k : keys) {
     const auto p = test::payload_for(s.options().format, k);
     const auto r = s.write(k, parent, p.data());
-    REQUIRE_MESSAGE(r.ok, r.reason);
+    REQUIRE_MESSAGE(r.ok(), r.message());
     parent = k;
   }
 }
@@ -44,20 +44,12 @@ std::vector<read_completion> read_all(block_store& s, const std::vector<block_ke
   return ordered;
 }
 
+using test::flip_byte;
+
 std::vector<int32_t> tokens(size_t n, int32_t seed) {
   std::vector<int32_t> t(n);
   for (size_t i = 0; i < n; ++i) t[i] = int32_t(i * 7 + seed);
   return t;
-}
-
-void flip_byte(const std::string& path, uint64_t offset) {
-  const int fd = ::open(path.c_str(), O_RDWR);
-  REQUIRE(fd >= 0);
-  std::byte b;
-  REQUIRE(::pread(fd, &b, 1, off_t(offset)) == 1);
-  b ^= std::byte{0x10};
-  REQUIRE(::pwrite(fd, &b, 1, off_t(offset)) == 1);
-  ::close(fd);
 }
 
 }  // namespace
@@ -72,7 +64,7 @@ TEST_CASE("blocks of several layouts round-trip through batched reads and layer 
     std::vector<aligned_buffer> bufs;
     const auto got = read_all(*store, keys, bufs);
     for (size_t i = 0; i < keys.size(); ++i) {
-      CHECK_MESSAGE(got[i].ok, got[i].reason);
+      CHECK_MESSAGE(got[i].ok(), got[i].message);
       CHECK(got[i].key == keys[i]);
       CHECK(got[i].bytes_read == f.file_bytes());
       CHECK(got[i].payload == bufs[i].get() + store->payload_offset());
@@ -80,12 +72,11 @@ TEST_CASE("blocks of several layouts round-trip through batched reads and layer 
       CHECK(std::memcmp(got[i].payload, expect.data(), expect.size()) == 0);
     }
     std::vector<std::byte> layer(f.layer_bytes());
-    std::string why;
     const uint32_t last = f.layers - 1;
-    REQUIRE(store->read_layer(keys[2], last, layer.data(), &why));
+    REQUIRE(store->read_layer(keys[2], last, layer.data()).ok());
     const auto expect = test::payload_for(f, keys[2]);
     CHECK(std::memcmp(layer.data(), expect.data() + last * f.layer_bytes(), layer.size()) == 0);
-    CHECK_FALSE(store->read_layer(keys[2], f.layers, layer.data(), &why));
+    CHECK_FALSE(store->read_layer(keys[2], f.layers, layer.data()).ok());
     const auto st = store->stats();
     CHECK(st.blocks == keys.size());
     CHECK(st.writes == keys.size());
@@ -128,18 +119,17 @@ TEST_CASE("a flipped byte in a stored block is a counted miss from that block on
     flip_byte(block_path(dir.path, keys[1]), f.header_bytes() + layer * f.layer_bytes() + 3);
     std::vector<aligned_buffer> bufs;
     const auto got = read_all(*store, keys, bufs);
-    CHECK(got[0].ok);
-    CHECK_FALSE(got[1].ok);
-    CHECK(got[1].reason == "layer " + std::to_string(layer) + " checksum");
+    CHECK(got[0].ok());
+    CHECK_FALSE(got[1].ok());
+    CHECK(got[1].message == "layer " + std::to_string(layer) + " checksum");
     CHECK(got[1].payload == nullptr);
     CHECK(store->stats().corrupt == 1);
     // The chain now ends before the bad block; it can be written again.
     CHECK(store->lookup(keys) == 1);
-    std::string why;
     std::vector<std::byte> slice(f.layer_bytes());
-    CHECK_FALSE(store->read_layer(keys[1], layer, slice.data(), &why));
+    CHECK_FALSE(store->read_layer(keys[1], layer, slice.data()).ok());
     const auto p = test::payload_for(f, keys[1]);
-    CHECK(store->write(keys[1], keys[0], p.data()).ok);
+    CHECK(store->write(keys[1], keys[0], p.data()).ok());
     CHECK(store->lookup(keys) == 4);  // the intact rest of the chain serves again
   }
 }
@@ -152,10 +142,10 @@ TEST_CASE("a layer read verifies its slice alone") {
   write_chain(*store, keys);
   flip_byte(block_path(dir.path, keys[0]), f.header_bytes() + 2 * f.layer_bytes());
   std::vector<std::byte> slice(f.layer_bytes());
-  std::string why;
-  CHECK(store->read_layer(keys[0], 1, slice.data(), &why));  // an intact slice of the damaged block
-  CHECK_FALSE(store->read_layer(keys[0], 2, slice.data(), &why));
-  CHECK(why == "layer 2 checksum");
+  CHECK(store->read_layer(keys[0], 1, slice.data()).ok());  // an intact slice of the damaged block
+  const status why = store->read_layer(keys[0], 2, slice.data());
+  CHECK_FALSE(why.ok());
+  CHECK(why.message() == "layer 2 checksum");
 }
 
 TEST_CASE("a block written for another model is refused and a truncated one is a miss") {
@@ -171,20 +161,20 @@ TEST_CASE("a block written for another model is refused and a truncated one is a
   CHECK(store->lookup(keys) == 0);
   std::vector<aligned_buffer> bufs;
   auto got = read_all(*store, keys, bufs);
-  CHECK_FALSE(got[0].ok);
-  CHECK(got[0].reason == "wrong fingerprint");
+  CHECK_FALSE(got[0].ok());
+  CHECK(got[0].message == "wrong fingerprint");
   // Our own write replaces the foreign block.
   write_chain(*store, keys);
   CHECK(store->lookup(keys) == 2);
   ::truncate(block_path(dir.path, keys[1]).c_str(), 4096 + 10);
   got = read_all(*store, keys, bufs);
-  CHECK(got[0].ok);
-  CHECK_FALSE(got[1].ok);
-  CHECK(got[1].reason.find("wrong size") == 0);
+  CHECK(got[0].ok());
+  CHECK_FALSE(got[1].ok());
+  CHECK(got[1].message.find("wrong size") == 0);
   CHECK(store->lookup(keys) == 1);
   ::unlink(block_path(dir.path, keys[0]).c_str());
   got = read_all(*store, keys, bufs);
-  CHECK(got[0].reason == "miss");
+  CHECK(got[0].message == "miss");
   CHECK(store->stats().misses >= 1);
 }
 
@@ -274,13 +264,13 @@ TEST_CASE("without io_uring (refused by a seccomp policy, or switched off) reads
   with_miss.push_back(999);
   const auto got = read_all(*store, with_miss, bufs);
   for (size_t i = 0; i < keys.size(); ++i) {
-    CHECK_MESSAGE(got[i].ok, got[i].reason);
+    CHECK_MESSAGE(got[i].ok(), got[i].message);
     const auto expect = test::payload_for(f, keys[i]);
     CHECK(std::memcmp(got[i].payload, expect.data(), expect.size()) == 0);
   }
-  CHECK(got[3].reason == "miss");
+  CHECK(got[3].message == "miss");
   flip_byte(block_path(dir.path, keys[1]), f.header_bytes() + 5);
-  CHECK(read_all(*store, keys, bufs)[1].reason == "layer 0 checksum");
+  CHECK(read_all(*store, keys, bufs)[1].message == "layer 0 checksum");
   auto uring = block_store::open(test::options_for(dir.path, f));
   CHECK(uring->stats().io_uring);
 }
@@ -294,7 +284,7 @@ TEST_CASE("a block written by another store instance on the same directory is fo
   write_chain(*first, keys);
   CHECK(second->lookup(keys) == 2);
   std::vector<aligned_buffer> bufs;
-  for (const auto& c : read_all(*second, keys, bufs)) CHECK(c.ok);
+  for (const auto& c : read_all(*second, keys, bufs)) CHECK(c.ok());
 }
 
 TEST_CASE("bad input: unwritable directory, bad layout, bad buffers") {
@@ -314,8 +304,24 @@ TEST_CASE("bad input: unwritable directory, bad layout, bad buffers") {
   auto got = test::collect(*store, 2);
   REQUIRE(got.size() == 2);
   for (auto& c : got) {
-    CHECK_FALSE(c.ok);
-    CHECK(c.reason.find("bad request") == 0);
+    CHECK_FALSE(c.ok());
+    CHECK(c.message.find("bad request") == 0);
   }
   CHECK(store->lookup(keys) == 1);  // a bad request does not harm the block
+}
+
+TEST_CASE("a request for a layer that does not exist is refused and harms nothing") {
+  test::temp_dir dir;
+  const auto f = test::small_format();
+  auto store = block_store::open(test::options_for(dir.path, f));
+  const block_key key = block_keys_from_ids({8})[0];
+  REQUIRE(store->write(key, 0, test::payload_for(f, key).data()).ok());
+  std::vector<std::byte> slice(f.layer_bytes());
+  const status st = store->read_layer(key, f.layers, slice.data());
+  CHECK(st.code() == errc::internal);
+  CHECK(st.message().find("out of range") != std::string::npos);
+  CHECK(store->stats().corrupt == 0);
+  CHECK(std::filesystem::exists(block_path(dir.path, key)));  // it used to be removed as corrupt
+  CHECK(store->lookup({key}) == 1);
+  CHECK(store->read_layer(key, 0, slice.data()).ok());
 }

@@ -4,6 +4,7 @@
 #include <sys/mount.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "storage/block_files.hpp"
@@ -29,17 +30,12 @@ void check_intact(block_store& s, const std::vector<block_key>& keys, size_t n) 
   CHECK(s.lookup(keys) >= n);
   for (size_t i = 0; i < n; ++i) {
     std::vector<std::byte> slice(s.options().format.layer_bytes());
-    std::string why;
-    CHECK_MESSAGE(s.read_layer(keys[i], 0, slice.data(), &why), why);
+    const status why = s.read_layer(keys[i], 0, slice.data());
+    CHECK_MESSAGE(why.ok(), why.to_string());
   }
 }
 
-size_t temp_files(const std::string& dir) {
-  size_t n = 0;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
-    if (is_temp_name(e.path().filename().string())) ++n;
-  return n;
-}
+using test::temp_files;
 
 }  // namespace
 
@@ -55,11 +51,11 @@ TEST_CASE("a full disk reports the error and keeps what was stored") {
   for (uint64_t i = 0; i < 40; ++i) ids.push_back(i);
   const auto keys = block_keys_from_ids(ids);
   size_t stored = 0;
-  write_result failure;
+  status failure;
   block_key parent = 0;
   for (block_key k : keys) {
     const auto r = store->write(k, parent, test::payload_for(f, k).data());
-    if (!r.ok) {
+    if (!r.ok()) {
       failure = r;
       break;
     }
@@ -68,8 +64,9 @@ TEST_CASE("a full disk reports the error and keeps what was stored") {
   }
   REQUIRE(stored > 0);
   REQUIRE(stored < keys.size());
-  CHECK(failure.error == ENOSPC);
-  CHECK(failure.reason.find("No space") != std::string::npos);
+  CHECK(failure.code() == errc::io);  // the errno travels as its text
+  CHECK(failure.message().find(std::strerror(ENOSPC)) != std::string::npos);
+  CHECK(failure.message().find("No space") != std::string::npos);
   CHECK(store->stats().write_errors == 1);
   CHECK(store->stats().blocks == stored);
   CHECK(temp_files(m.dir.path) == 0);
@@ -79,8 +76,9 @@ TEST_CASE("a full disk reports the error and keeps what was stored") {
   REQUIRE(::mount(nullptr, m.dir.path.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr) == 0);
   ::unlink(block_path(m.dir.path, keys[0]).c_str());  // refused too: the store keeps its blocks
   const auto r = store->write(keys[stored], keys[stored - 1], test::payload_for(f, 1).data());
-  CHECK_FALSE(r.ok);
-  CHECK(r.error == EROFS);
+  CHECK_FALSE(r.ok());
+  CHECK(r.code() == errc::io);
+  CHECK(r.message().find(std::strerror(EROFS)) != std::string::npos);
   check_intact(*store, keys, stored);
   // And a store cannot be opened for writing there.
   CHECK_THROWS(block_store::open(test::options_for(m.dir.path, f)));
@@ -91,19 +89,20 @@ TEST_CASE("an injected write error (disk full, permission) is reported and loses
   const auto f = test::small_format();
   auto store = block_store::open(test::options_for(dir.path, f));
   const auto keys = block_keys_from_ids({1, 2, 3});
-  REQUIRE(store->write(keys[0], 0, test::payload_for(f, keys[0]).data()).ok);
+  REQUIRE(store->write(keys[0], 0, test::payload_for(f, keys[0]).data()).ok());
   for (int err : {ENOSPC, EACCES}) {
     inject_write_error(err);
     const auto r = store->write(keys[1], keys[0], test::payload_for(f, keys[1]).data());
     inject_write_error(0);
-    CHECK_FALSE(r.ok);
-    CHECK(r.error == err);
-    CHECK_FALSE(r.reason.empty());
+    CHECK_FALSE(r.ok());
+    CHECK(r.code() == errc::io);
+    CHECK(r.message().find(std::strerror(err)) != std::string::npos);
+    CHECK_FALSE(r.message().empty());
   }
   CHECK(store->stats().write_errors == 2);
   CHECK(temp_files(dir.path) == 0);
   CHECK(store->lookup(keys) == 1);
   check_intact(*store, keys, 1);
-  CHECK(store->write(keys[1], keys[0], test::payload_for(f, keys[1]).data()).ok);
+  CHECK(store->write(keys[1], keys[0], test::payload_for(f, keys[1]).data()).ok());
   CHECK(store->lookup(keys) == 2);
 }

@@ -38,7 +38,7 @@ dir_census census(const std::string& dir, const block_format& f) {
       std::ifstream in(e.path(), std::ios::binary);
       std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       ++c.blocks;
-      if (!check_block(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size(), f, key).empty()) ++c.bad;
+      if (!check_block(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size(), f, key).ok()) ++c.bad;
     }
   }
   return c;
@@ -74,7 +74,7 @@ int wait_child(pid_t pid, std::chrono::seconds limit) {
       block_key parent = 0;
       for (block_key k : keys) {
         if (forever) store->remove(k);  // keep rewriting the same blocks
-        if (!store->write(k, parent, payload.data()).ok) rc = 3;
+        if (!store->write(k, parent, payload.data()).ok()) rc = 3;
         parent = k;
       }
     } while (forever);
@@ -123,8 +123,8 @@ TEST_CASE("a writer killed with SIGKILL mid-write leaves no visible partial bloc
   for (size_t i = 0; i < keys.size(); ++i) {
     if (!store->contains(keys[i])) continue;
     std::vector<std::byte> slice(f.layer_bytes());
-    std::string why;
-    CHECK_MESSAGE(store->read_layer(keys[i], f.layers - 1, slice.data(), &why), why);
+    const status why = store->read_layer(keys[i], f.layers - 1, slice.data());
+    CHECK_MESSAGE(why.ok(), why.to_string());
   }
 }
 

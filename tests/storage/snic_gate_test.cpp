@@ -24,7 +24,7 @@ struct fixture {
     keys = block_keys_from_ids(ids);
     block_key parent = 0;
     for (block_key k : keys) {
-      REQUIRE(store->write(k, parent, test::payload_for(f, k).data()).ok);
+      REQUIRE(store->write(k, parent, test::payload_for(f, k).data()).ok());
       parent = k;
     }
   }
@@ -48,7 +48,7 @@ TEST_CASE("an uncapped gate delivers every read, verified, and read_q returns to
   const auto got = test::collect(gate, 24);
   REQUIRE(got.size() == 24);
   for (const auto& c : got) {
-    CHECK(c.ok);
+    CHECK(c.ok());
     const auto expect = test::payload_for(fx.f, c.key);
     CHECK(std::memcmp(c.payload, expect.data(), expect.size()) == 0);
   }
@@ -97,9 +97,9 @@ TEST_CASE("a capped gate never delivers faster than its cap and charges the byte
   uint64_t bytes = 0, misses = 0;
   for (const auto& c : got) {
     bytes += c.bytes_read;
-    if (!c.ok) {
+    if (!c.ok()) {
       ++misses;
-      CHECK(c.reason == "miss");
+      CHECK(c.message == "miss");
       CHECK(c.bytes_read == 0);
     }
   }

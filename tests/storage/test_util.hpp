@@ -1,5 +1,7 @@
 #pragma once
 // Shared helpers of the storage tests: a temporary directory and deterministic payloads.
+#include <doctest/doctest.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -8,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "storage/block_files.hpp"
 #include "storage/block_store.hpp"
 
 namespace dualpath::storage::test {
@@ -48,6 +51,25 @@ inline store_options options_for(const std::string& dir, const block_format& f) 
   o.format = f;
   o.fsync = false;  // tests do not need durability across power loss; atomicity is still tested
   return o;
+}
+
+// Flips one bit of the byte at `offset` of the file in place, as a failing disk would.
+inline void flip_byte(const std::string& path, uint64_t offset) {
+  const int fd = ::open(path.c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  std::byte b;
+  REQUIRE(::pread(fd, &b, 1, off_t(offset)) == 1);
+  b ^= std::byte{0x10};
+  REQUIRE(::pwrite(fd, &b, 1, off_t(offset)) == 1);
+  ::close(fd);
+}
+
+// Temporary files (writes in progress or abandoned) anywhere under `dir`.
+inline size_t temp_files(const std::string& dir) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (is_temp_name(e.path().filename().string())) ++n;
+  return n;
 }
 
 // Waits for `n` completions from `poll` (bounded: fails the wait after 10 s).
