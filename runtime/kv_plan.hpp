@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "runtime/kv_geometry.hpp"
-#include "runtime/node_io.hpp"
+#include "runtime/kv_types.hpp"
 
 namespace dualpath::runtime {
 

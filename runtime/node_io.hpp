@@ -19,6 +19,11 @@
 #include <vector>
 
 #include "runtime/kv_geometry.hpp"
+#include "runtime/background_writer.hpp"
+#include "runtime/kv_mover.hpp"
+#include "runtime/kv_types.hpp"
+#include "runtime/load_tracker.hpp"
+#include "runtime/slot_pool.hpp"
 #include "core/block_key.hpp"
 #include "core/status.hpp"
 #include "gpu/hbm_arena.hpp"
@@ -28,39 +33,6 @@
 #include "transport/host_buffer.hpp"
 
 namespace dualpath::runtime {
-
-enum class region_kind : uint8_t { buffer, hbm };
-
-// What every peer needs to reach one engine's CNIC: its address and its two registered regions.
-struct endpoint_entry {
-  uint32_t engine = 0;
-  uint32_t node = 0;
-  transport::address_bytes address;
-  transport::remote_region buffer;  // the node's DRAM buffer as registered at this endpoint
-  transport::remote_region hbm;     // the engine's HBM arena
-  std::byte* buffer_base = nullptr;  // local addresses, used only by the in-process I/O bypass (oracle)
-  std::byte* hbm_base = nullptr;
-};
-using fabric_directory = std::vector<endpoint_entry>;  // indexed by global engine id
-
-// One copy: [src_offset, +length) of a local region at endpoint `via` (a global engine id on this node)
-// to [dst_offset, +length) of region `dst_kind` at engine `dst_engine` (any node; `via` itself = loopback).
-struct copy_op {
-  uint32_t via = 0;
-  region_kind src_kind = region_kind::buffer;
-  uint64_t src_offset = 0;
-  uint32_t dst_engine = 0;
-  region_kind dst_kind = region_kind::hbm;
-  uint64_t dst_offset = 0;
-  uint64_t length = 0;
-};
-
-struct load_result {
-  std::vector<uint32_t> slots;  // one per requested key, in order
-  uint32_t valid = 0;           // leading blocks that arrived intact (a miss from the first bad one on)
-  uint64_t bytes = 0;           // bytes read through the SNIC
-  dualpath::status status;      // why the first bad block is bad (ok if all arrived)
-};
 
 struct node_io_options {
   uint32_t node = 0;
@@ -72,7 +44,7 @@ struct node_io_options {
   transport::fabric_options fabric;  // provider, CNIC cap, isolation
   std::chrono::milliseconds timeout{60000};
   // The zero-I/O bound (`oracle`): loads read the store directly, bypassing the SNIC gate and its cap,
-  // and copies are plain memcpy in this process instead of fabric transfers.
+  // and copies are plain memcpy in this process instead of fabric transfers (a memcpy kv_mover).
   bool bypass = false;
 };
 
@@ -100,7 +72,7 @@ class node_io {
   std::byte* slot_data(uint32_t slot) const;  // payload of a buffer slot: one Full Block
   uint64_t slot_offset(uint32_t slot) const;  // its offset in the buffer region (for copy_op)
   uint64_t hbm_offset(uint32_t engine, const std::byte* p);  // offset of p in the engine's HBM region
-  uint32_t slots_total() const { return slots_total_; }
+  uint32_t slots_total() const { return slots_.total(); }
 
   // Reserves `count` buffer slots, waiting (FIFO) while the buffer is full; `done` gets them, or an error
   // when the request alone is larger than the whole buffer or the wait exceeds the timeout.
@@ -119,48 +91,34 @@ class node_io {
   uint32_t node() const { return options_.node; }
 
  private:
-  struct pending_reserve;
-  struct pending_load;
-  struct pending_copy;
   void run();
-  void progress_reserves();
-  void post_load(std::shared_ptr<pending_load> load);
-  uint32_t local_index(uint32_t engine) const;
+  // Starts a load once its slots are reserved (progress thread): through the SNIC gate, or for the oracle
+  // straight from the store on the background thread.
+  void start_load(std::vector<block_key> keys, load_result partial, std::function<void(load_result)> done);
+  void load_direct(std::vector<block_key> keys, load_result partial, std::function<void(load_result)> done);
+  void post_command(std::function<void()> command);
 
   node_io_options options_;
   storage::block_store& store_;
-  storage::snic_gate gate_;
   uint64_t slot_stride_ = 0;
-  uint32_t slots_total_ = 0;
   // Registered memory comes from huge-page host buffers: shm copies through the kernel pin far fewer pages.
   transport::host_buffer buffer_memory_;
-  std::byte* buffer_ = nullptr;
   std::vector<transport::host_buffer> hbm_memory_;
   std::vector<std::unique_ptr<gpu::hbm_arena>> hbm_;
-  std::vector<std::unique_ptr<transport::endpoint>> endpoints_;
-  std::vector<std::unique_ptr<transport::memory_region>> buffer_regions_;
-  std::vector<std::unique_ptr<transport::memory_region>> hbm_regions_;
-  std::vector<std::vector<uint32_t>> peer_index_;  // [local endpoint][global engine] -> AV index
-  fabric_directory directory_;
+  node_fabric fabric_;
+  slot_pool slots_;
+  // Declared after the memory it reads into, so it is destroyed (waiting for reads in flight) first.
+  storage::snic_gate gate_;
+  load_tracker loads_;  // progress thread only
+  std::unique_ptr<kv_mover> mover_;
+  background_writer writer_;  // persists and direct loads; destroyed (drained) before the memory above
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  std::vector<uint32_t> free_slots_;
-  std::deque<std::shared_ptr<pending_reserve>> reserves_;
-  std::deque<std::function<void()>> commands_;  // run on the progress thread (endpoint calls)
-  std::vector<std::shared_ptr<pending_load>> loads_;
-  uint64_t next_context_ = 1;
-  std::vector<std::pair<uint64_t, std::shared_ptr<pending_copy>>> copies_;  // context -> batch
-  node_io_stats stats_;
+  std::deque<std::function<void()>> commands_;  // run on the progress thread (endpoints are single-threaded)
+  std::atomic<uint64_t> persisted_{0}, persist_errors_{0};
   std::atomic<bool> stop_{false};
   std::thread thread_;
-
-  // Background worker for slow storage calls (persist writes, bypass loads): they must not stall transfers.
-  void post_background(std::function<void()> task);
-  std::mutex persist_mutex_;
-  std::condition_variable persist_wake_;
-  std::deque<std::function<void()>> background_;
-  std::thread persist_thread_;
 };
 
 }  // namespace dualpath::runtime

@@ -1,0 +1,109 @@
+#include "runtime/kv_mover.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+#include <string>
+
+namespace dualpath::runtime {
+
+std::optional<uint32_t> node_fabric::local_index(uint32_t engine) const {
+  for (size_t i = 0; i < engines.size(); ++i)
+    if (engines[i] == engine) return uint32_t(i);
+  return std::nullopt;
+}
+
+status node_fabric::validate(const std::vector<copy_op>& ops) const {
+  for (const auto& op : ops) {
+    if (!local_index(op.via))
+      return status(errc::internal, "copy from engine " + std::to_string(op.via) + ", which is not on this node");
+    if (op.dst_engine >= directory.size())
+      return status(errc::internal, "copy to unknown engine " + std::to_string(op.dst_engine));
+    const uint64_t src_size = op.src_kind == region_kind::buffer ? buffer_bytes : hbm_bytes;
+    const auto& peer = directory[op.dst_engine];
+    const uint64_t dst_size = op.dst_kind == region_kind::buffer ? peer.buffer.length : peer.hbm.length;
+    if (op.src_offset + op.length > src_size || op.dst_offset + op.length > dst_size)
+      return status(errc::internal, "copy of " + std::to_string(op.length) + " bytes at " +
+                                        std::to_string(op.src_offset) + " -> " + std::to_string(op.dst_offset) +
+                                        " leaves its region");
+  }
+  return {};
+}
+
+namespace {
+
+// Transfers through the engines' CNICs, tracked until their completions come back.
+class fabric_mover final : public kv_mover {
+ public:
+  explicit fabric_mover(node_fabric& f) : f_(f) {}
+
+  void post(const std::vector<copy_op>& ops, transport::traffic_class tc, copy_tracker::done_fn done) override {
+    const uint64_t batch = tracker_.add_batch(ops.size(), std::move(done));
+    for (const auto& op : ops) {
+      const uint32_t li = *f_.local_index(op.via);
+      const auto& src = op.src_kind == region_kind::buffer ? *f_.buffer_regions[li] : *f_.hbm_regions[li];
+      const auto& peer = f_.directory[op.dst_engine];
+      const auto& dst = op.dst_kind == region_kind::buffer ? peer.buffer : peer.hbm;
+      ++stats_.copies;
+      stats_.bytes += op.length;
+      f_.endpoints[li]->write(tc, src, op.src_offset, f_.peer_index[li][op.dst_engine], dst, op.dst_offset, op.length,
+                              tracker_.context_for(batch));
+    }
+  }
+
+  bool progress() override {
+    bool worked = false;
+    for (auto& ep : f_.endpoints) {
+      for (auto& c : ep->poll_completions()) {
+        worked = true;
+        if (!c.ok) ++stats_.errors;
+        if (auto finished = tracker_.complete(c.context, c.ok, c.error)) finished->first(std::move(finished->second));
+      }
+      ep->poll_arrivals();  // targets make progress too (shm and loopback need it)
+    }
+    if (tracker_.stray() > reported_stray_) {
+      spdlog::warn("node data plane: {} completions matched no copy", tracker_.stray() - reported_stray_);
+      reported_stray_ = tracker_.stray();
+    }
+    return worked;
+  }
+
+  bool idle() const override { return tracker_.empty(); }
+
+ private:
+  node_fabric& f_;
+  copy_tracker tracker_;
+  uint64_t reported_stray_ = 0;
+};
+
+// The oracle: the same copies as plain memcpy between this process's buffers, finished at once.
+class memcpy_mover final : public kv_mover {
+ public:
+  explicit memcpy_mover(const node_fabric& f) : f_(f) {}
+
+  void post(const std::vector<copy_op>& ops, transport::traffic_class, copy_tracker::done_fn done) override {
+    for (const auto& op : ops) {
+      const uint32_t li = *f_.local_index(op.via);
+      const std::byte* src = (op.src_kind == region_kind::buffer ? f_.buffer : f_.hbm[li]) + op.src_offset;
+      const auto& peer = f_.directory[op.dst_engine];
+      std::byte* dst = (op.dst_kind == region_kind::buffer ? peer.buffer_base : peer.hbm_base) + op.dst_offset;
+      std::memcpy(dst, src, op.length);
+      ++stats_.copies;
+      stats_.bytes += op.length;
+    }
+    done(status{});
+  }
+
+  bool progress() override { return false; }
+  bool idle() const override { return true; }
+
+ private:
+  const node_fabric& f_;
+};
+
+}  // namespace
+
+std::unique_ptr<kv_mover> make_fabric_mover(node_fabric& fabric) { return std::make_unique<fabric_mover>(fabric); }
+std::unique_ptr<kv_mover> make_memcpy_mover(const node_fabric& fabric) { return std::make_unique<memcpy_mover>(fabric); }
+
+}  // namespace dualpath::runtime
