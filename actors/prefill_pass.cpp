@@ -49,13 +49,17 @@ void prefill_state::try_pass() {
   p->layer_expected_s = pass_s / std::max<uint32_t>(1, g.layers);
   pass = std::move(p);
   pass->began_ns = now_ns();
+  ++pass->in_flight;
   self->request(setup.worker, compute_timeout(pass->layer_expected_s), atom::start_v, pass->job)
       .then(
           [this](uint32_t) {
+            if (!returned()) return;
             pass->started = true;
             step();
           },
-          [this](caf::error& err) { abort_pass("prefill pass refused: " + describe(err)); });
+          [this](caf::error& err) {
+            if (returned()) abort_pass("prefill pass refused: " + describe(err));
+          });
   for (uint32_t i = 0; i < pass->staging.depth; ++i) fetch_layer();
 }
 
@@ -116,16 +120,17 @@ void prefill_state::fetch_layer() {
   }
   auto remaining = std::make_shared<size_t>(by_node.size());
   for (auto& [n, ops] : by_node) {
+    ++p.in_flight;
     self->request(view().traffic_queues[n], timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
         .then(
             [this, layer, remaining](uint64_t) {
-              if (!pass || --*remaining > 0) return;
+              if (!returned() || --*remaining > 0) return;
               pass->fetched[layer] = true;
               verify_staged(layer);
               step();
             },
             [this](caf::error& err) {
-              if (pass) abort_pass("hit KV transfer failed: " + describe(err));
+              if (returned()) abort_pass("hit KV transfer failed: " + describe(err));
             });
   }
 }
@@ -173,10 +178,11 @@ void prefill_state::step() {
   }
   p.computing = true;
   p.layer_sent_ns = now_ns();
+  ++p.in_flight;
   self->request(setup.worker, compute_timeout(p.layer_expected_s), atom::layer_v, p.job, in)
       .then(
           [this, layer](uint32_t) {
-            if (!pass) return;
+            if (!returned()) return;
             pass->compute_ns += now_ns() - pass->layer_sent_ns;
             pass->computing = false;
             pass->computed = layer + 1;
@@ -184,7 +190,7 @@ void prefill_state::step() {
             step();
           },
           [this, layer](caf::error& err) {
-            if (pass) abort_pass("layer " + std::to_string(layer) + " failed: " + describe(err));
+            if (returned()) abort_pass("layer " + std::to_string(layer) + " failed: " + describe(err));
           });
 }
 
@@ -199,26 +205,29 @@ void prefill_state::forward_layer(uint32_t layer) {
   auto remaining = std::make_shared<size_t>(by_de.size());
   p.forwards_pending++;
   for (auto& [de, ops] : by_de) {
+    ++p.in_flight;
     self->request(view().traffic_queues[node()], timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
         .then(
             [this, layer, remaining](uint64_t) {
-              if (!pass || --*remaining > 0) return;
+              if (!returned() || --*remaining > 0) return;
               pass->forwards_pending--;
               pass->slot_busy[layer % pass->staging.depth] = false;
               fetch_layer();
               step();
             },
             [this](caf::error& err) {
-              if (pass) abort_pass("KV forwarding to the DE failed: " + describe(err));
+              if (returned()) abort_pass("KV forwarding to the DE failed: " + describe(err));
             });
   }
 }
 
 void prefill_state::finish_pass() {
   pass->finishing = true;
+  ++pass->in_flight;
   self->request(setup.worker, compute_timeout(pass->layer_expected_s), atom::finish_v, pass->job)
       .then(
           [this](uint32_t) {
+            if (!returned()) return;
             auto p = std::move(pass);
             hbm->free(p->staging_alloc);
             const int64_t t = now_ns();
@@ -230,7 +239,9 @@ void prefill_state::finish_pass() {
             report();
             try_pass();
           },
-          [this](caf::error& err) { abort_pass("prefill pass could not finish: " + describe(err)); });
+          [this](caf::error& err) {
+            if (returned()) abort_pass("prefill pass could not finish: " + describe(err));
+          });
 }
 
 // Every request whose prompt this pass completed goes to its decode engine with its first token.
@@ -257,18 +268,41 @@ void prefill_state::hand_off(pass_state& p, int64_t first_token_ns) {
   }
 }
 
+// The pass failed: its turns are answered at once, but what they hold (HBM, buffer slots) is only given
+// back once every request of the pass has answered (settle), since copies may still be landing in it.
 void prefill_state::abort_pass(const std::string& why) {
-  auto p = std::move(pass);
-  if (!p) return;
-  hbm->free(p->staging_alloc);
-  for (auto& e : p->entries) {
+  if (!pass || pass->aborted) return;
+  pass->aborted = true;
+  for (auto& e : pass->entries) {
     auto it = requests.find(e.req->payload.request);
     if (it == requests.end()) continue;
     // The batcher may still hold the request (chunked): drop it from the queue too.
     ready.erase(std::remove_if(ready.begin(), ready.end(), [&](auto& w) { return w.request == it->first; }),
                 ready.end());
-    fail(it->second, why);
+    answer_failure(self, it->second.payload, why);
   }
+  settle();
+}
+
+bool prefill_state::returned() {
+  if (!pass) return false;
+  --pass->in_flight;
+  if (!pass->aborted) return true;
+  settle();
+  return false;
+}
+
+void prefill_state::settle() {
+  if (!pass || !pass->aborted || pass->in_flight > 0) return;
+  auto p = std::move(pass);
+  hbm->free(p->staging_alloc);
+  for (auto& e : p->entries) {
+    auto it = requests.find(e.req->payload.request);
+    if (it == requests.end()) continue;
+    cleanup(it->second);
+    requests.erase(it);
+  }
+  report();
   try_pass();
 }
 

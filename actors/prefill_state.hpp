@@ -49,6 +49,11 @@ struct pass_state {
   std::vector<bool> slot_busy;  // staging slot still being forwarded
   bool started = false;
   bool finishing = false;
+  // Requests of this pass still unanswered (copies, compute). An aborted pass keeps its HBM and its
+  // requests' buffer slots until this is zero, so no late copy or kernel writes into memory that was
+  // handed to another request.
+  uint32_t in_flight = 0;
+  bool aborted = false;
   double layer_expected_s = 0;  // cost-model time of one layer of this pass (the compute deadline)
   int64_t began_ns = 0;
   int64_t compute_ns = 0;  // time the compute worker spent on this pass's layers
@@ -88,6 +93,9 @@ struct prefill_state : engine_base {
   void finish_pass();
   void hand_off(pass_state& p, int64_t first_token_ns);
   void abort_pass(const std::string& why);
+  // A request of the pass answered: false when the pass was aborted (and is settled once all have).
+  bool returned();
+  void settle();
 };
 
 }  // namespace dualpath::actors

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <exception>
 
+#include "core/faults.hpp"
 #include "apps/command_registry.hpp"
 #include "core/errors.hpp"
 
@@ -54,6 +55,8 @@ int main(int argc, char** argv) {
   const char* level = std::getenv("DUALPATH_LOG");
   spdlog::set_level(level ? spdlog::level::from_str(level) : spdlog::level::warn);
   try {
+    // Fault seams armed by a test for the processes it starts (docs/design.md §16); off unless set.
+    dualpath::throw_if_error(dualpath::faults::arm_from_env());
     dualpath::cli::setup_all(app);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -168,7 +168,7 @@ struct turn_collector {
   }
 
   void check_stall(caf::scoped_actor& self, int64_t last_event) {
-    if (nodes) stall = nodes->check();
+    if (nodes) stall = nodes->check().message();
     if (stall.empty() && seconds_between(last_event, now_ns()) > view.config.timeout_s)
       stall = fmt::format("no turn finished for {:.0f} s ({} of {} turns done{})", view.config.timeout_s,
                           progress.turns_done, progress.turns_total, waiting_hint(self, view));

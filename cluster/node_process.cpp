@@ -1,6 +1,7 @@
 // The node process of a multi-process run (`dualpath node`): one node of the cluster, wired to the rest
 // through the launcher's registry.
 #include <caf/all.hpp>
+#include <cstdlib>
 #include <caf/io/all.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -10,6 +11,7 @@
 #include "protocol/system_config.hpp"
 #include "cluster/node_processes.hpp"
 #include "cluster/node_host.hpp"
+#include "core/faults.hpp"
 #include "core/errors.hpp"
 
 namespace dualpath::actors {
@@ -109,6 +111,8 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   io->connect(directory);
   caf::anon_send(mine.leader, atom::tick_v);
   self->send(registry, atom::ready_v, node);
+  // The node_stop seam: this node process dies at once, the way a crashed server does (no goodbye).
+  if (faults::fire(faults::point::node_stop)) std::_Exit(3);
   spdlog::debug("node {}: wired to {} nodes through {}", node, cluster.nodes.size(), where);
 
   // Host the node until the launcher says stop, or until the launcher is gone.

@@ -127,7 +127,7 @@ node_processes::node_processes(caf::actor_system& sys, const cluster_view& view,
       self->receive([&](atom::ready, const cluster_handles& h) { ready = true, wired = h; },
                     [&](atom::join, uint32_t node) { joined.at(node) = true; },
                     caf::after(std::chrono::milliseconds(100)) >> [&] {
-                      failure = check();
+                      failure = check().message();
                       if (failure.empty() && std::chrono::steady_clock::now() > deadline) {
                         std::string missing;
                         for (uint32_t n = 0; n < nodes; ++n)
@@ -212,9 +212,10 @@ std::optional<size_t> node_processes::note_down(const caf::down_msg& d) {
 
 node_processes::~node_processes() { shutdown(); }
 
-std::string node_processes::check() {
+status node_processes::check() {
   const auto ended = reap_until(std::chrono::steady_clock::now());
-  if (!ended.empty()) return describe_exit(uint32_t(ended[0].first), pids_[ended[0].first], ended[0].second);
+  if (!ended.empty())
+    return status(errc::unavailable, describe_exit(uint32_t(ended[0].first), pids_[ended[0].first], ended[0].second));
   // Nodes on other hosts (or not yet reaped): their control actor's down message says they are gone.
   std::string gone;
   bool more = true;
@@ -227,7 +228,8 @@ std::string node_processes::check() {
         },
         caf::after(std::chrono::seconds(0)) >> [] {});
   }
-  return gone;
+  if (gone.empty()) return {};
+  return status(errc::unavailable, gone);
 }
 
 std::vector<node_counters> node_processes::stats() {

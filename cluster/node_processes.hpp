@@ -42,8 +42,8 @@ class node_processes {
   node_processes(const node_processes&) = delete;
   node_processes& operator=(const node_processes&) = delete;
 
-  // "" while every node process runs; otherwise which one ended, and how.
-  std::string check();
+  // Ok while every node process runs; otherwise (unavailable) which one ended, and how.
+  status check();
   // Counters of every node (user_error if one does not answer within the timeout).
   std::vector<node_counters> stats();
   // Asks every node to stop and waits until they have.

@@ -61,7 +61,7 @@ bool fire(point p) {
 
 uint64_t fired(point p) { return seams[int(p)].fired.load(); }
 
-std::string arm_from_env() {
+status arm_from_env() {
   const char* text = std::getenv("DUALPATH_FAULTS");
   if (!text || !*text) return {};
   std::stringstream in(text);
@@ -74,12 +74,12 @@ std::string arm_from_env() {
     int found = -1;
     for (int i = 0; i < point_count; ++i)
       if (parts[0] == names[i]) found = i;
-    if (found < 0) return "DUALPATH_FAULTS: unknown fault point '" + parts[0] + "'";
+    if (found < 0) return status(errc::bad_input, "DUALPATH_FAULTS: unknown fault point '" + parts[0] + "'");
     char* end = nullptr;
     const unsigned long times = n > 1 ? std::strtoul(parts[1].c_str(), &end, 10) : 1;
-    if (n > 1 && (*end != '\0' || parts[1].empty())) return "DUALPATH_FAULTS: bad count in '" + entry + "'";
+    if (n > 1 && (*end != '\0' || parts[1].empty())) return status(errc::bad_input, "DUALPATH_FAULTS: bad count in '" + entry + "'");
     const unsigned long skip = n > 2 ? std::strtoul(parts[2].c_str(), &end, 10) : 0;
-    if (n > 2 && (*end != '\0' || parts[2].empty())) return "DUALPATH_FAULTS: bad skip in '" + entry + "'";
+    if (n > 2 && (*end != '\0' || parts[2].empty())) return status(errc::bad_input, "DUALPATH_FAULTS: bad skip in '" + entry + "'");
     arm(point(found), uint32_t(times), uint32_t(skip));
   }
   return {};

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/status.hpp"
+
 namespace dualpath::faults {
 
 enum class point : uint8_t { storage_read, storage_write, fabric_post, fabric_completion, compute_step, node_stop };
@@ -33,8 +35,8 @@ bool fire(point p);
 // Hits that fired since the process started (tests check the seam was reached).
 uint64_t fired(point p);
 
-// Arms points from DUALPATH_FAULTS; returns a message naming a bad entry ("" when fine).
-std::string arm_from_env();
+// Arms points from DUALPATH_FAULTS; bad_input naming a bad entry.
+status arm_from_env();
 
 // Arms `p` for the lifetime of the object (tests).
 class scoped {

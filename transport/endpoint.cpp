@@ -41,49 +41,50 @@ struct endpoint::impl final : poster {
         loop(opts, port, table, sched) {}
 
   post_result post(const slice& s) override { return port.post(s); }
-  std::string unreachable(uint32_t peer) override { return port.unreachable(peer); }
+  status reachable(uint32_t peer) override { return port.reachable(peer); }
   void progress() override { loop.drain(); }
 
-  // Empty when `r` may be queued; otherwise why it is refused.
-  std::string check(const memory_region& local, uint64_t local_offset, const remote_region& remote,
+  // Ok when `r` may be queued; otherwise why it is refused.
+  status check(const memory_region& local, uint64_t local_offset, const remote_region& remote,
                     uint64_t remote_offset, const transfer_request& r);
   void submit(const memory_region& local, uint64_t local_offset, const remote_region& remote,
               uint64_t remote_offset, transfer_request r);
 };
 
-std::string endpoint::impl::check(const memory_region& local, uint64_t local_offset, const remote_region& remote,
+status endpoint::impl::check(const memory_region& local, uint64_t local_offset, const remote_region& remote,
                                   uint64_t remote_offset, const transfer_request& r) {
   const auto& lr = local.state();
   const uint64_t length = r.length;
-  if (lr.owner != port.serial()) return "the local region was registered with another endpoint";
-  if (length == 0) return "zero-length transfer";
+  auto refused = [](std::string why) { return status(errc::bad_input, std::move(why)); };
+  if (lr.owner != port.serial()) return refused("the local region was registered with another endpoint");
+  if (length == 0) return refused("zero-length transfer");
   if (local_offset > lr.length || length > lr.length - local_offset) {
-    return fmt::format("local range [{}, +{}) is past the end of a {}-byte region", local_offset, length, lr.length);
+    return refused(fmt::format("local range [{}, +{}) is past the end of a {}-byte region", local_offset, length, lr.length));
   }
   if (remote_offset > remote.length || length > remote.length - remote_offset) {
-    return fmt::format("remote range [{}, +{}) is past the end of a {}-byte region", remote_offset, length,
-                       remote.length);
+    return refused(fmt::format("remote range [{}, +{}) is past the end of a {}-byte region", remote_offset, length,
+                               remote.length));
   }
-  if (r.peer >= port.peer_count()) return fmt::format("unknown peer {} ({} connected)", r.peer, port.peer_count());
-  if (const std::string down = port.unreachable(r.peer); !down.empty()) {
-    return fmt::format("peer {} is unreachable: {}", r.peer, down);
+  if (r.peer >= port.peer_count()) return refused(fmt::format("unknown peer {} ({} connected)", r.peer, port.peer_count()));
+  if (status up = port.reachable(r.peer); !up.ok()) {
+    return status(errc::unavailable, fmt::format("peer {} is unreachable: {}", r.peer, up.message()));
   }
   const size_t cq_data = port.cq_data_size();
   if (r.remote_data && cq_data < 8 && (*r.remote_data >> (8 * cq_data)) != 0) {
-    return fmt::format("remote data {:#x} does not fit the provider's {} bytes of completion data", *r.remote_data,
-                       cq_data);
+    return refused(fmt::format("remote data {:#x} does not fit the provider's {} bytes of completion data",
+                               *r.remote_data, cq_data));
   }
   return {};
 }
 
 void endpoint::impl::submit(const memory_region& local, uint64_t local_offset, const remote_region& remote,
                             uint64_t remote_offset, transfer_request r) {
-  const std::string bad = check(local, local_offset, remote, remote_offset, r);
-  if (!bad.empty()) {
+  const status bad = check(local, local_offset, remote, remote_offset, r);
+  if (!bad.ok()) {
     // Refusals complete like any failed transfer, so callers have one error path (never a throw).
     const auto now = sched.now();
     table.fail(table.open(r.context, r.tc, r.peer, r.length, now),
-               fmt::format("{} refused: {}", r.is_write ? "write" : "read", bad), now);
+               fmt::format("{} refused: {}", r.is_write ? "write" : "read", bad.message()), now);
     return;
   }
   const auto& lr = local.state();

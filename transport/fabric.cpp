@@ -215,10 +215,11 @@ std::unique_ptr<memory_region> fabric_port::register_memory(void* base, uint64_t
   return std::make_unique<memory_region>(std::move(r));
 }
 
-std::string fabric_port::unreachable(uint32_t peer) {
+status fabric_port::reachable(uint32_t peer) {
   auto& p = peers_.at(peer);
   if (p.local_alive && !p.local_alive->load()) p.dead_reason = "its endpoint was closed";
-  return p.dead_reason;
+  if (p.dead_reason.empty()) return {};
+  return status(errc::unavailable, p.dead_reason);
 }
 
 void fabric_port::mark_down(uint32_t peer, const std::string& why) {

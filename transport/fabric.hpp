@@ -77,7 +77,7 @@ class fabric_port {
 
   uint32_t peer_count() const { return static_cast<uint32_t>(peers_.size()); }
   // Why transfers to `peer` must fail at once; empty when it looks alive.
-  std::string unreachable(uint32_t peer);
+  status reachable(uint32_t peer);
   void mark_down(uint32_t peer, const std::string& why);
 
   post_result post(const slice& s);

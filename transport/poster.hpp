@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/status.hpp"
 #include "transport/transfer_table.hpp"
 
 namespace dualpath::transport {
@@ -23,8 +24,8 @@ class poster {
   virtual ~poster() = default;
   // Posts an RMA write (with remote data when the slice carries it) or read of `s`.
   virtual post_result post(const slice& s) = 0;
-  // Why `peer` cannot be reached now; empty when it can.
-  virtual std::string unreachable(uint32_t peer) = 0;
+  // Ok when `peer` can be reached now; otherwise (unavailable) why not.
+  virtual status reachable(uint32_t peer) = 0;
   // Reaps completions, so a model transfer that finished during a run of posts is seen at once.
   virtual void progress() = 0;
 };

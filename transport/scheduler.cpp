@@ -96,8 +96,8 @@ void scheduler::schedule() {
       table_.drop(item->id);
       continue;
     }
-    if (const std::string down = provider_.unreachable(s->peer); !down.empty()) {
-      reject_front(s->id, fmt::format("peer {} is unreachable: {}", s->peer, down));
+    if (status up = provider_.reachable(s->peer); !up.ok()) {
+      reject_front(s->id, fmt::format("peer {} is unreachable: {}", s->peer, up.message()));
       continue;
     }
     if (guard && item->tc == traffic_class::kv && s->length > kv_guard_) {

@@ -113,6 +113,19 @@ TEST_CASE("one process per node: a node that dies ends the run with its name, an
   for (int pid : pids) CHECK(gone(pid));
 }
 
+TEST_CASE("fault seam node_stop: node processes that die right after wiring end the run, named, with nothing left") {
+  scratch dir;
+  auto o = processes_run(dir.path, "tcp");
+  std::vector<int> pids;
+  o.on_nodes_started = [&](const std::vector<int>& p) { pids = p; };
+  setenv("DUALPATH_FAULTS", "node_stop", 1);  // read by the node processes this run starts, not by this one
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH_AS(run_cluster(o), doctest::Contains("(pid"), user_error);
+  unsetenv("DUALPATH_FAULTS");
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
+  for (int pid : pids) CHECK(gone(pid));
+}
+
 TEST_CASE("one process per node: oracle is refused, and a node without a registry exits 2 in time") {
   scratch dir;
   auto o = processes_run(dir.path, "tcp");

@@ -7,6 +7,7 @@
 
 #include "cluster/cluster.hpp"
 #include "core/errors.hpp"
+#include "core/faults.hpp"
 #include "core/model_catalog.hpp"
 #include "core/trace.hpp"
 #include "runtime_fixtures.hpp"
@@ -100,6 +101,34 @@ TEST_CASE("a corrupt block in the store is detected, recomputed and counted; tok
   CHECK(second.corrupt_blocks_recomputed > 0);
   CHECK(second.verified_turns == 6);
   CHECK(second.mismatched_turns == 0);
+}
+
+TEST_CASE("fault seam compute_step: a failed layer fails its turns with the cause; the run goes on and ends") {
+  scratch dir;
+  faults::scoped armed(faults::point::compute_step, 1, 3);  // the 4th backend call of the run fails
+  const auto s = run(small_cluster(dir.path, 2), "dualpath", 2, 2);
+  CHECK(faults::fired(faults::point::compute_step) >= 1);
+  // A failed turn ends its agent (its context is broken); every other turn still runs and is right.
+  CHECK(s.failed_turns >= 1);
+  CHECK(s.turns + s.failed_turns <= 4);
+  CHECK(s.verified_turns == s.turns);
+  CHECK(s.first_error.find("injected compute fault") != std::string::npos);
+  CHECK(s.mismatched_turns == 0);
+}
+
+TEST_CASE("fault seam storage_read: a block read that fails with EIO is recomputed; tokens stay right") {
+  scratch dir;
+  auto c = small_cluster(dir.path, 2);
+  const auto first = run(c, "dualpath", 2, 3);
+  REQUIRE(first.persisted_blocks > 0);
+  const uint64_t before = faults::fired(faults::point::storage_read);
+  faults::scoped armed(faults::point::storage_read, 0);  // every block read of this run fails as EIO
+  const auto second = run(c, "dualpath", 2, 3);
+  CHECK(faults::fired(faults::point::storage_read) > before);
+  CHECK(second.failed_turns == 0);
+  CHECK(second.verified_turns == 6);
+  CHECK(second.mismatched_turns == 0);
+  CHECK(second.corrupt_blocks_recomputed > 0);
 }
 
 TEST_CASE("bad configuration is refused with the key and the reason") {

@@ -32,7 +32,9 @@ struct fake_poster : poster {
     if (r.status == post_result::accepted) posted.push_back(s);
     return r;
   }
-  std::string unreachable(uint32_t) override { return down; }
+  dualpath::status reachable(uint32_t) override {
+    return down.empty() ? dualpath::status{} : dualpath::status(dualpath::errc::unavailable, down);
+  }
   void progress() override {
     if (on_progress) on_progress();
   }
