@@ -109,7 +109,7 @@ struct decode_state : engine_base {
     copy_batch batch{runtime::plan_hbm_load(geo(), slots(), setup.engine, r.info.de_slots, r.hbm.offset)};
     ++admitting;
     auto shared = std::make_shared<de_request>(std::move(r));
-    self->request(view().traffic_queues[node()], timeout(), atom::copy_v, encode(batch))
+    self->request(view().traffic_queues[node()], data_plane_timeout(), atom::copy_v, encode(batch))
         .then(
             [this, shared](uint64_t) {
               --admitting;
@@ -221,7 +221,7 @@ struct decode_state : engine_base {
       batch.traffic = transport::traffic_class::model;
       batch.ops.push_back({setup.engine, region_kind::hbm, collective.offset, collective_peer(), region_kind::hbm, 0,
                            view().model_traffic_bytes()});
-      self->request(view().traffic_queues[node()], timeout(), atom::copy_v, encode(batch))
+      self->request(view().traffic_queues[node()], data_plane_timeout(), atom::copy_v, encode(batch))
           .then([done](uint64_t) { done(""); },
                 [done](caf::error& err) { done("model traffic failed: " + describe(err)); });
     }

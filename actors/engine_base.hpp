@@ -33,6 +33,10 @@ struct engine_base {
   }
   // Every request to another actor waits at most this long.
   caf::timespan timeout() const { return seconds(view().config.timeout_s); }
+  // Requests to a traffic queue. The node's data plane answers each within `timeout_s` (the wait for buffer
+  // slots, the storage reads and the fabric transfers are each bounded by it), so the engine waits twice
+  // that: the answer, success or failure, always arrives, and slots granted to it are never dropped unseen.
+  caf::timespan data_plane_timeout() const { return seconds(2 * view().config.timeout_s); }
   // A request to the compute worker: the run's timeout plus twenty times what the cost model expects the
   // work to take, so a long pass on a slow backend is never cut short and a hung one is still noticed.
   caf::timespan compute_timeout(double expected_s) const { return seconds(view().config.timeout_s + 20 * expected_s); }

@@ -126,7 +126,7 @@ void prefill_state::prepare(pe_request& r) {
 void prefill_state::reserve_de_slots(pe_request& r, uint32_t count) {
   const uint64_t id = r.payload.request;
   const uint32_t de_node = r.asg.de_node;
-  self->request(view().traffic_queues[de_node], timeout(), atom::reserve_v, count)
+  self->request(view().traffic_queues[de_node], data_plane_timeout(), atom::reserve_v, count)
       .then(
           [this, id, de_node](const envelope<schema::Slots>& e) {
             auto s = decode(e);
@@ -151,7 +151,7 @@ void prefill_state::reserve_de_slots(pe_request& r, uint32_t count) {
 void prefill_state::load_hit(pe_request& r, uint32_t node, std::vector<block_key> keys, uint32_t first) {
   const uint64_t id = r.payload.request;
   const bool on_pe = node == r.asg.pe_node && first == 0;
-  self->request(view().traffic_queues[node], timeout(), atom::load_v, encode_load(keys))
+  self->request(view().traffic_queues[node], data_plane_timeout(), atom::load_v, encode_load(keys))
       .then([this, id, node, first, on_pe](const envelope<schema::LoadResult>& e) {
               on_loaded(id, node, first, on_pe, decode(e));
             },

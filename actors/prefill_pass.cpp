@@ -121,7 +121,7 @@ void prefill_state::fetch_layer() {
   auto remaining = std::make_shared<size_t>(by_node.size());
   for (auto& [n, ops] : by_node) {
     ++p.in_flight;
-    self->request(view().traffic_queues[n], timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
+    self->request(view().traffic_queues[n], data_plane_timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
         .then(
             [this, layer, remaining](uint64_t) {
               if (!returned() || --*remaining > 0) return;
@@ -206,7 +206,7 @@ void prefill_state::forward_layer(uint32_t layer) {
   p.forwards_pending++;
   for (auto& [de, ops] : by_de) {
     ++p.in_flight;
-    self->request(view().traffic_queues[node()], timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
+    self->request(view().traffic_queues[node()], data_plane_timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
         .then(
             [this, layer, remaining](uint64_t) {
               if (!returned() || --*remaining > 0) return;

@@ -144,6 +144,8 @@ struct turn_collector {
             last_event = now_ns();
           },
           caf::after(std::chrono::milliseconds(200)) >> [&] { check_stall(self, last_event); });
+      // A node that died is noticed even while results keep arriving from the others.
+      if (nodes && stall.empty()) stall = nodes->check().message();
       if (options.on_progress && seconds_between(last_report, now_ns()) >= 1.0) {
         last_report = now_ns();
         report_progress(t0);
@@ -240,6 +242,7 @@ run_summary run_cluster(const run_options& o) {
     records = std::move(collector.records);
     to_verify = std::move(collector.to_verify);
     stall = collector.stall;
+    if (nodes && stall.empty()) stall = nodes->check().message();  // a dead node cannot report its counters
     if (nodes && stall.empty()) {
       try {
         for (const auto& s : nodes->stats()) {

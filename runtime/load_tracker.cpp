@@ -6,7 +6,8 @@ namespace dualpath::runtime {
 
 result<std::vector<storage::read_request>> load_tracker::add(const std::vector<block_key>& keys,
                                                              const std::vector<std::byte*>& buffers,
-                                                             load_result partial, done_fn done) {
+                                                             load_result partial, done_fn done,
+                                                             clock::time_point deadline) {
   if (keys.size() >= max_blocks)
     return status(errc::capacity, "a load of " + std::to_string(keys.size()) + " blocks exceeds the limit of " +
                                       std::to_string(max_blocks - 1));
@@ -17,6 +18,7 @@ result<std::vector<storage::read_request>> load_tracker::add(const std::vector<b
   p.reasons.assign(keys.size(), status{});
   p.outstanding = keys.size();
   p.done = std::move(done);
+  p.deadline = deadline;
   std::vector<storage::read_request> reads;
   for (size_t i = 0; i < keys.size(); ++i) reads.push_back({keys[i], buffers.at(i), pack(id, i)});
   return reads;
@@ -42,6 +44,19 @@ std::optional<std::pair<load_tracker::done_fn, load_result>> load_tracker::compl
   if (valid < p.state.size()) p.result.status = p.reasons[valid];
   auto out = std::make_pair(std::move(p.done), std::move(p.result));
   loads_.erase(it);
+  return out;
+}
+
+std::vector<std::pair<load_tracker::done_fn, load_result>> load_tracker::expire(clock::time_point now) {
+  std::vector<std::pair<done_fn, load_result>> out;
+  for (auto& [id, p] : loads_) {
+    if (!p.done || now <= p.deadline) continue;
+    load_result r;
+    r.status = status(errc::timeout, "storage reads did not finish in time (" + std::to_string(p.outstanding) +
+                                         " of " + std::to_string(p.state.size()) + " blocks outstanding)");
+    out.emplace_back(std::move(p.done), std::move(r));
+    p.done = nullptr;
+  }
   return out;
 }
 

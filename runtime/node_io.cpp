@@ -26,11 +26,12 @@ node_io::node_io(const node_io_options& options, storage::block_store& store)
     : options_(options),
       store_(store),
       slot_stride_(store.read_buffer_bytes()),
-      buffer_memory_(uint64_t(checked_slots(options, store)) * store.read_buffer_bytes()),
+      buffer_memory_(std::make_unique<transport::host_buffer>(uint64_t(checked_slots(options, store)) *
+                                                               store.read_buffer_bytes())),
       slots_(options.node, checked_slots(options, store), options.timeout),
       gate_(store, options.snic_gb_per_s) {
   fabric_.engines = options_.engines;
-  fabric_.buffer = buffer_memory_.data();
+  fabric_.buffer = buffer_memory_->data();
   fabric_.buffer_bytes = uint64_t(slots_.total()) * slot_stride_;
   fabric_.hbm_bytes = options_.hbm_bytes;
   hbm_memory_.reserve(options_.engines.size());
@@ -54,6 +55,12 @@ node_io::~node_io() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // A storage read still running (a stalled disk) would write into the buffer after it is freed: wait for
+  // it as long as any request of this node may wait, and if it still has not landed, leave the buffer be.
+  if (!gate_.quiesce(options_.timeout)) {
+    spdlog::warn("node {}: storage reads still running at shutdown; their buffer is left allocated", options_.node);
+    (void)buffer_memory_.release();
+  }
 }
 
 std::vector<endpoint_entry> node_io::entries() const {
@@ -118,7 +125,7 @@ void node_io::start_load(std::vector<block_key> keys, load_result partial, std::
   if (options_.bypass) return load_direct(std::move(keys), std::move(partial), std::move(done));
   std::vector<std::byte*> buffers;
   for (uint32_t s : partial.slots) buffers.push_back(fabric_.buffer + uint64_t(s) * slot_stride_);
-  auto reads = loads_.add(keys, buffers, partial, done);
+  auto reads = loads_.add(keys, buffers, partial, done, load_tracker::clock::now() + options_.timeout);
   if (!reads.ok()) {
     partial.status = reads.error();
     return done(std::move(partial));
@@ -200,7 +207,15 @@ void node_io::run() {
     if (!loads_.empty()) {
       for (auto& c : gate_.poll(std::chrono::milliseconds(0))) {
         worked = true;
-        if (auto finished = loads_.complete(c)) finished->first(std::move(finished->second));
+        if (auto finished = loads_.complete(c)) {
+          // An expired load was answered already: its slots come back only now, once nothing writes them.
+          if (finished->first) finished->first(std::move(finished->second));
+          else slots_.release(finished->second.slots);
+        }
+      }
+      for (auto& [done, r] : loads_.expire()) {
+        worked = true;
+        done(std::move(r));
       }
     }
     worked |= mover_->progress();

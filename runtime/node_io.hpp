@@ -102,7 +102,7 @@ class node_io {
   storage::block_store& store_;
   uint64_t slot_stride_ = 0;
   // Registered memory comes from huge-page host buffers: shm copies through the kernel pin far fewer pages.
-  transport::host_buffer buffer_memory_;
+  std::unique_ptr<transport::host_buffer> buffer_memory_;
   std::vector<transport::host_buffer> hbm_memory_;
   std::vector<std::unique_ptr<gpu::hbm_arena>> hbm_;
   node_fabric fabric_;

@@ -160,21 +160,26 @@ snic_gate::snic_gate(block_store& store, double cap_gb_per_s, uint32_t depth)
 }
 
 snic_gate::~snic_gate() {
+  if (!quiesce(std::chrono::seconds(10)))
+    spdlog::warn("snic gate: {} reads still in flight at shutdown", impl_->in_store);
+}
+
+bool snic_gate::quiesce(std::chrono::milliseconds wait) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->stop = true;
   }
   impl_->work_cv.notify_all();
-  impl_->worker.join();
+  if (impl_->worker.joinable()) impl_->worker.join();
   // Reads already at the store still write into caller buffers: wait for them, bounded.
   std::unique_lock<std::mutex> lock(impl_->mu);
-  const auto deadline = clock_type::now() + std::chrono::seconds(10);
+  const auto deadline = clock_type::now() + wait;
   while (impl_->in_store > 0 && clock_type::now() < deadline) {
     lock.unlock();
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     lock.lock();
   }
-  if (impl_->in_store > 0) spdlog::warn("snic gate: {} reads still in flight at shutdown", impl_->in_store);
+  return impl_->in_store == 0;
 }
 
 void snic_gate::submit(std::vector<read_request> batch) {

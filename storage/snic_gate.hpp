@@ -32,7 +32,11 @@ class snic_gate {
   // `cap_gb_per_s` (1 GB = 1e9 bytes) limits delivered bytes per second; 0 = as fast as the store.
   // `depth`: reads this gate keeps in flight at the store (its share of the store's queue).
   snic_gate(block_store& store, double cap_gb_per_s, uint32_t depth = 32);
-  ~snic_gate();  // waits (bounded) for in-flight reads; undelivered completions are dropped
+  ~snic_gate();  // quiesce(10 s); undelivered completions are dropped
+
+  // Stops dispatching and waits up to `wait` for the reads already at the store; true when none is left,
+  // so the buffers they were reading into may be freed. Idempotent.
+  bool quiesce(std::chrono::milliseconds wait);
   snic_gate(const snic_gate&) = delete;
   snic_gate& operator=(const snic_gate&) = delete;
 
