@@ -47,15 +47,20 @@ void prefill_state::try_pass() {
     pass_s += fit.seconds(prefill_flops(m, e.cached, e.bsz));
   }
   p->layer_expected_s = pass_s / std::max<uint32_t>(1, g.layers);
+  p->id = ++passes;
+  const uint64_t id = p->id;
   pass = std::move(p);
   pass->began_ns = now_ns();
   self->request(setup.worker, compute_timeout(pass->layer_expected_s), atom::start_v, pass->job)
       .then(
-          [this](uint32_t) {
+          [this, id](uint32_t) {
+            if (!current(id)) return;
             pass->started = true;
             step();
           },
-          [this](caf::error& err) { abort_pass("prefill pass refused: " + describe(err)); });
+          [this, id](caf::error& err) {
+            if (current(id)) abort_pass("prefill pass refused: " + describe(err));
+          });
   for (uint32_t i = 0; i < pass->staging.depth; ++i) fetch_layer();
 }
 
@@ -118,14 +123,14 @@ void prefill_state::fetch_layer() {
   for (auto& [n, ops] : by_node) {
     self->request(view().traffic_queues[n], timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
         .then(
-            [this, layer, remaining](uint64_t) {
-              if (!pass || --*remaining > 0) return;
+            [this, id = p.id, layer, remaining](uint64_t) {
+              if (!current(id) || --*remaining > 0) return;
               pass->fetched[layer] = true;
               verify_staged(layer);
               step();
             },
-            [this](caf::error& err) {
-              if (pass) abort_pass("hit KV transfer failed: " + describe(err));
+            [this, id = p.id](caf::error& err) {
+              if (current(id)) abort_pass("hit KV transfer failed: " + describe(err));
             });
   }
 }
@@ -175,16 +180,16 @@ void prefill_state::step() {
   p.layer_sent_ns = now_ns();
   self->request(setup.worker, compute_timeout(p.layer_expected_s), atom::layer_v, p.job, in)
       .then(
-          [this, layer](uint32_t) {
-            if (!pass) return;
+          [this, id = p.id, layer](uint32_t) {
+            if (!current(id)) return;
             pass->compute_ns += now_ns() - pass->layer_sent_ns;
             pass->computing = false;
             pass->computed = layer + 1;
             forward_layer(layer);
             step();
           },
-          [this, layer](caf::error& err) {
-            if (pass) abort_pass("layer " + std::to_string(layer) + " failed: " + describe(err));
+          [this, id = p.id, layer](caf::error& err) {
+            if (current(id)) abort_pass("layer " + std::to_string(layer) + " failed: " + describe(err));
           });
 }
 
@@ -201,15 +206,15 @@ void prefill_state::forward_layer(uint32_t layer) {
   for (auto& [de, ops] : by_de) {
     self->request(view().traffic_queues[node()], timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
         .then(
-            [this, layer, remaining](uint64_t) {
-              if (!pass || --*remaining > 0) return;
+            [this, id = p.id, layer, remaining](uint64_t) {
+              if (!current(id) || --*remaining > 0) return;
               pass->forwards_pending--;
               pass->slot_busy[layer % pass->staging.depth] = false;
               fetch_layer();
               step();
             },
-            [this](caf::error& err) {
-              if (pass) abort_pass("KV forwarding to the DE failed: " + describe(err));
+            [this, id = p.id](caf::error& err) {
+              if (current(id)) abort_pass("KV forwarding to the DE failed: " + describe(err));
             });
   }
 }
@@ -218,7 +223,8 @@ void prefill_state::finish_pass() {
   pass->finishing = true;
   self->request(setup.worker, compute_timeout(pass->layer_expected_s), atom::finish_v, pass->job)
       .then(
-          [this](uint32_t) {
+          [this, id = pass->id](uint32_t) {
+            if (!current(id)) return;
             auto p = std::move(pass);
             hbm->free(p->staging_alloc);
             const int64_t t = now_ns();
@@ -230,7 +236,9 @@ void prefill_state::finish_pass() {
             report();
             try_pass();
           },
-          [this](caf::error& err) { abort_pass("prefill pass could not finish: " + describe(err)); });
+          [this, id = pass->id](caf::error& err) {
+            if (current(id)) abort_pass("prefill pass could not finish: " + describe(err));
+          });
 }
 
 // Every request whose prompt this pass completed goes to its decode engine with its first token.

@@ -37,6 +37,7 @@ struct pass_entry {
 };
 
 struct pass_state {
+  uint64_t id = 0;              // answers carry it: those of an aborted pass must not reach the next one
   std::vector<pass_entry> entries;
   prefill_job_ptr job;
   runtime::staging_layout staging;
@@ -62,6 +63,7 @@ struct prefill_state : engine_base {
   std::map<uint64_t, pe_request> requests;
   std::deque<schedule::prefill_work> ready;
   std::unique_ptr<pass_state> pass;
+  uint64_t passes = 0;  // passes begun (the id of the latest)
 
   void init(prefill_engine_actor::pointer s, engine_setup st);
   void report();
@@ -88,6 +90,8 @@ struct prefill_state : engine_base {
   void finish_pass();
   void hand_off(pass_state& p, int64_t first_token_ns);
   void abort_pass(const std::string& why);
+  // The pass in flight if it is still pass `id`, else null (an answer for an aborted pass).
+  pass_state* current(uint64_t id) const { return pass && pass->id == id ? pass.get() : nullptr; }
 };
 
 }  // namespace dualpath::actors
