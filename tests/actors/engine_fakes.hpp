@@ -23,6 +23,18 @@
 #include "runtime/kv_plan.hpp"
 #include "storage/block_store.hpp"
 
+// Vectors in failure messages as [a, b, c] instead of {?}.
+namespace doctest {
+template <class T>
+struct StringMaker<std::vector<T>> {
+  static String convert(const std::vector<T>& v) {
+    std::string out = "[";
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+    return String((out + "]").c_str());
+  }
+};
+}  // namespace doctest
+
 namespace engine_test {
 
 using namespace dualpath;
@@ -403,6 +415,18 @@ struct engine_fixture {
       s->calls[i].done = true;
       s->calls[i].promise.deliver(s->calls[i].value);
     });
+  }
+
+  // Answers every held copy on `node`, oldest first, including those posted meanwhile (bounded).
+  void drain(uint32_t node) {
+    for (int round = 0; round < 1000; ++round) {
+      const auto& c = tq_s[node]->copies;
+      size_t i = 0;
+      while (i < c.size() && c[i].done) ++i;
+      if (i == c.size()) return;
+      answer_copy(node, i);
+    }
+    FAIL("copies on node " << node << " never stop");
   }
 
   // ---- reading the copies back ----
