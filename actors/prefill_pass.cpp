@@ -17,7 +17,18 @@ void prefill_state::try_pass() {
   auto saved = ready;
   auto batch = batcher->next_batch(ready);
   auto p = std::make_unique<pass_state>();
-  if (!allocate_pass(*p, batch)) {
+  bool fits = allocate_pass(*p, batch);
+  if (!fits && batch.size() > 1) {
+    // Together they do not fit, but the head alone may: it runs now, the others wait for the HBM.
+    ready = saved;
+    std::deque<schedule::prefill_work> head{ready.front()};
+    batch = batcher->next_batch(head);
+    if (head.empty()) ready.pop_front();
+    else ready.front() = head.front();
+    p = std::make_unique<pass_state>();
+    fits = allocate_pass(*p, batch);
+  }
+  if (!fits) {
     ready = std::move(saved);
     if (hbm->allocations() == 0) {  // nothing else holds HBM: it will never fit
       auto& r = requests.at(ready.front().request);
