@@ -29,7 +29,7 @@ template <class T>
 struct StringMaker<std::vector<T>> {
   static String convert(const std::vector<T>& v) {
     std::string out = "[";
-    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::string(toString(v[i]).c_str());
     return String((out + "]").c_str());
   }
 };
