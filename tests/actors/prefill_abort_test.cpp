@@ -1,7 +1,7 @@
-// The real prefill engine when a copy or a layer fails (engine_fakes.hpp): the turn fails with its cause,
+// The real prefill engine when a copy or a layer fails (engine_fixture.hpp): the turn fails with its cause,
 // every buffer slot and byte of HBM goes back, late answers to the aborted pass change nothing, and the
 // engine goes on with the next request.
-#include "engine_fakes.hpp"
+#include "engine_fixture.hpp"
 
 using namespace engine_test;
 using kind = engine_fixture::copy_kind;
@@ -9,8 +9,6 @@ using kind = engine_fixture::copy_kind;
 namespace {
 
 constexpr uint64_t big_hbm = 1 << 20;
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 }  // namespace
 

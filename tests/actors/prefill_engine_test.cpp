@@ -1,6 +1,6 @@
 // The real prefill engine under CAF's test coordinator, against a fake traffic queue, compute worker,
-// leader, client and decode engine (engine_fakes.hpp): layer-wise pipelining and the hand-off.
-#include "engine_fakes.hpp"
+// leader, client and decode engine (engine_fixture.hpp): layer-wise pipelining and the hand-off.
+#include "engine_fixture.hpp"
 
 using namespace engine_test;
 using kind = engine_fixture::copy_kind;

@@ -1,13 +1,10 @@
-// The real prefill engine with too little HBM (engine_fakes.hpp): requests wait for the space a running pass
+// The real prefill engine with too little HBM (engine_fixture.hpp): requests wait for the space a running pass
 // holds, none fails for want of it, and only a request that can never fit is refused, naming the HBM size.
-#include "engine_fakes.hpp"
+#include "engine_fixture.hpp"
 
 using namespace engine_test;
-using kind = engine_fixture::copy_kind;
 
 namespace {
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // A 40-token request with 2 hit blocks needs 8 KiB of new KV (8 tokens × 4 layers × 256 B) and 16 KiB of
 // staging (2 Layer Blocks × 2 layers in flight): 24 KiB. Two of them in one pass need 48 KiB.
