@@ -121,7 +121,8 @@ void prefill_state::fetch_layer() {
   auto& p = *pass;
   if (p.fetched_next >= geo().layers) return;
   const uint32_t layer = p.fetched_next;
-  if (p.slot_busy[layer % p.staging.depth]) return;
+  // Its staging slot is free once layer - depth is computed and its forward landed.
+  if (layer >= p.computed + p.staging.depth || p.slot_busy[layer % p.staging.depth]) return;
   p.fetched_next++;
   std::vector<const runtime::kv_sources*> sources;
   for (auto& e : p.entries) sources.push_back(&e.req->src);
@@ -221,7 +222,8 @@ void prefill_state::forward_layer(uint32_t layer) {
               if (!current(id) || --*remaining > 0) return;
               pass->forwards_pending--;
               pass->slot_busy[layer % pass->staging.depth] = false;
-              fetch_layer();
+              // Refill every free staging slot: an earlier forward may have landed out of order.
+              for (uint32_t i = 0; i < pass->staging.depth; ++i) fetch_layer();
               step();
             },
             [this, id = p.id](caf::error& err) {

@@ -109,3 +109,25 @@ TEST_CASE_FIXTURE(engine_fixture, "prefill of a request without hits computes ev
   CHECK(rec->handoffs[0].valid_hit_blocks == 0);
   CHECK(last_report(pe_id).free_hbm == big_hbm);
 }
+
+TEST_CASE_FIXTURE(engine_fixture, "forwards finishing out of order refill both staging slots, in layer order") {
+  start(big_hbm, big_hbm, false);
+  tq_s[0]->copy = answer::hold;
+  assign(1, 40, 2);
+  answer_copy(0, find_copy(0, kind::fetch, 0));
+  answer_copy(0, find_copy(0, kind::fetch, 1));
+  REQUIRE(layers_posted(0, kind::forward) == std::vector<uint32_t>{0, 1});
+
+  // Layer 1's forward lands first: its slot is free, but layer 2 goes into slot 0, still busy.
+  answer_copy(0, find_copy(0, kind::forward, 1));
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1});
+  // Layer 0's forward lands: both slots are free, so layers 2 and 3 are both fetched now.
+  answer_copy(0, find_copy(0, kind::forward, 0));
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2, 3});
+  CHECK(in_flight(0, kind::fetch) == 2);
+
+  drain(0);
+  CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 2, 3});
+  REQUIRE(rec->handoffs.size() == 1);
+  CHECK(rec->handoffs[0].de_slots == std::vector<uint32_t>{10, 11, 12});
+}
