@@ -43,6 +43,7 @@ struct copy_call {
   copy_batch batch;
   caf::typed_response_promise<uint64_t> promise;
   bool done = false;  // answered (at once, or later on command)
+  uint64_t posted = 0, answered = 0;  // when, on the queue's event clock
 };
 
 struct tq_script {
@@ -53,6 +54,7 @@ struct tq_script {
   std::vector<uint32_t> reserves;
   std::vector<uint32_t> released;  // every slot given back, in order
   std::vector<copy_call> copies;
+  uint64_t clock = 0;  // counts copies posted and answered
 
   std::vector<uint32_t> take(size_t n) {
     std::vector<uint32_t> s;
@@ -91,6 +93,8 @@ inline traffic_queue_actor::behavior_type fake_traffic_queue(traffic_queue_actor
         copy_call c;
         c.batch = decode(e);
         c.done = s->copy != answer::hold;
+        c.posted = ++s->clock;
+        if (c.done) c.answered = ++s->clock;
         if (s->copy == answer::fail) {
           s->copies.push_back(c);
           return make_failure(errc::transfer, s->why);

@@ -171,6 +171,7 @@ struct engine_fixture {
     REQUIRE_FALSE(s->copies[i].done);
     inside(tq[node], [s, i] {
       s->copies[i].done = true;
+      s->copies[i].answered = ++s->clock;
       s->copies[i].promise.deliver(batch_bytes(s->copies[i].batch));
     });
   }
@@ -180,6 +181,7 @@ struct engine_fixture {
     REQUIRE_FALSE(s->copies[i].done);
     inside(tq[node], [s, i, why] {
       s->copies[i].done = true;
+      s->copies[i].answered = ++s->clock;
       s->copies[i].promise.deliver(make_failure(errc::transfer, why));
     });
   }
@@ -241,6 +243,21 @@ struct engine_fixture {
     size_t n = 0;
     for (auto& c : tq_s[node]->copies) n += kind_of(c.batch) == kind && !c.done;
     return n;
+  }
+
+  // One pass on `node` with `depth` staging slots: the fetch of layer L reuses the slot of layer L - depth,
+  // so it may only be posted after that layer's forward was answered.
+  void check_staging_reuse(uint32_t node, uint32_t depth) const {
+    const auto& c = tq_s[node]->copies;
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (kind_of(c[i].batch) != copy_kind::fetch || layer_of(c[i].batch) < depth) continue;
+      const uint32_t layer = layer_of(c[i].batch);
+      bool freed = false;
+      for (auto& f : c)
+        if (kind_of(f.batch) == copy_kind::forward && layer_of(f.batch) == layer - depth)
+          freed = f.done && f.answered < c[i].posted;
+      CHECK_MESSAGE(freed, "layer " << layer << " fetched before the forward of layer " << layer - depth << " landed");
+    }
   }
 
   // The last report of engine `e` to its leader.

@@ -94,6 +94,7 @@ TEST_CASE_FIXTURE(engine_fixture, "prefill pipelines hit-KV fetches two layers d
   CHECK(r.seq == 0);
   CHECK(r.free_hbm == big_hbm);
   CHECK(tq_s[0]->copies.size() == 8);  // 4 fetches, 4 forwards: nothing else
+  check_staging_reuse(0, 2);
 }
 
 TEST_CASE_FIXTURE(engine_fixture, "prefill of a request without hits computes every layer and forwards only new KV") {
@@ -130,4 +131,30 @@ TEST_CASE_FIXTURE(engine_fixture, "forwards finishing out of order refill both s
   CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 2, 3});
   REQUIRE(rec->handoffs.size() == 1);
   CHECK(rec->handoffs[0].de_slots == std::vector<uint32_t>{10, 11, 12});
+  check_staging_reuse(0, 2);
+}
+
+TEST_CASE_FIXTURE(engine_fixture, "a staged layer still computing keeps its slot: the fetch two layers on waits") {
+  start(big_hbm, big_hbm, false);
+  tq_s[0]->copy = answer::hold;
+  pe_cs->layer = answer::hold;
+  assign(1, 40, 2);
+  answer_copy(0, find_copy(0, kind::fetch, 0));
+  answer_copy(0, find_copy(0, kind::fetch, 1));
+  REQUIRE(pe_cs->layers() == std::vector<uint32_t>{0});
+  answer_compute(pe_worker, pe_cs, 1);  // layer 0 done: its forward goes out, layer 1 computes from slot 1
+  REQUIRE(pe_cs->layers() == std::vector<uint32_t>{0, 1});
+  answer_copy(0, find_copy(0, kind::forward, 0));
+  // Slot 0 is free again and takes layer 2; slot 1 still holds layer 1, so layer 3 must wait.
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2});
+
+  for (int i = 0; i < 20 && rec->handoffs.empty(); ++i) {
+    for (size_t k = 0; k < pe_cs->calls.size(); ++k)
+      if (!pe_cs->calls[k].done) answer_compute(pe_worker, pe_cs, k);
+    for (size_t k = 0; k < tq_s[0]->copies.size(); ++k)
+      if (!tq_s[0]->copies[k].done) answer_copy(0, k);
+  }
+  CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 2, 3});
+  REQUIRE(rec->handoffs.size() == 1);
+  check_staging_reuse(0, 2);
 }
