@@ -17,7 +17,18 @@ void prefill_state::try_pass() {
   auto saved = ready;
   auto batch = batcher->next_batch(ready);
   auto p = std::make_unique<pass_state>();
-  if (!allocate_pass(*p, batch)) {
+  bool fits = allocate_pass(*p, batch);
+  if (!fits && batch.size() > 1) {
+    // Together they do not fit, but the head alone may: it runs now, the others wait for the HBM.
+    ready = saved;
+    std::deque<schedule::prefill_work> head{ready.front()};
+    batch = batcher->next_batch(head);
+    if (head.empty()) ready.pop_front();
+    else ready.front() = head.front();
+    p = std::make_unique<pass_state>();
+    fits = allocate_pass(*p, batch);
+  }
+  if (!fits) {
     ready = std::move(saved);
     if (hbm->allocations() == 0) {  // nothing else holds HBM: it will never fit
       auto& r = requests.at(ready.front().request);
@@ -109,7 +120,8 @@ void prefill_state::fetch_layer() {
   auto& p = *pass;
   if (p.fetched_next >= geo().layers) return;
   const uint32_t layer = p.fetched_next;
-  if (p.slot_busy[layer % p.staging.depth]) return;
+  // Its staging slot is free once layer - depth is computed and its forward landed.
+  if (layer >= p.computed + p.staging.depth || p.slot_busy[layer % p.staging.depth]) return;
   p.fetched_next++;
   std::vector<const runtime::kv_sources*> sources;
   for (auto& e : p.entries) sources.push_back(&e.req->src);
@@ -212,7 +224,8 @@ void prefill_state::forward_layer(uint32_t layer) {
               if (!returned() || --*remaining > 0) return;
               pass->forwards_pending--;
               pass->slot_busy[layer % pass->staging.depth] = false;
-              fetch_layer();
+              // Refill every free staging slot: an earlier forward may have landed out of order.
+              for (uint32_t i = 0; i < pass->staging.depth; ++i) fetch_layer();
               step();
             },
             [this](caf::error& err) {

@@ -1,0 +1,155 @@
+// The real prefill engine when a copy or a layer fails (engine_fixture.hpp): the turn fails with its cause at
+// once; every buffer slot and byte of HBM goes back once the aborted pass's last copy or kernel has answered
+// (until then they may still write into it); and the engine goes on with the next request.
+#include "engine_fixture.hpp"
+
+using namespace engine_test;
+using kind = engine_fixture::copy_kind;
+
+namespace {
+
+constexpr uint64_t big_hbm = 1 << 20;
+
+}  // namespace
+
+TEST_CASE_FIXTURE(engine_fixture, "a failed hit-KV copy fails the turn, frees its slots and HBM, and the next request runs") {
+  start(big_hbm, big_hbm, false);
+  tq_s[0]->copy = answer::hold;
+  pe_cs->start = answer::hold;
+  assign(1, 40, 2);
+  REQUIRE(in_flight(0, kind::fetch) == 2);
+  CHECK(io[0]->hbm(pe_id).free_bytes() < big_hbm);  // staging and new KV are held
+
+  fail_copy(0, find_copy(0, kind::fetch, 0), "CNIC 0 link down");
+  REQUIRE(rec->results.size() == 1);
+  const auto& r = rec->results[0];
+  CHECK(r.request == 1);
+  CHECK(r.generated.empty());
+  CHECK(contains(r.error, "hit KV transfer failed"));
+  CHECK(contains(r.error, "CNIC 0 link down"));
+  CHECK(rec->handoffs.empty());
+  // Its other fetch and the compute start are still out: what they may write into stays held.
+  CHECK(tq_s[0]->released.empty());
+  CHECK(tq_s[1]->released.empty());
+  CHECK(io[0]->hbm(pe_id).free_bytes() < big_hbm);
+
+  // The aborted pass's compute start and its other fetch answer late: no layer runs, and now all goes back.
+  answer_compute(pe_worker, pe_cs, 0);
+  answer_copy(0, find_copy(0, kind::fetch, 1));
+  CHECK(pe_cs->layers().empty());
+  CHECK(rec->results.size() == 1);
+  CHECK(tq_s[0]->released == std::vector<uint32_t>{3, 4});        // its PE buffer slots
+  CHECK(tq_s[1]->released == std::vector<uint32_t>{10, 11, 12});  // and its DE buffer slots
+  CHECK(last_report(pe_id).seq == 0);
+  CHECK(last_report(pe_id).free_hbm == big_hbm);
+
+  tq_s[0]->copy = answer::now;
+  pe_cs->start = answer::now;
+  assign(2, 40, 2);
+  REQUIRE(rec->handoffs.size() == 1);
+  CHECK(rec->handoffs[0].payload.request == 2);
+  CHECK(rec->handoffs[0].de_slots == std::vector<uint32_t>{13, 14, 15});
+  CHECK(rec->results.size() == 1);
+  CHECK(last_report(pe_id).free_hbm == big_hbm);
+}
+
+TEST_CASE_FIXTURE(engine_fixture, "a failed layer fails the turn with the kernel's message and frees everything") {
+  start(big_hbm, big_hbm, false);
+  pe_cs->layer = answer::fail;
+  assign(1, 40, 2);
+  REQUIRE(rec->results.size() == 1);
+  CHECK(rec->results[0].request == 1);
+  CHECK(contains(rec->results[0].error, "layer 0 failed"));
+  CHECK(contains(rec->results[0].error, "injected kernel fault"));
+  CHECK(pe_cs->layers() == std::vector<uint32_t>{0});
+  CHECK(pe_cs->count(work::finish) == 0);
+  CHECK(layers_posted(0, kind::forward).empty());
+  CHECK(rec->handoffs.empty());
+  CHECK(tq_s[0]->released == std::vector<uint32_t>{3, 4});
+  CHECK(tq_s[1]->released == std::vector<uint32_t>{10, 11, 12});
+  CHECK(last_report(pe_id).free_hbm == big_hbm);
+
+  pe_cs->layer = answer::now;
+  assign(2, 40, 2);
+  REQUIRE(rec->handoffs.size() == 1);
+  CHECK(rec->handoffs[0].payload.request == 2);
+  CHECK(rec->results.size() == 1);
+}
+
+TEST_CASE_FIXTURE(engine_fixture, "the next pass starts only once the aborted pass's late forward has landed") {
+  start(big_hbm, big_hbm, false);
+  tq_s[0]->copy = answer::hold;
+  assign(1, 40, 2);
+  answer_copy(0, find_copy(0, kind::fetch, 0));
+  answer_copy(0, find_copy(0, kind::fetch, 1));
+  REQUIRE(pe_cs->layers() == std::vector<uint32_t>{0, 1});
+  REQUIRE(in_flight(0, kind::forward) == 2);
+  fail_copy(0, find_copy(0, kind::forward, 0), "DE buffer unreachable");
+  REQUIRE(rec->results.size() == 1);
+  CHECK(contains(rec->results[0].error, "KV forwarding to the DE failed"));
+  CHECK(contains(rec->results[0].error, "DE buffer unreachable"));
+
+  // Request 2 waits while request 1's forward of layer 1 is still out: it reads from HBM the new pass would get.
+  assign(2, 40, 2);
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1});
+  answer_copy(0, find_copy(0, kind::forward, 1));  // the old pass's copy lands now: request 2's pass starts
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 0, 1});
+  CHECK(in_flight(0, kind::fetch) == 2);
+
+  answer_copy(0, find_copy(0, kind::fetch, 0, 1));
+  CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 0});
+  // The rest, one copy at a time: the pass finishes only once all of its own forwards landed.
+  for (int i = 0; i < 20 && in_flight(0, kind::fetch) + in_flight(0, kind::forward) > 0; ++i) {
+    size_t next = 0;
+    while (tq_s[0]->copies[next].done) ++next;
+    answer_copy(0, next);
+    if (pe_cs->count(work::finish) > 0) CHECK(in_flight(0, kind::forward) == 0);
+  }
+  CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 0, 1, 2, 3});
+  REQUIRE(rec->handoffs.size() == 1);
+  CHECK(rec->handoffs[0].payload.request == 2);
+  CHECK(rec->results.size() == 1);  // only request 1's failure
+  CHECK(last_report(pe_id).free_hbm == big_hbm);
+}
+
+TEST_CASE_FIXTURE(engine_fixture, "a late fetch answer of an aborted pass does not count as the next pass's fetch") {
+  start(big_hbm, big_hbm, false);
+  tq_s[0]->copy = answer::hold;
+  assign(1, 40, 2);
+  fail_copy(0, find_copy(0, kind::fetch, 0), "read slot poisoned");
+  REQUIRE(rec->results.size() == 1);
+
+  assign(2, 40, 2);
+  answer_copy(0, find_copy(0, kind::fetch, 1, 0));  // request 1's fetch of layer 1, late
+  answer_copy(0, find_copy(0, kind::fetch, 0, 1));  // request 2's layer 0
+  // Layer 1 of request 2 has not arrived: it must not be computed over an empty staging slot.
+  CHECK(pe_cs->layers() == std::vector<uint32_t>{0});
+  drain(0);
+  CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 2, 3});
+  REQUIRE(rec->handoffs.size() == 1);
+  CHECK(rec->handoffs[0].payload.request == 2);
+  CHECK(rec->results.size() == 1);
+}
+
+TEST_CASE_FIXTURE(engine_fixture, "a failed load or DE reservation fails the turn and returns what was granted") {
+  start(big_hbm, big_hbm, false);
+  tq_s[0]->load = answer::fail;
+  tq_s[0]->why = "SNIC offline";
+  assign(1, 40, 2);
+  REQUIRE(rec->results.size() == 1);
+  CHECK(contains(rec->results[0].error, "KV read on node 0 failed"));
+  CHECK(contains(rec->results[0].error, "SNIC offline"));
+  CHECK(tq_s[1]->released == std::vector<uint32_t>{10, 11, 12});  // the DE slots that were granted
+  CHECK(pe_cs->calls.empty());
+  CHECK(last_report(pe_id).seq == 0);
+
+  tq_s[0]->load = answer::now;
+  tq_s[1]->reserve = answer::fail;
+  tq_s[1]->why = "DE buffer smaller than the prompt";
+  assign(2, 40, 2);
+  REQUIRE(rec->results.size() == 2);
+  CHECK(contains(rec->results[1].error, "DE buffer reservation failed"));
+  CHECK(tq_s[0]->released == std::vector<uint32_t>{3, 4});  // the hits that were read
+  CHECK(pe_cs->calls.empty());
+  CHECK(last_report(pe_id).free_hbm == big_hbm);
+}

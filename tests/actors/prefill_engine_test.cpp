@@ -1,0 +1,160 @@
+// The real prefill engine under CAF's test coordinator, against a fake traffic queue, compute worker,
+// leader, client and decode engine (engine_fixture.hpp): layer-wise pipelining and the hand-off.
+#include "engine_fixture.hpp"
+
+using namespace engine_test;
+using kind = engine_fixture::copy_kind;
+
+namespace {
+
+constexpr uint64_t big_hbm = 1 << 20;
+
+}  // namespace
+
+TEST_CASE_FIXTURE(engine_fixture, "prefill pipelines hit-KV fetches two layers deep, computes in order, then hands off") {
+  start(big_hbm, big_hbm, /*real_decode*/ false);
+  tq_s[0]->copy = answer::hold;  // PE read path: fetches and forwards all go through the PE node's queue
+  // 40 tokens = 3 blocks, 2 of them hits: 8 tokens to compute.
+  assign(1, 40, 2);
+
+  CHECK(rec->turn_asks == std::vector<uint64_t>{1});
+  // Every prompt block gets a DE buffer slot (none is read there); the hits are read into the PE buffer.
+  CHECK(tq_s[1]->reserves == std::vector<uint32_t>{3});
+  REQUIRE(tq_s[0]->loads.size() == 1);
+  auto keys = block_keys(prompt_tokens(1, 40), geo.block_tokens);
+  keys.resize(2);
+  CHECK(tq_s[0]->loads[0] == keys);
+  CHECK(tq_s[1]->loads.empty());
+
+  // The pass started and exactly prefetch_layers = 2 fetches are out; nothing computes before a fetch lands.
+  REQUIRE(pe_cs->calls.size() == 1);
+  CHECK(pe_cs->calls[0].kind == work::start);
+  CHECK(pe_cs->calls[0].ids == std::vector<uint64_t>{1});
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1});
+  for (auto& c : tq_s[0]->copies) {  // both hit blocks of the layer, from the PE slots 3 and 4
+    REQUIRE(c.batch.ops.size() == 2);
+    CHECK(slot_of(c.batch.ops[0].src_offset) == 3);
+    CHECK(slot_of(c.batch.ops[1].src_offset) == 4);
+    CHECK(c.batch.ops[0].dst_engine == pe_id);
+  }
+
+  // Layer 1 lands first: layer 0 still has to come first.
+  answer_copy(0, find_copy(0, kind::fetch, 1));
+  CHECK(pe_cs->layers().empty());
+  answer_copy(0, find_copy(0, kind::fetch, 0));
+  CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1});
+  // Each computed layer is forwarded; the staging slots stay busy until then, so no third fetch yet.
+  CHECK(layers_posted(0, kind::forward) == std::vector<uint32_t>{0, 1});
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1});
+  {
+    // First pass of a PE-path request: the two hit blocks and the new tokens [32, 40) into DE slots 10..12.
+    const auto& f0 = tq_s[0]->copies[find_copy(0, kind::forward, 0)].batch;
+    REQUIRE(f0.ops.size() == 3);
+    CHECK(slot_of(f0.ops[0].dst_offset) == 10);
+    CHECK(slot_of(f0.ops[1].dst_offset) == 11);
+    CHECK(slot_of(f0.ops[2].dst_offset) == 12);
+    CHECK(f0.ops[2].length == 8 * geo.bytes_per_token_layer);
+    for (auto& op : f0.ops) CHECK(op.dst_engine == de_id);
+  }
+
+  // Layer 0's forward frees staging slot 0: only now is layer 2 fetched into it.
+  answer_copy(0, find_copy(0, kind::forward, 0));
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2});
+  CHECK(in_flight(0, kind::fetch) == 1);
+  CHECK(pe_cs->layers().size() == 2);  // layer 2 is not here yet
+  answer_copy(0, find_copy(0, kind::forward, 1));
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2, 3});
+  CHECK(in_flight(0, kind::fetch) == 2);
+
+  answer_copy(0, find_copy(0, kind::fetch, 2));
+  answer_copy(0, find_copy(0, kind::fetch, 3));
+  CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 2, 3});
+  // The new KV of the last layers is still on its way: no finish, no hand-off.
+  CHECK(pe_cs->count(work::finish) == 0);
+  CHECK(rec->handoffs.empty());
+  answer_copy(0, find_copy(0, kind::forward, 2));
+  CHECK(pe_cs->count(work::finish) == 0);
+  answer_copy(0, find_copy(0, kind::forward, 3));
+
+  REQUIRE(pe_cs->calls.size() == 6);
+  CHECK(pe_cs->calls.back().kind == work::finish);
+  REQUIRE(rec->handoffs.size() == 1);
+  const auto& h = rec->handoffs[0];
+  CHECK(h.payload.request == 1);
+  CHECK(h.payload.tokens == prompt_tokens(1, 40));
+  CHECK(h.first_token == compute_script::first_token(1));
+  CHECK(h.de_slots == std::vector<uint32_t>{10, 11, 12});
+  CHECK(h.valid_hit_blocks == 2);
+  CHECK(h.path == schedule::read_path::pe);
+  // The PE buffer slots go back; the DE slots now belong to the decode engine.
+  CHECK(tq_s[0]->released == std::vector<uint32_t>{3, 4});
+  CHECK(tq_s[1]->released.empty());
+  CHECK(rec->results.empty());
+  const auto r = last_report(pe_id);
+  CHECK(r.seq == 0);
+  CHECK(r.free_hbm == big_hbm);
+  CHECK(tq_s[0]->copies.size() == 8);  // 4 fetches, 4 forwards: nothing else
+  check_staging_reuse(0, 2);
+}
+
+TEST_CASE_FIXTURE(engine_fixture, "prefill of a request without hits computes every layer and forwards only new KV") {
+  start(big_hbm, big_hbm, false);
+  assign(2, 20, 0);  // 20 tokens, no hit: nothing to load or fetch
+  CHECK(tq_s[0]->loads.empty());
+  CHECK(tq_s[1]->reserves == std::vector<uint32_t>{2});
+  CHECK(layers_posted(0, kind::fetch).empty());
+  CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 2, 3});
+  CHECK(layers_posted(0, kind::forward) == std::vector<uint32_t>{0, 1, 2, 3});
+  REQUIRE(rec->handoffs.size() == 1);
+  CHECK(rec->handoffs[0].de_slots == std::vector<uint32_t>{10, 11});
+  CHECK(rec->handoffs[0].valid_hit_blocks == 0);
+  CHECK(last_report(pe_id).free_hbm == big_hbm);
+}
+
+TEST_CASE_FIXTURE(engine_fixture, "forwards finishing out of order refill both staging slots, in layer order") {
+  start(big_hbm, big_hbm, false);
+  tq_s[0]->copy = answer::hold;
+  assign(1, 40, 2);
+  answer_copy(0, find_copy(0, kind::fetch, 0));
+  answer_copy(0, find_copy(0, kind::fetch, 1));
+  REQUIRE(layers_posted(0, kind::forward) == std::vector<uint32_t>{0, 1});
+
+  // Layer 1's forward lands first: its slot is free, but layer 2 goes into slot 0, still busy.
+  answer_copy(0, find_copy(0, kind::forward, 1));
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1});
+  // Layer 0's forward lands: both slots are free, so layers 2 and 3 are both fetched now.
+  answer_copy(0, find_copy(0, kind::forward, 0));
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2, 3});
+  CHECK(in_flight(0, kind::fetch) == 2);
+
+  drain(0);
+  CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 2, 3});
+  REQUIRE(rec->handoffs.size() == 1);
+  CHECK(rec->handoffs[0].de_slots == std::vector<uint32_t>{10, 11, 12});
+  check_staging_reuse(0, 2);
+}
+
+TEST_CASE_FIXTURE(engine_fixture, "a staged layer still computing keeps its slot: the fetch two layers on waits") {
+  start(big_hbm, big_hbm, false);
+  tq_s[0]->copy = answer::hold;
+  pe_cs->layer = answer::hold;
+  assign(1, 40, 2);
+  answer_copy(0, find_copy(0, kind::fetch, 0));
+  answer_copy(0, find_copy(0, kind::fetch, 1));
+  REQUIRE(pe_cs->layers() == std::vector<uint32_t>{0});
+  answer_compute(pe_worker, pe_cs, 1);  // layer 0 done: its forward goes out, layer 1 computes from slot 1
+  REQUIRE(pe_cs->layers() == std::vector<uint32_t>{0, 1});
+  answer_copy(0, find_copy(0, kind::forward, 0));
+  // Slot 0 is free again and takes layer 2; slot 1 still holds layer 1, so layer 3 must wait.
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2});
+
+  for (int i = 0; i < 20 && rec->handoffs.empty(); ++i) {
+    for (size_t k = 0; k < pe_cs->calls.size(); ++k)
+      if (!pe_cs->calls[k].done) answer_compute(pe_worker, pe_cs, k);
+    for (size_t k = 0; k < tq_s[0]->copies.size(); ++k)
+      if (!tq_s[0]->copies[k].done) answer_copy(0, k);
+  }
+  CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 2, 3});
+  REQUIRE(rec->handoffs.size() == 1);
+  check_staging_reuse(0, 2);
+}
