@@ -181,21 +181,20 @@ trajectory parse_trajectory_line(const std::string& text, const std::string& whe
   return t;
 }
 
-trajectory_reader::trajectory_reader(const std::string& path) : path_(path), in_(path) {
-  if (!in_) throw user_error(fmt::format("{}: cannot open trajectory file: {}", path, std::strerror(errno)));
+jsonl_lines::jsonl_lines(const std::string& path, const char* what) : path_(path), in_(path) {
+  if (!in_) throw user_error(fmt::format("{}: cannot open {}: {}", path, what, std::strerror(errno)));
 }
 
-bool trajectory_reader::next(trajectory& out) {
-  std::string text;
+bool jsonl_lines::next(std::string& text) {
   while (std::getline(in_, text)) {
     ++line_;
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    out = parse_trajectory_line(text, fmt::format("{}:{}", path_, line_));
-    return true;
+    if (text.find_first_not_of(" \t\r") != std::string::npos) return true;
   }
   if (in_.bad()) throw user_error(fmt::format("{}:{}: read error", path_, line_ + 1));
   return false;
 }
+
+std::string jsonl_lines::where() const { return fmt::format("{}:{}", path_, line_); }
 
 std::vector<trajectory> read_trajectories(const std::string& path) {
   trajectory_reader reader(path);
@@ -249,39 +248,16 @@ mooncake_request parse_mooncake_line(const std::string& text, const std::string&
   return r;
 }
 
-mooncake_reader::mooncake_reader(const std::string& path) : path_(path), in_(path) {
-  if (!in_) throw user_error(fmt::format("{}: cannot open Mooncake trace: {}", path, std::strerror(errno)));
-}
-
-bool mooncake_reader::next(mooncake_request& out) {
-  std::string text;
-  while (std::getline(in_, text)) {
-    ++line_;
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    out = parse_mooncake_line(text, fmt::format("{}:{}", path_, line_));
-    return true;
-  }
-  if (in_.bad()) throw user_error(fmt::format("{}:{}: read error", path_, line_ + 1));
-  return false;
-}
-
 const char* to_string(trace_format f) { return f == trace_format::trajectory ? "trajectory" : "mooncake"; }
 
 trace_format detect_trace_format(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw user_error(fmt::format("{}: cannot open trace: {}", path, std::strerror(errno)));
+  jsonl_lines lines(path, "trace");
   std::string text;
-  size_t line = 0;
-  while (std::getline(in, text)) {
-    ++line;
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = fmt::format("{}:{}", path, line);
-    const json j = parse_object(text, where);
-    if (j.contains("rounds")) return trace_format::trajectory;
-    if (j.contains("hash_ids") || j.contains("input_length")) return trace_format::mooncake;
-    throw user_error(where + ": neither a trajectory (\"rounds\") nor a Mooncake request (\"hash_ids\")");
-  }
-  throw user_error(path + ": empty trace");
+  if (!lines.next(text)) throw user_error(path + ": empty trace");
+  const json j = parse_object(text, lines.where());
+  if (j.contains("rounds")) return trace_format::trajectory;
+  if (j.contains("hash_ids") || j.contains("input_length")) return trace_format::mooncake;
+  throw user_error(lines.where() + ": neither a trajectory (\"rounds\") nor a Mooncake request (\"hash_ids\")");
 }
 
 // ---- statistics ----

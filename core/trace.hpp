@@ -56,18 +56,41 @@ std::string to_json_line(const trajectory& t);
 // Parses one line; `where` ("file:line") prefixes any user_error, which also names the field.
 trajectory parse_trajectory_line(const std::string& text, const std::string& where);
 
-// Streams trajectories from a JSONL file, one line at a time; blank lines are skipped.
-// Malformed input throws user_error "FILE:LINE: field 'rounds[3].gen': why".
-class trajectory_reader {
+// The non-blank lines of a JSONL file, counted so that errors can name "FILE:LINE".
+class jsonl_lines {
  public:
-  explicit trajectory_reader(const std::string& path);  // user_error when it cannot be opened
-  bool next(trajectory& out);                            // false at end of file
+  jsonl_lines(const std::string& path, const char* what);  // user_error "PATH: cannot open WHAT: why"
+  bool next(std::string& text);                              // false at end of file
+  std::string where() const;                                 // "FILE:LINE" of the line last returned
   size_t line() const { return line_; }
 
  private:
   std::string path_;
   std::ifstream in_;
   size_t line_ = 0;
+};
+
+// Streams records from a JSONL file, one line at a time, parsed by `parse`; blank lines are skipped.
+template <class T, T (*parse)(const std::string& text, const std::string& where)>
+class jsonl_reader {
+ public:
+  jsonl_reader(const std::string& path, const char* what) : lines_(path, what) {}
+  bool next(T& out) {  // false at end of file
+    std::string text;
+    if (!lines_.next(text)) return false;
+    out = parse(text, lines_.where());
+    return true;
+  }
+  size_t line() const { return lines_.line(); }
+
+ private:
+  jsonl_lines lines_;
+};
+
+// Malformed input throws user_error "FILE:LINE: field 'rounds[3].gen': why".
+class trajectory_reader : public jsonl_reader<trajectory, parse_trajectory_line> {
+ public:
+  explicit trajectory_reader(const std::string& path) : jsonl_reader(path, "trajectory file") {}
 };
 
 std::vector<trajectory> read_trajectories(const std::string& path);
@@ -98,16 +121,9 @@ struct mooncake_request {
 
 mooncake_request parse_mooncake_line(const std::string& text, const std::string& where);
 
-class mooncake_reader {
+class mooncake_reader : public jsonl_reader<mooncake_request, parse_mooncake_line> {
  public:
-  explicit mooncake_reader(const std::string& path);
-  bool next(mooncake_request& out);
-  size_t line() const { return line_; }
-
- private:
-  std::string path_;
-  std::ifstream in_;
-  size_t line_ = 0;
+  explicit mooncake_reader(const std::string& path) : jsonl_reader(path, "Mooncake trace") {}
 };
 
 enum class trace_format { trajectory, mooncake };
