@@ -19,7 +19,6 @@ struct leader_state {
   runtime::node_io* io = nullptr;
   schedule::node_snapshot group;
   bool fetching = false;
-  bool stopped = false;
 
   bool prefill() const { return view->is_prefill_node(node); }
 
