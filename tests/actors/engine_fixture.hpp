@@ -10,6 +10,8 @@
 #include "engine_fakes.hpp"
 #include "runtime/kv_plan.hpp"
 #include "storage/block_store.hpp"
+#include "tests/common/scratch_dir.hpp"
+#include "tests/common/scratch_store.hpp"
 
 namespace engine_test {
 
@@ -20,11 +22,9 @@ inline bool contains(const std::string& s, const std::string& part) { return s.f
 // ---- the fixture: node 0 holds prefill engine 0, node 1 decode engine 1 ----
 struct engine_fixture {
   static constexpr uint32_t pe_id = 0, de_id = 1;
-  static inline int instances = 0;
 
   // The data plane (HBM arenas) outlives the actor system.
-  fs::path dir = fs::temp_directory_path() /
-                 ("dualpath-engine-test-" + std::to_string(getpid()) + "-" + std::to_string(instances++));
+  test::scratch_dir dir;
   runtime::kv_geometry geo{4, 16, 256};  // the tiny model: 4 layers, 16-token blocks, 4 KiB Layer Blocks
   std::unique_ptr<storage::block_store> store;
   std::unique_ptr<runtime::node_io> io[2];
@@ -54,12 +54,7 @@ struct engine_fixture {
   }
 
   engine_fixture() : sys(init(cfg)), self(sys, true), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {
-    fs::remove_all(dir);
-    storage::store_options o;
-    o.dir = dir.string();
-    o.format = {42, geo.layers, geo.block_tokens, uint32_t(geo.bytes_per_token_layer)};
-    o.fsync = false;
-    store = storage::block_store::open(o);
+    store = storage::block_store::open(test::scratch_store_options(dir.str(), {42, geo.layers, geo.block_tokens, uint32_t(geo.bytes_per_token_layer)}));
     config.prefill_nodes = 1;
     config.decode_nodes = 1;
     config.engines_per_node = 1;
@@ -75,8 +70,6 @@ struct engine_fixture {
     de_cs->calls.clear();
     for (auto& a : spawned) self->send_exit(a, caf::exit_reason::user_shutdown);
     sched.run();
-    std::error_code ec;
-    fs::remove_all(dir, ec);
   }
 
   template <class Handle>

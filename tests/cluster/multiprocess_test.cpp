@@ -72,7 +72,7 @@ int exit_status(int pid, int seconds) {
 }  // namespace
 
 TEST_CASE("one process per node: dualpath turns match a full recompute over tcp and shm, both paths used") {
-  scratch dir;
+  test::scratch_dir dir;
   for (const char* provider : {"tcp", "shm"}) {
     CAPTURE(provider);
     auto o = processes_run(dir.path, provider);
@@ -99,7 +99,7 @@ TEST_CASE("one process per node: dualpath turns match a full recompute over tcp 
 }
 
 TEST_CASE("one process per node: a node that dies ends the run with its name, and no node is left behind") {
-  scratch dir;
+  test::scratch_dir dir;
   auto o = processes_run(dir.path, "tcp");
   std::vector<int> pids;
   o.on_nodes_started = [&](const std::vector<int>& p) {
@@ -114,7 +114,7 @@ TEST_CASE("one process per node: a node that dies ends the run with its name, an
 }
 
 TEST_CASE("fault seam node_stop: node processes that die right after wiring end the run, named, with nothing left") {
-  scratch dir;
+  test::scratch_dir dir;
   auto o = processes_run(dir.path, "tcp");
   std::vector<int> pids;
   o.on_nodes_started = [&](const std::vector<int>& p) { pids = p; };
@@ -127,7 +127,7 @@ TEST_CASE("fault seam node_stop: node processes that die right after wiring end 
 }
 
 TEST_CASE("one process per node: oracle is refused, and a node without a registry exits 2 in time") {
-  scratch dir;
+  test::scratch_dir dir;
   auto o = processes_run(dir.path, "tcp");
   o.policy = "oracle";
   CHECK_THROWS_WITH_AS(run_cluster(o), doctest::Contains("without --processes"), user_error);
@@ -144,7 +144,7 @@ TEST_CASE("one process per node: oracle is refused, and a node without a registr
 }
 
 TEST_CASE("nodes started by hand join the registry at --node-registry; the run is the same") {
-  scratch dir;
+  test::scratch_dir dir;
   auto o = processes_run(dir.path, "tcp");
   o.node_program.clear();
   o.node_registry = "127.0.0.1:0";
@@ -163,7 +163,7 @@ TEST_CASE("nodes started by hand join the registry at --node-registry; the run i
 }
 
 TEST_CASE("a node that never joins is named once the start-up timeout passes; the others exit") {
-  scratch dir;
+  test::scratch_dir dir;
   auto o = processes_run(dir.path, "tcp");
   o.config.timeout_s = 3;
   o.node_program.clear();

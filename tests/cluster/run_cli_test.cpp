@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/common/scratch_dir.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -17,20 +19,7 @@ struct cli_result {
   std::string err;
 };
 
-struct workdir {
-  fs::path path = fs::temp_directory_path() / ("dualpath-run-cli-" + std::to_string(getpid()));
-  workdir() { fs::create_directories(path); }
-  ~workdir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name) << text;
-    return (path / name).string();
-  }
-};
-
-cli_result run_cli(const workdir& w, const std::string& args) {
+cli_result run_cli(const dualpath::test::scratch_dir& w, const std::string& args) {
   const char* env = std::getenv("DUALPATH_BINARY");
   const std::string bin = env && *env ? env : DUALPATH_BINARY_DEFAULT;
   const std::string err = (w.path / "stderr.txt").string();
@@ -44,7 +33,7 @@ cli_result run_cli(const workdir& w, const std::string& args) {
 }  // namespace
 
 TEST_CASE("run: a malformed trace line names file, line and field") {
-  workdir w;
+  dualpath::test::scratch_dir w;
   const auto trace = w.write("bad.jsonl", "{\"id\":\"a\",\"rounds\":[{\"append\":10,\"gen\":4}]}\n{\"id\":\"b\",\"rounds\":[{\"append\":10,\"gen\":\"x\"}]}\n");
   const auto r = run_cli(w, "run --quiet --trace " + trace);
   CHECK(r.rc == 2);
@@ -53,7 +42,7 @@ TEST_CASE("run: a malformed trace line names file, line and field") {
 }
 
 TEST_CASE("run: a missing model directory, an unwritable store and a bad cluster key exit 2") {
-  workdir w;
+  dualpath::test::scratch_dir w;
   auto r = run_cli(w, "run --quiet --cluster " + w.write("m.toml", "[model]\nname = \"./no-such-model-dir\"\n"));
   CHECK(r.rc == 2);
   CHECK(r.err.find("model directory './no-such-model-dir' does not exist") != std::string::npos);
@@ -90,7 +79,7 @@ TEST_CASE("run: a missing model directory, an unwritable store and a bad cluster
 }
 
 TEST_CASE("run: the embedded default writes a JSON report with every policy and the speedups") {
-  workdir w;
+  dualpath::test::scratch_dir w;
   const auto r = run_cli(w, "run --quiet --max-turns 2 --agents 2 --verify-every 1 --report report.json");
   REQUIRE_MESSAGE(r.rc == 0, r.err);
   std::stringstream ss;

@@ -1,5 +1,5 @@
 #pragma once
-// What the runtime tests share: a scratch directory, a small storage-bound cluster of the tiny model, and
+// What the runtime tests share: a small storage-bound cluster of the tiny model, and
 // agent scripts whose turns are all verified against a full recompute.
 #include <unistd.h>
 
@@ -9,26 +9,13 @@
 
 #include "cluster/cluster.hpp"
 #include "core/trace.hpp"
+#include "tests/common/scratch_dir.hpp"
 
 namespace runtime_fixtures {
 
 using namespace dualpath;
 using namespace dualpath::actors;
 namespace fs = std::filesystem;
-
-struct scratch {
-  fs::path path;
-  scratch() {
-    static int n = 0;
-    path = fs::temp_directory_path() / ("dualpath-runtime-test-" + std::to_string(getpid()) + "-" + std::to_string(n++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~scratch() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 inline cluster_config small_cluster(const fs::path& dir, uint32_t decode_nodes) {
   cluster_config c;

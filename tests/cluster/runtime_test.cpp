@@ -30,7 +30,7 @@ run_summary run(const cluster_config& c, const std::string& policy, uint32_t age
 }  // namespace
 
 TEST_CASE("dualpath on 1P2D: every verified turn matches a full recompute and both paths carry requests") {
-  scratch dir;
+  test::scratch_dir dir;
   const auto s = run(small_cluster(dir.path, 2), "dualpath");
   CHECK(s.turns == 16);
   CHECK(s.failed_turns == 0);
@@ -45,7 +45,7 @@ TEST_CASE("dualpath on 1P2D: every verified turn matches a full recompute and bo
 }
 
 TEST_CASE("dualpath on 1P1D matches a full recompute too") {
-  scratch dir;
+  test::scratch_dir dir;
   const auto s = run(small_cluster(dir.path, 1), "dualpath", 3, 3);
   CHECK(s.turns == 9);
   CHECK(s.verified_turns == 9);
@@ -53,7 +53,7 @@ TEST_CASE("dualpath on 1P1D matches a full recompute too") {
 }
 
 TEST_CASE("basic reads nothing through a decode node's SNIC; oracle reads nothing at all") {
-  scratch dir;
+  test::scratch_dir dir;
   const auto basic = run(small_cluster(dir.path / "b", 2), "basic", 3, 3);
   CHECK(basic.mismatched_turns == 0);
   CHECK(basic.path_de + basic.path_split == 0);
@@ -67,7 +67,7 @@ TEST_CASE("basic reads nothing through a decode node's SNIC; oracle reads nothin
 }
 
 TEST_CASE("layerwise, round_robin and split give the same tokens as a full recompute") {
-  scratch dir;
+  test::scratch_dir dir;
   for (const char* p : {"layerwise", "round_robin", "split"}) {
     CAPTURE(p);
     const auto s = run(small_cluster(dir.path / p, 2), p, 3, 3);
@@ -78,7 +78,7 @@ TEST_CASE("layerwise, round_robin and split give the same tokens as a full recom
 }
 
 TEST_CASE("a corrupt block in the store is detected, recomputed and counted; tokens stay right") {
-  scratch dir;
+  test::scratch_dir dir;
   auto c = small_cluster(dir.path, 2);
   const auto first = run(c, "dualpath", 2, 3);
   REQUIRE(first.persisted_blocks > 0);
@@ -104,7 +104,7 @@ TEST_CASE("a corrupt block in the store is detected, recomputed and counted; tok
 }
 
 TEST_CASE("fault seam compute_step: a failed layer fails its turns with the cause; the run goes on and ends") {
-  scratch dir;
+  test::scratch_dir dir;
   faults::scoped armed(faults::point::compute_step, 1, 3);  // the 4th backend call of the run fails
   const auto s = run(small_cluster(dir.path, 2), "dualpath", 2, 2);
   CHECK(faults::fired(faults::point::compute_step) >= 1);
@@ -117,7 +117,7 @@ TEST_CASE("fault seam compute_step: a failed layer fails its turns with the caus
 }
 
 TEST_CASE("fault seam storage_read: a block read that fails with EIO is recomputed; tokens stay right") {
-  scratch dir;
+  test::scratch_dir dir;
   auto c = small_cluster(dir.path, 2);
   const auto first = run(c, "dualpath", 2, 3);
   REQUIRE(first.persisted_blocks > 0);
@@ -132,7 +132,7 @@ TEST_CASE("fault seam storage_read: a block read that fails with EIO is recomput
 }
 
 TEST_CASE("bad configuration is refused with the key and the reason") {
-  scratch dir;
+  test::scratch_dir dir;
   auto c = small_cluster(dir.path, 2);
   c.hbm_gb = 1e-9;
   run_options o;
@@ -145,7 +145,7 @@ TEST_CASE("bad configuration is refused with the key and the reason") {
 }
 
 TEST_CASE("online mode: Poisson arrivals replay every agent from turn 0") {
-  scratch dir;
+  test::scratch_dir dir;
   run_options o;
   o.config = small_cluster(dir.path, 2);
   o.policy = "dualpath";
@@ -159,7 +159,7 @@ TEST_CASE("online mode: Poisson arrivals replay every agent from turn 0") {
 }
 
 TEST_CASE("Mooncake replay: equal hash ids give equal tokens, so later requests hit earlier blocks") {
-  scratch dir;
+  test::scratch_dir dir;
   std::vector<mooncake_request> trace = {
       {0, 700, 4, {1, 2}}, {1000, 1100, 4, {1, 2, 3}}, {1500, 600, 4, {9, 10}}, {2500, 1030, 4, {1, 2, 3}}};
   run_options o;
@@ -194,7 +194,7 @@ TEST_CASE("Mooncake replay: equal hash ids give equal tokens, so later requests 
 }
 
 TEST_CASE("bounded memory: tiny DRAM buffers and HBM make work wait, nothing is dropped") {
-  scratch dir;
+  test::scratch_dir dir;
   auto c = small_cluster(dir.path, 2);
   c.dram_buffer_gb = 0.0005;  // about 24 Full Block slots per node: a few requests at a time
   c.hbm_gb = 0.0005;          // about one request's KV per decode engine
@@ -206,7 +206,7 @@ TEST_CASE("bounded memory: tiny DRAM buffers and HBM make work wait, nothing is 
 }
 
 TEST_CASE("a scripted [[schedule.switch]] takes effect for requests not yet assigned") {
-  scratch dir;
+  test::scratch_dir dir;
   auto c = small_cluster(dir.path, 2);
   c.switches.push_back({0.0, "basic"});  // due at once: every request is assigned under basic
   const auto s = run(c, "dualpath", 3, 3);
@@ -217,7 +217,7 @@ TEST_CASE("a scripted [[schedule.switch]] takes effect for requests not yet assi
 }
 
 TEST_CASE("emulated all-to-all: model-class traffic between decode engines every step, tokens unchanged") {
-  scratch dir;
+  test::scratch_dir dir;
   auto c = small_cluster(dir.path, 2);
   c.model_traffic_kb = 16;
   c.cnic_gb_per_s = 0.05;  // kv and model traffic share capped CNICs
@@ -228,7 +228,7 @@ TEST_CASE("emulated all-to-all: model-class traffic between decode engines every
 }
 
 TEST_CASE("a request larger than an engine's HBM fails with a message instead of hanging") {
-  scratch dir;
+  test::scratch_dir dir;
   auto c = small_cluster(dir.path, 1);
   c.hbm_gb = 0.00005;  // three 16 KiB Full Blocks: every prompt here needs more
   run_options o;
@@ -244,7 +244,7 @@ TEST_CASE("a request larger than an engine's HBM fails with a message instead of
 }
 
 TEST_CASE("a run that stops making progress ends with a message instead of hanging") {
-  scratch dir;
+  test::scratch_dir dir;
   auto c = small_cluster(dir.path, 1);
   c.timeout_s = 2;
   c.snic_gb_per_s = 1e-6;  // 1 kB/s: the SNIC pays for a read after letting it through, so the second read
@@ -267,7 +267,7 @@ TEST_CASE("a run that stops making progress ends with a message instead of hangi
 }
 
 TEST_CASE("modeled backend: every Layer Block is checked on arrival in PE and DE HBM, none corrupt") {
-  scratch dir;
+  test::scratch_dir dir;
   auto c = small_cluster(dir.path, 2);
   c.backend = backend_kind::modeled;  // no math; KV bytes are a function of (layer, position, token) and really move
   c.mfu = 0.5;

@@ -1,5 +1,5 @@
 #pragma once
-// Helpers for the core tests: a scratch directory, test data, and running the built `dualpath`.
+// Helpers for the core tests: test data and running the built `dualpath`.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,24 +10,9 @@
 #include <sstream>
 #include <string>
 
-namespace dualpath::test {
+#include "tests/common/scratch_dir.hpp"
 
-// A fresh directory removed at scope exit.
-struct scratch_dir {
-  std::filesystem::path path;
-  scratch_dir() {
-    static int counter = 0;
-    path = std::filesystem::temp_directory_path() /
-           ("dualpath-core-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~scratch_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+namespace dualpath::test {
 
 inline std::string data_file(const std::string& name) { return std::string(DUALPATH_CORE_TEST_DATA) + "/" + name; }
 

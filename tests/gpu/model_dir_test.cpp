@@ -2,27 +2,17 @@
 
 #include <filesystem>
 #include <fstream>
-#include <random>
 
 #include "core/errors.hpp"
 #include "gpu/model_dir.hpp"
 #include "gpu/model_loader.hpp"
 #include "kv_pages.hpp"
+#include "tests/common/scratch_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace testkv;
 
 namespace {
-
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    path = fs::temp_directory_path() / ("dualpath-gpu-test-" + std::to_string(std::random_device{}()));
-    fs::create_directories(path);
-  }
-  ~temp_dir() { fs::remove_all(path); }
-  std::string str(const char* sub) const { return (path / sub).string(); }
-};
 
 std::string error_of(const std::string& dir) {
   try {
@@ -36,23 +26,23 @@ std::string error_of(const std::string& dir) {
 }  // namespace
 
 TEST_CASE("a model directory round-trips bit-identically (bf16, f32, sharded) and matches the catalog model") {
-  temp_dir tmp;
+  dualpath::test::scratch_dir tmp;
   const auto w = generate_weights(find_model("tiny"), 42);
-  write_model_dir(tmp.str("bf16"), w, tensor_dtype::bf16);
-  write_model_dir(tmp.str("f32"), w, tensor_dtype::f32);
-  write_model_dir(tmp.str("shard"), w, tensor_dtype::bf16, 3);
-  CHECK(fs::exists(tmp.str("shard/model.safetensors.index.json")));
-  CHECK(fs::exists(tmp.str("shard/model-00003-of-00003.safetensors")));
+  write_model_dir(tmp.file("bf16"), w, tensor_dtype::bf16);
+  write_model_dir(tmp.file("f32"), w, tensor_dtype::f32);
+  write_model_dir(tmp.file("shard"), w, tensor_dtype::bf16, 3);
+  CHECK(fs::exists(tmp.file("shard/model.safetensors.index.json")));
+  CHECK(fs::exists(tmp.file("shard/model-00003-of-00003.safetensors")));
   for (const char* d : {"bf16", "f32", "shard"}) {
     CAPTURE(d);
-    const auto loaded = load_model_dir(tmp.str(d));
+    const auto loaded = load_model_dir(tmp.file(d));
     CHECK(loaded.spec.name == "tiny");
     CHECK(loaded.spec.kv_bytes_per_token_layer == w.spec.kv_bytes_per_token_layer);
     REQUIRE(loaded.tensors.size() == w.tensors.size());
     for (size_t i = 0; i < w.tensors.size(); ++i) CHECK(loaded.tensors[i] == w.tensors[i]);
   }
-  write_model_dir(tmp.str("f16"), w, tensor_dtype::f16);
-  const auto half = load_model_dir(tmp.str("f16"));
+  write_model_dir(tmp.file("f16"), w, tensor_dtype::f16);
+  const auto half = load_model_dir(tmp.file("f16"));
   double worst = 0;
   for (size_t i = 0; i < w.tensors.size(); ++i)
     for (size_t j = 0; j < w.tensors[i].size(); ++j)
@@ -60,7 +50,7 @@ TEST_CASE("a model directory round-trips bit-identically (bf16, f32, sharded) an
   CHECK(worst < 1e-4);
 
   // The directory and the catalog name with the same seed give the same model.
-  auto from_dir = make_backend({backend_kind::cpu, tmp.str("bf16")});
+  auto from_dir = make_backend({backend_kind::cpu, tmp.file("bf16")});
   auto from_name = make_backend({backend_kind::cpu, "tiny", "h800", 0.4, 42});
   const auto prompt = random_tokens(30, 512, 1);
   paged_kv a(from_dir->model()), b(from_name->model());
@@ -75,11 +65,11 @@ TEST_CASE("a model directory round-trips bit-identically (bf16, f32, sharded) an
 }
 
 TEST_CASE("corrupt, truncated and incomplete model directories give clear errors") {
-  temp_dir tmp;
+  dualpath::test::scratch_dir tmp;
   const auto w = generate_weights(find_model("tiny"), 1);
   const auto fresh = [&](const char* name) {
-    write_model_dir(tmp.str(name), w, tensor_dtype::bf16);
-    return tmp.str(name);
+    write_model_dir(tmp.file(name), w, tensor_dtype::bf16);
+    return tmp.file(name);
   };
 
   SUBCASE("truncated") {

@@ -11,6 +11,8 @@
 
 #include "runtime/node_io.hpp"
 #include "storage/block_files.hpp"
+#include "tests/common/scratch_dir.hpp"
+#include "tests/common/scratch_store.hpp"
 
 using namespace dualpath;
 using namespace dualpath::runtime;
@@ -19,22 +21,12 @@ namespace fs = std::filesystem;
 namespace {
 
 struct fixture {
-  fs::path dir = fs::temp_directory_path() / ("dualpath-node-io-" + std::to_string(getpid()));
+  test::scratch_dir dir;
   kv_geometry geo{2, 16, 64};  // 2 layers, 16 tokens, 64 B per token and layer: 2 KiB Full Blocks
   std::unique_ptr<storage::block_store> store;
 
   fixture() {
-    fs::remove_all(dir);
-    storage::store_options o;
-    o.dir = dir.string();
-    o.format = {42, geo.layers, geo.block_tokens, uint32_t(geo.bytes_per_token_layer)};
-    o.fsync = false;
-    store = storage::block_store::open(o);
-  }
-  ~fixture() {
-    store.reset();
-    std::error_code ec;
-    fs::remove_all(dir, ec);
+    store = storage::block_store::open(test::scratch_store_options(dir.str(), {42, geo.layers, geo.block_tokens, uint32_t(geo.bytes_per_token_layer)}));
   }
   node_io_options options(uint32_t node, uint32_t slots) const {
     node_io_options o;
@@ -98,7 +90,7 @@ TEST_CASE("loads read Full Blocks through the SNIC gate; a corrupt block ends th
   io.release(r.slots);
 
   {  // flip a payload byte of the middle block
-    std::fstream f(storage::block_path(fx.dir.string(), keys[1]), std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream f(storage::block_path(fx.dir.str(), keys[1]), std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(fx.store->payload_offset() + 5);
     f.put(char(0x7f));
   }

@@ -57,8 +57,8 @@ std::vector<int32_t> tokens(size_t n, int32_t seed) {
 TEST_CASE("blocks of several layouts round-trip through batched reads and layer reads") {
   for (auto f : {test::small_format(1, 1, 64, 8), test::small_format(2, 61, 64, 656),
                  test::small_format(3, 3, 5, 7)}) {
-    test::temp_dir dir;
-    auto store = block_store::open(test::options_for(dir.path, f));
+    test::scratch_dir dir;
+    auto store = block_store::open(test::scratch_store_options(dir.str(), f));
     const auto keys = block_keys_from_ids({1, 2, 3, 4, 5, 6});
     write_chain(*store, keys);
     std::vector<aligned_buffer> bufs;
@@ -85,9 +85,9 @@ TEST_CASE("blocks of several layouts round-trip through batched reads and layer 
 }
 
 TEST_CASE("longest-prefix lookup over two trajectories that share a prefix") {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   const auto f = test::small_format();
-  auto store = block_store::open(test::options_for(dir.path, f));
+  auto store = block_store::open(test::scratch_store_options(dir.str(), f));
   // Two agents share 3 blocks of context, then diverge.
   auto a = tokens(16 * 5, 1);
   auto b = a;
@@ -112,11 +112,11 @@ TEST_CASE("longest-prefix lookup over two trajectories that share a prefix") {
 TEST_CASE("a flipped byte in a stored block is a counted miss from that block on, never served") {
   const auto f = test::small_format(7, 4, 16, 32);
   for (uint32_t layer = 0; layer < f.layers; ++layer) {
-    test::temp_dir dir;
-    auto store = block_store::open(test::options_for(dir.path, f));
+    test::scratch_dir dir;
+    auto store = block_store::open(test::scratch_store_options(dir.str(), f));
     const auto keys = block_keys_from_ids({10, 11, 12, 13});
     write_chain(*store, keys);
-    flip_byte(block_path(dir.path, keys[1]), f.header_bytes() + layer * f.layer_bytes() + 3);
+    flip_byte(block_path(dir.str(), keys[1]), f.header_bytes() + layer * f.layer_bytes() + 3);
     std::vector<aligned_buffer> bufs;
     const auto got = read_all(*store, keys, bufs);
     CHECK(got[0].ok());
@@ -135,12 +135,12 @@ TEST_CASE("a flipped byte in a stored block is a counted miss from that block on
 }
 
 TEST_CASE("a layer read verifies its slice alone") {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   const auto f = test::small_format(7, 4, 16, 32);
-  auto store = block_store::open(test::options_for(dir.path, f));
+  auto store = block_store::open(test::scratch_store_options(dir.str(), f));
   const auto keys = block_keys_from_ids({1});
   write_chain(*store, keys);
-  flip_byte(block_path(dir.path, keys[0]), f.header_bytes() + 2 * f.layer_bytes());
+  flip_byte(block_path(dir.str(), keys[0]), f.header_bytes() + 2 * f.layer_bytes());
   std::vector<std::byte> slice(f.layer_bytes());
   CHECK(store->read_layer(keys[0], 1, slice.data()).ok());  // an intact slice of the damaged block
   const status why = store->read_layer(keys[0], 2, slice.data());
@@ -149,13 +149,13 @@ TEST_CASE("a layer read verifies its slice alone") {
 }
 
 TEST_CASE("a block written for another model is refused and a truncated one is a miss") {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   const auto keys = block_keys_from_ids({1, 2});
   {
-    auto other = block_store::open(test::options_for(dir.path, test::small_format(0xaaaa)));
+    auto other = block_store::open(test::scratch_store_options(dir.str(), test::small_format(0xaaaa)));
     write_chain(*other, keys);
   }
-  auto store = block_store::open(test::options_for(dir.path, test::small_format(0xbbbb)));
+  auto store = block_store::open(test::scratch_store_options(dir.str(), test::small_format(0xbbbb)));
   CHECK(store->stats().blocks == 0);
   CHECK(store->stats().foreign == 2);
   CHECK(store->lookup(keys) == 0);
@@ -166,22 +166,22 @@ TEST_CASE("a block written for another model is refused and a truncated one is a
   // Our own write replaces the foreign block.
   write_chain(*store, keys);
   CHECK(store->lookup(keys) == 2);
-  ::truncate(block_path(dir.path, keys[1]).c_str(), 4096 + 10);
+  ::truncate(block_path(dir.str(), keys[1]).c_str(), 4096 + 10);
   got = read_all(*store, keys, bufs);
   CHECK(got[0].ok());
   CHECK_FALSE(got[1].ok());
   CHECK(got[1].message.find("wrong size") == 0);
   CHECK(store->lookup(keys) == 1);
-  ::unlink(block_path(dir.path, keys[0]).c_str());
+  ::unlink(block_path(dir.str(), keys[0]).c_str());
   got = read_all(*store, keys, bufs);
   CHECK(got[0].message == "miss");
   CHECK(store->stats().misses >= 1);
 }
 
 TEST_CASE("eviction under a capacity limit keeps every chain hole-free") {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   const auto f = test::small_format();
-  auto o = test::options_for(dir.path, f);
+  auto o = test::scratch_store_options(dir.str(), f);
   o.capacity_bytes = 10 * f.file_bytes();
   auto store = block_store::open(o);
   std::vector<std::vector<block_key>> chains;
@@ -202,7 +202,7 @@ TEST_CASE("eviction under a capacity limit keeps every chain hole-free") {
     const size_t n = store->lookup(chain);
     present_total += n;
     // Hole-free: nothing after the longest prefix is stored.
-    for (size_t i = n; i < chain.size(); ++i) CHECK_FALSE(std::filesystem::exists(block_path(dir.path, chain[i])));
+    for (size_t i = n; i < chain.size(); ++i) CHECK_FALSE(std::filesystem::exists(block_path(dir.str(), chain[i])));
   }
   CHECK(present_total == st.blocks);
   CHECK(store->lookup(chains[0]) == 4);
@@ -210,8 +210,8 @@ TEST_CASE("eviction under a capacity limit keeps every chain hole-free") {
 }
 
 TEST_CASE("remove drops a block and everything chained from it") {
-  test::temp_dir dir;
-  auto store = block_store::open(test::options_for(dir.path, test::small_format()));
+  test::scratch_dir dir;
+  auto store = block_store::open(test::scratch_store_options(dir.str(), test::small_format()));
   const auto keys = block_keys_from_ids({1, 2, 3, 4});
   write_chain(*store, keys);
   CHECK(store->remove(keys[1]));
@@ -221,19 +221,19 @@ TEST_CASE("remove drops a block and everything chained from it") {
 }
 
 TEST_CASE("reopening a store recovers its index, chains and all, from the blocks alone") {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   const auto f = test::small_format();
   const auto a = block_keys_from_ids({1, 2, 3});
   const auto b = block_keys_from_ids({1, 2, 9, 10});
   {
-    auto store = block_store::open(test::options_for(dir.path, f));
+    auto store = block_store::open(test::scratch_store_options(dir.str(), f));
     write_chain(*store, a);
     write_chain(*store, b);
   }
   // A crashed writer's temporary file is not a block.
-  std::filesystem::create_directories(block_subdir(dir.path, 77));
-  { std::FILE* tmp = std::fopen((block_subdir(dir.path, 77) + "/.junk.tmp").c_str(), "w"); std::fclose(tmp); }
-  auto o = test::options_for(dir.path, f);
+  std::filesystem::create_directories(block_subdir(dir.str(), 77));
+  { std::FILE* tmp = std::fopen((block_subdir(dir.str(), 77) + "/.junk.tmp").c_str(), "w"); std::fclose(tmp); }
+  auto o = test::scratch_store_options(dir.str(), f);
   o.capacity_bytes = 3 * f.file_bytes();
   auto store = block_store::open(o);
   CHECK(store->stats().blocks == 5);
@@ -246,15 +246,15 @@ TEST_CASE("reopening a store recovers its index, chains and all, from the blocks
   CHECK(store->lookup(c) == 1);
   for (const auto& chain : {a, b}) {
     const size_t n = store->lookup(chain);
-    for (size_t i = n; i < chain.size(); ++i) CHECK_FALSE(std::filesystem::exists(block_path(dir.path, chain[i])));
+    for (size_t i = n; i < chain.size(); ++i) CHECK_FALSE(std::filesystem::exists(block_path(dir.str(), chain[i])));
   }
 }
 
 TEST_CASE("without io_uring (refused by a seccomp policy, or switched off) reads still work") {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   const auto f = test::small_format();
   ::setenv("DUALPATH_STORAGE_NO_URING", "1", 1);
-  auto store = block_store::open(test::options_for(dir.path, f));
+  auto store = block_store::open(test::scratch_store_options(dir.str(), f));
   ::unsetenv("DUALPATH_STORAGE_NO_URING");
   CHECK_FALSE(store->stats().io_uring);
   const auto keys = block_keys_from_ids({1, 2, 3});
@@ -269,17 +269,17 @@ TEST_CASE("without io_uring (refused by a seccomp policy, or switched off) reads
     CHECK(std::memcmp(got[i].payload, expect.data(), expect.size()) == 0);
   }
   CHECK(got[3].message == "miss");
-  flip_byte(block_path(dir.path, keys[1]), f.header_bytes() + 5);
+  flip_byte(block_path(dir.str(), keys[1]), f.header_bytes() + 5);
   CHECK(read_all(*store, keys, bufs)[1].message == "layer 0 checksum");
-  auto uring = block_store::open(test::options_for(dir.path, f));
+  auto uring = block_store::open(test::scratch_store_options(dir.str(), f));
   CHECK(uring->stats().io_uring);
 }
 
 TEST_CASE("a block written by another store instance on the same directory is found") {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   const auto f = test::small_format();
-  auto first = block_store::open(test::options_for(dir.path, f));
-  auto second = block_store::open(test::options_for(dir.path, f));
+  auto first = block_store::open(test::scratch_store_options(dir.str(), f));
+  auto second = block_store::open(test::scratch_store_options(dir.str(), f));
   const auto keys = block_keys_from_ids({4, 5});
   write_chain(*first, keys);
   CHECK(second->lookup(keys) == 2);
@@ -288,11 +288,11 @@ TEST_CASE("a block written by another store instance on the same directory is fo
 }
 
 TEST_CASE("bad input: unwritable directory, bad layout, bad buffers") {
-  test::temp_dir dir;
-  auto o = test::options_for(dir.path + "/file", test::small_format());
-  { std::FILE* fp = std::fopen((dir.path + "/file").c_str(), "w"); std::fclose(fp); }
+  test::scratch_dir dir;
+  auto o = test::scratch_store_options(dir.str() + "/file", test::small_format());
+  { std::FILE* fp = std::fopen((dir.str() + "/file").c_str(), "w"); std::fclose(fp); }
   CHECK_THROWS_AS(block_store::open(o), user_error);
-  o.dir = dir.path;
+  o.dir = dir.str();
   o.format.layers = 0;
   CHECK_THROWS_AS(block_store::open(o), user_error);
   o.format = test::small_format();
@@ -311,9 +311,9 @@ TEST_CASE("bad input: unwritable directory, bad layout, bad buffers") {
 }
 
 TEST_CASE("a request for a layer that does not exist is refused and harms nothing") {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   const auto f = test::small_format();
-  auto store = block_store::open(test::options_for(dir.path, f));
+  auto store = block_store::open(test::scratch_store_options(dir.str(), f));
   const block_key key = block_keys_from_ids({8})[0];
   REQUIRE(store->write(key, 0, test::payload_for(f, key).data()).ok());
   std::vector<std::byte> slice(f.layer_bytes());
@@ -321,7 +321,7 @@ TEST_CASE("a request for a layer that does not exist is refused and harms nothin
   CHECK(st.code() == errc::internal);
   CHECK(st.message().find("out of range") != std::string::npos);
   CHECK(store->stats().corrupt == 0);
-  CHECK(std::filesystem::exists(block_path(dir.path, key)));  // it used to be removed as corrupt
+  CHECK(std::filesystem::exists(block_path(dir.str(), key)));  // it used to be removed as corrupt
   CHECK(store->lookup({key}) == 1);
   CHECK(store->read_layer(key, 0, slice.data()).ok());
 }

@@ -12,9 +12,9 @@ using namespace dualpath;
 using namespace dualpath::storage;
 
 TEST_CASE("threads writing, looking up and reading through gates on one store at once") {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   const auto f = test::small_format(4, 4, 16, 64);
-  auto o = test::options_for(dir.path, f);
+  auto o = test::scratch_store_options(dir.str(), f);
   o.capacity_bytes = 60 * f.file_bytes();  // eviction runs while others read
   auto store = block_store::open(o);
   std::atomic<int> bad{0}, served{0};
@@ -58,9 +58,9 @@ TEST_CASE("threads writing, looking up and reading through gates on one store at
 }
 
 TEST_CASE("a block written from per-layer slices equals the contiguous one") {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   const auto f = test::small_format(4, 5, 8, 24);
-  auto store = block_store::open(test::options_for(dir.path, f));
+  auto store = block_store::open(test::scratch_store_options(dir.str(), f));
   const auto payload = test::payload_for(f, 9);
   std::vector<std::vector<std::byte>> slices;
   std::vector<const std::byte*> ptrs;

@@ -39,35 +39,35 @@ bool file_is_valid_block(const std::string& path, const block_format& f, block_k
 }  // namespace
 
 TEST_CASE("a read that finds a block corrupt removes that file, through both read paths") {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   const auto f = test::small_format();
-  auto store = block_store::open(test::options_for(dir.path, f));
+  auto store = block_store::open(test::scratch_store_options(dir.str(), f));
   const auto keys = block_keys_from_ids({1, 2});
   for (size_t i = 0; i < keys.size(); ++i)
     REQUIRE(store->write(keys[i], i ? keys[i - 1] : 0, test::payload_for(f, keys[i]).data()).ok());
-  for (block_key k : keys) test::flip_byte(block_path(dir.path, k), f.header_bytes() + 9);
+  for (block_key k : keys) test::flip_byte(block_path(dir.str(), k), f.header_bytes() + 9);
 
   auto buf = make_aligned_buffer(store->read_buffer_bytes());
   store->submit({{keys[0], buf.get(), 0}});
   const auto got = test::collect(*store, 1);
   REQUIRE(got.size() == 1);
   CHECK(got[0].outcome == read_outcome::corrupt);
-  CHECK_FALSE(std::filesystem::exists(block_path(dir.path, keys[0])));
+  CHECK_FALSE(std::filesystem::exists(block_path(dir.str(), keys[0])));
 
   std::vector<std::byte> slice(f.layer_bytes());
   CHECK(store->read_layer(keys[1], 0, slice.data()).code() == errc::corrupt);
-  CHECK_FALSE(std::filesystem::exists(block_path(dir.path, keys[1])));
+  CHECK_FALSE(std::filesystem::exists(block_path(dir.str(), keys[1])));
   CHECK(store->stats().corrupt == 2);
-  CHECK(test::temp_files(dir.path) == 0);
+  CHECK(test::temp_files(dir.str()) == 0);
 }
 
 TEST_CASE("a good block renamed over a corrupt one after the read is not removed with it") {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   const auto f = test::small_format();
   const block_key key = block_keys_from_ids({4})[0];
-  const std::string path = block_path(dir.path, key);
+  const std::string path = block_path(dir.str(), key);
   {
-    auto store = block_store::open(test::options_for(dir.path, f));
+    auto store = block_store::open(test::scratch_store_options(dir.str(), f));
     REQUIRE(store->write(key, 0, test::payload_for(f, key).data()).ok());
   }
   test::flip_byte(path, f.header_bytes() + 1);
@@ -76,7 +76,7 @@ TEST_CASE("a good block renamed over a corrupt one after the read is not removed
 
   // The interleaving of the race, made deterministic: the writer's rename lands after the read and
   // before the reader removes what it judged.
-  rename_good_block_into_place(dir.path, f, key, 0);
+  rename_good_block_into_place(dir.str(), f, key, 0);
   const file_id fresh = id_at(path);
   CHECK(fresh != judged);
 
@@ -84,8 +84,8 @@ TEST_CASE("a good block renamed over a corrupt one after the read is not removed
   REQUIRE(std::filesystem::exists(path));
   CHECK(id_at(path) == fresh);
   CHECK(file_is_valid_block(path, f, key));
-  CHECK(test::temp_files(dir.path) == 0);
-  auto store = block_store::open(test::options_for(dir.path, f));
+  CHECK(test::temp_files(dir.str()) == 0);
+  auto store = block_store::open(test::scratch_store_options(dir.str(), f));
   std::vector<std::byte> slice(f.layer_bytes());
   const status st = store->read_layer(key, f.layers - 1, slice.data());
   CHECK_MESSAGE(st.ok(), st.to_string());
@@ -93,6 +93,6 @@ TEST_CASE("a good block renamed over a corrupt one after the read is not removed
   // The judged version itself does go, and nothing is left behind.
   CHECK(remove_if_same(path, fresh));
   CHECK_FALSE(std::filesystem::exists(path));
-  CHECK(test::temp_files(dir.path) == 0);
+  CHECK(test::temp_files(dir.str()) == 0);
   CHECK_FALSE(remove_if_same(path, fresh));  // nothing there any more
 }

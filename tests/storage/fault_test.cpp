@@ -53,14 +53,14 @@ TEST_CASE("outcome names are stable for logs") {
 TEST_CASE("an injected read fault completes as EIO, keeps the block, and the block reads once disarmed") {
   for (const bool uring : {true, false}) {
     CAPTURE(uring);
-    test::temp_dir dir;
+    test::scratch_dir dir;
     const auto f = test::small_format();
     if (!uring) ::setenv("DUALPATH_STORAGE_NO_URING", "1", 1);
-    auto store = block_store::open(test::options_for(dir.path, f));
+    auto store = block_store::open(test::scratch_store_options(dir.str(), f));
     ::unsetenv("DUALPATH_STORAGE_NO_URING");
     const auto keys = block_keys_from_ids({1, 2});
     write_chain(*store, keys);
-    const std::string path = block_path(dir.path, keys[0]);
+    const std::string path = block_path(dir.str(), keys[0]);
     const uint64_t fired_before = faults::fired(faults::point::storage_read);
     aligned_buffer buf;
     {
@@ -90,9 +90,9 @@ TEST_CASE("an injected read fault completes as EIO, keeps the block, and the blo
 }
 
 TEST_CASE("an injected read fault fails a layer read with an io status and keeps the block") {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   const auto f = test::small_format();
-  auto store = block_store::open(test::options_for(dir.path, f));
+  auto store = block_store::open(test::scratch_store_options(dir.str(), f));
   const auto keys = block_keys_from_ids({3});
   write_chain(*store, keys);
   std::vector<std::byte> slice(f.layer_bytes());
@@ -104,7 +104,7 @@ TEST_CASE("an injected read fault fails a layer read with an io status and keeps
   }
   CHECK(store->stats().io_errors == 1);
   CHECK(store->stats().corrupt == 0);
-  CHECK(std::filesystem::exists(block_path(dir.path, keys[0])));
+  CHECK(std::filesystem::exists(block_path(dir.str(), keys[0])));
   CHECK(store->lookup(keys) == 1);
   const status st = store->read_layer(keys[0], 2, slice.data());
   REQUIRE_MESSAGE(st.ok(), st.to_string());
@@ -112,9 +112,9 @@ TEST_CASE("an injected read fault fails a layer read with an io status and keeps
 }
 
 TEST_CASE("an injected write fault fails as a full disk would: no temporary file, nothing stored lost") {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   const auto f = test::small_format();
-  auto store = block_store::open(test::options_for(dir.path, f));
+  auto store = block_store::open(test::scratch_store_options(dir.str(), f));
   const auto keys = block_keys_from_ids({1, 2, 3});
   write_chain(*store, {keys[0], keys[1]});
   const uint64_t fired_before = faults::fired(faults::point::storage_write);
@@ -130,8 +130,8 @@ TEST_CASE("an injected write fault fails as a full disk would: no temporary file
   CHECK(st.write_errors == 1);
   CHECK(st.writes == 2);
   CHECK(st.blocks == 2);
-  CHECK(test::temp_files(dir.path) == 0);
-  CHECK_FALSE(std::filesystem::exists(block_path(dir.path, keys[2])));
+  CHECK(test::temp_files(dir.str()) == 0);
+  CHECK_FALSE(std::filesystem::exists(block_path(dir.str(), keys[2])));
   CHECK(store->lookup(keys) == 2);
   aligned_buffer buf;
   for (size_t i = 0; i < 2; ++i) {
@@ -146,22 +146,22 @@ TEST_CASE("an injected write fault fails as a full disk would: no temporary file
 }
 
 TEST_CASE("an injected write fault over a foreign block leaves that block as it was") {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   const auto keys = block_keys_from_ids({5});
   {
-    auto other = block_store::open(test::options_for(dir.path, test::small_format(0xaaaa)));
+    auto other = block_store::open(test::scratch_store_options(dir.str(), test::small_format(0xaaaa)));
     write_chain(*other, keys);
   }
-  const std::string path = block_path(dir.path, keys[0]);
+  const std::string path = block_path(dir.str(), keys[0]);
   const auto before = std::filesystem::last_write_time(path);
   const auto f = test::small_format(0xbbbb);
-  auto store = block_store::open(test::options_for(dir.path, f));
+  auto store = block_store::open(test::scratch_store_options(dir.str(), f));
   {
     faults::scoped armed(faults::point::storage_write);
     CHECK(store->write(keys[0], 0, test::payload_for(f, keys[0]).data()).code() == errc::io);
   }
   CHECK(std::filesystem::last_write_time(path) == before);
-  CHECK(test::temp_files(dir.path) == 0);
+  CHECK(test::temp_files(dir.str()) == 0);
   aligned_buffer buf;
   CHECK(read_one(*store, keys[0], buf).outcome == read_outcome::foreign);
   CHECK(std::filesystem::exists(path));  // foreign blocks are left to their owner

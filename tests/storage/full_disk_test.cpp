@@ -17,11 +17,11 @@ using namespace dualpath::storage;
 namespace {
 
 struct small_mount {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   bool mounted = false;
-  small_mount() { mounted = ::mount("tmpfs", dir.path.c_str(), "tmpfs", 0, "size=1m") == 0; }
+  small_mount() { mounted = ::mount("tmpfs", dir.str().c_str(), "tmpfs", 0, "size=1m") == 0; }
   ~small_mount() {
-    if (mounted) ::umount2(dir.path.c_str(), MNT_DETACH);
+    if (mounted) ::umount2(dir.str().c_str(), MNT_DETACH);
   }
 };
 
@@ -46,7 +46,7 @@ TEST_CASE("a full disk reports the error and keeps what was stored") {
     return;
   }
   const auto f = test::small_format(8, 4, 64, 256);  // 68 KiB files: about 15 fit
-  auto store = block_store::open(test::options_for(m.dir.path, f));
+  auto store = block_store::open(test::scratch_store_options(m.dir.str(), f));
   std::vector<uint64_t> ids;
   for (uint64_t i = 0; i < 40; ++i) ids.push_back(i);
   const auto keys = block_keys_from_ids(ids);
@@ -69,25 +69,25 @@ TEST_CASE("a full disk reports the error and keeps what was stored") {
   CHECK(failure.message().find("No space") != std::string::npos);
   CHECK(store->stats().write_errors == 1);
   CHECK(store->stats().blocks == stored);
-  CHECK(temp_files(m.dir.path) == 0);
+  CHECK(temp_files(m.dir.str()) == 0);
   check_intact(*store, keys, stored);
 
   // Read-only now: writes fail with the error, reads go on.
-  REQUIRE(::mount(nullptr, m.dir.path.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr) == 0);
-  ::unlink(block_path(m.dir.path, keys[0]).c_str());  // refused too: the store keeps its blocks
+  REQUIRE(::mount(nullptr, m.dir.str().c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr) == 0);
+  ::unlink(block_path(m.dir.str(), keys[0]).c_str());  // refused too: the store keeps its blocks
   const auto r = store->write(keys[stored], keys[stored - 1], test::payload_for(f, 1).data());
   CHECK_FALSE(r.ok());
   CHECK(r.code() == errc::io);
   CHECK(r.message().find(std::strerror(EROFS)) != std::string::npos);
   check_intact(*store, keys, stored);
   // And a store cannot be opened for writing there.
-  CHECK_THROWS(block_store::open(test::options_for(m.dir.path, f)));
+  CHECK_THROWS(block_store::open(test::scratch_store_options(m.dir.str(), f)));
 }
 
 TEST_CASE("an injected write error (disk full, permission) is reported and loses nothing") {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   const auto f = test::small_format();
-  auto store = block_store::open(test::options_for(dir.path, f));
+  auto store = block_store::open(test::scratch_store_options(dir.str(), f));
   const auto keys = block_keys_from_ids({1, 2, 3});
   REQUIRE(store->write(keys[0], 0, test::payload_for(f, keys[0]).data()).ok());
   for (int err : {ENOSPC, EACCES}) {
@@ -100,7 +100,7 @@ TEST_CASE("an injected write error (disk full, permission) is reported and loses
     CHECK_FALSE(r.message().empty());
   }
   CHECK(store->stats().write_errors == 2);
-  CHECK(temp_files(dir.path) == 0);
+  CHECK(temp_files(dir.str()) == 0);
   CHECK(store->lookup(keys) == 1);
   check_intact(*store, keys, 1);
   CHECK(store->write(keys[1], keys[0], test::payload_for(f, keys[1]).data()).ok());

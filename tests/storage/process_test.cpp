@@ -87,9 +87,9 @@ int wait_child(pid_t pid, std::chrono::seconds limit) {
 }  // namespace
 
 TEST_CASE("a writer killed with SIGKILL mid-write leaves no visible partial block") {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   const auto f = test::small_format(5, 8, 64, 4096);  // 2 MiB blocks: most of the time is spent writing
-  auto o = test::options_for(dir.path, f);
+  auto o = test::scratch_store_options(dir.str(), f);
   o.fsync = true;
   const auto keys = block_keys_from_ids({1, 2, 3, 4});
   bool caught_mid_write = false;
@@ -111,7 +111,7 @@ TEST_CASE("a writer killed with SIGKILL mid-write leaves no visible partial bloc
     int status = 0;
     ::waitpid(pid, &status, 0);
     CHECK(WIFSIGNALED(status));
-    const auto c = census(dir.path, f);
+    const auto c = census(dir.str(), f);
     CHECK(c.bad == 0);
     caught_mid_write = c.temps > 0;
   }
@@ -129,9 +129,9 @@ TEST_CASE("a writer killed with SIGKILL mid-write leaves no visible partial bloc
 }
 
 TEST_CASE("two processes writing the same keys at once end with one valid block per key") {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   const auto f = test::small_format(6, 4, 64, 256);
-  auto o = test::options_for(dir.path, f);
+  auto o = test::scratch_store_options(dir.str(), f);
   std::vector<uint64_t> ids;
   for (uint64_t i = 0; i < 40; ++i) ids.push_back(i);
   const auto keys = block_keys_from_ids(ids);
@@ -146,7 +146,7 @@ TEST_CASE("two processes writing the same keys at once end with one valid block 
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
   }
-  const auto c = census(dir.path, f);
+  const auto c = census(dir.str(), f);
   CHECK(c.blocks == keys.size());
   CHECK(c.bad == 0);
   CHECK(c.temps == 0);

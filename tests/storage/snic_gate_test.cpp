@@ -12,9 +12,9 @@ using namespace dualpath::storage;
 namespace {
 
 struct fixture {
-  test::temp_dir dir;
+  test::scratch_dir dir;
   block_format f = test::small_format(3, 4, 64, 256);  // 64 KiB payload
-  std::unique_ptr<block_store> store = block_store::open(test::options_for(dir.path, f));
+  std::unique_ptr<block_store> store = block_store::open(test::scratch_store_options(dir.str(), f));
   std::vector<block_key> keys;
   std::vector<aligned_buffer> bufs;
 

@@ -1,5 +1,5 @@
 #pragma once
-// Shared helpers of the storage tests: a temporary directory and deterministic payloads.
+// Shared helpers of the storage tests: deterministic payloads, corruption and completions.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,20 +12,13 @@
 
 #include "storage/block_files.hpp"
 #include "storage/block_store.hpp"
+#include "tests/common/scratch_dir.hpp"
+#include "tests/common/scratch_store.hpp"
 
-namespace dualpath::storage::test {
+namespace dualpath::test {
 
-struct temp_dir {
-  std::string path;
-  temp_dir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "dualpath-storage-XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+using storage::block_format;
+using storage::read_completion;
 
 inline block_format small_format(uint64_t fingerprint = 0xfeedull, uint32_t layers = 4, uint32_t tokens = 16,
                                  uint32_t bytes = 32) {
@@ -45,14 +38,6 @@ inline std::vector<std::byte> payload_for(const block_format& f, block_key key) 
   return p;
 }
 
-inline store_options options_for(const std::string& dir, const block_format& f) {
-  store_options o;
-  o.dir = dir;
-  o.format = f;
-  o.fsync = false;  // tests do not need durability across power loss; atomicity is still tested
-  return o;
-}
-
 // Flips one bit of the byte at `offset` of the file in place, as a failing disk would.
 inline void flip_byte(const std::string& path, uint64_t offset) {
   const int fd = ::open(path.c_str(), O_RDWR);
@@ -68,7 +53,7 @@ inline void flip_byte(const std::string& path, uint64_t offset) {
 inline size_t temp_files(const std::string& dir) {
   size_t n = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
-    if (is_temp_name(e.path().filename().string())) ++n;
+    if (storage::is_temp_name(e.path().filename().string())) ++n;
   return n;
 }
 
@@ -83,4 +68,4 @@ std::vector<read_completion> collect(Poller& p, size_t n) {
   return out;
 }
 
-}  // namespace dualpath::storage::test
+}  // namespace dualpath::test
