@@ -6,16 +6,12 @@
 #include <limits>
 
 #include "core/errors.hpp"
+#include "core/names.hpp"
 
 namespace dualpath {
 
 const char* to_string(bound_kind k) {
-  switch (k) {
-    case bound_kind::fixed: return "fixed";
-    case bound_kind::lower: return "lower";
-    case bound_kind::upper: return "upper";
-  }
-  return "?";
+  return name_of(k, {{bound_kind::fixed, "fixed"}, {bound_kind::lower, "lower"}, {bound_kind::upper, "upper"}});
 }
 
 namespace {

@@ -6,12 +6,7 @@
 namespace dualpath {
 
 const char* to_string(attention_kind kind) {
-  switch (kind) {
-    case attention_kind::gqa: return "gqa";
-    case attention_kind::mla: return "mla";
-    case attention_kind::dsa: return "dsa";
-  }
-  return "?";
+  return name_of(kind, {{attention_kind::gqa, "gqa"}, {attention_kind::mla, "mla"}, {attention_kind::dsa, "dsa"}});
 }
 
 namespace {

@@ -1,8 +1,10 @@
 #pragma once
 // Names that a user types (policies, backends, models, presets, profiles) and the one message for a name
 // that is not known: "unknown <what> '<name>' (known: a, b, c)".
+#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace dualpath {
@@ -15,6 +17,14 @@ std::string unknown_name(std::string_view what, std::string_view name, const std
 }  // namespace dualpath
 
 namespace dualpath {
+
+// The name of an enum value in a table of {value, name}; "?" for a value the table lacks (a corrupt value).
+template <class E>
+const char* name_of(E value, std::initializer_list<std::pair<E, const char*>> names) {
+  for (const auto& [v, name] : names)
+    if (v == value) return name;
+  return "?";
+}
 
 // The item of `list` (anything with a `name` member) called `name`; user_error listing the known ones.
 template <class T>

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
+#include "core/names.hpp"
 #include "gpu/bf16.hpp"
 
 namespace dualpath::gpu {
@@ -17,12 +18,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const char* to_string(tensor_dtype t) {
-  switch (t) {
-    case tensor_dtype::bf16: return "BF16";
-    case tensor_dtype::f16: return "F16";
-    case tensor_dtype::f32: return "F32";
-  }
-  return "?";
+  return name_of(t, {{tensor_dtype::bf16, "BF16"}, {tensor_dtype::f16, "F16"}, {tensor_dtype::f32, "F32"}});
 }
 
 tensor_dtype parse_dtype(const std::string& s) {

@@ -1,6 +1,7 @@
 // cluster_snapshot bookkeeping: nodes sorted by id so lookups stay O(log nodes) at 1152 engines.
 #include <algorithm>
 
+#include "core/names.hpp"
 #include "schedule/policy.hpp"
 
 namespace dualpath::schedule {
@@ -61,12 +62,7 @@ size_t cluster_snapshot::engine_count(role kind) const {
 }
 
 const char* to_string(read_path p) {
-  switch (p) {
-    case read_path::pe: return "pe";
-    case read_path::de: return "de";
-    case read_path::split: return "split";
-  }
-  return "?";
+  return name_of(p, {{read_path::pe, "pe"}, {read_path::de, "de"}, {read_path::split, "split"}});
 }
 
 }  // namespace dualpath::schedule
