@@ -263,15 +263,7 @@ transport_bench_result run_transport_bench(const transport_bench_options& in) {
     throw user_error("bench transport: --message-bytes must be a positive multiple of 8");
   }
   transport_bench_result r;
-  r.mode = o.mode;
-  r.provider = o.provider;
-  r.slice_bytes = o.slice_bytes;
-  r.block_bytes = o.block_bytes;
-  r.total_bytes = o.total_bytes;
-  r.depth = o.depth;
-  r.rate_gb_per_s = o.rate_gb_per_s;
-  r.message_bytes = o.message_bytes;
-  r.messages = o.messages;
+  r.options = o;
   if (o.mode == "throughput") {
     run_throughput(o, r);
   } else {
@@ -282,23 +274,23 @@ transport_bench_result run_transport_bench(const transport_bench_options& in) {
 
 std::string transport_bench_result::to_json() const {
   nlohmann::json j;
-  j["provider"] = provider;
+  j["provider"] = options.provider;
   j["fabric_provider"] = fabric_provider;
-  j["mode"] = mode;
-  j["slice_bytes"] = slice_bytes;
-  j["block_bytes"] = block_bytes;
-  j["depth"] = depth;
-  j["rate_gb_per_s"] = rate_gb_per_s;
-  if (mode == "throughput") {
-    j["total_bytes"] = total_bytes;
+  j["mode"] = options.mode;
+  j["slice_bytes"] = options.slice_bytes;
+  j["block_bytes"] = options.block_bytes;
+  j["depth"] = options.depth;
+  j["rate_gb_per_s"] = options.rate_gb_per_s;
+  if (options.mode == "throughput") {
+    j["total_bytes"] = options.total_bytes;
     j["gb_per_s"] = gb_per_s;
     j["memcpy_gb_per_s"] = memcpy_gb_per_s;
     j["ratio_to_memcpy"] = memcpy_gb_per_s > 0 ? gb_per_s / memcpy_gb_per_s : 0;
     j["p50_us"] = p50_us;
     j["p99_us"] = p99_us;
   } else {
-    j["message_bytes"] = message_bytes;
-    j["messages"] = messages;
+    j["message_bytes"] = options.message_bytes;
+    j["messages"] = options.messages;
     j["idle_p50_us"] = idle_p50_us;
     j["idle_p99_us"] = idle_p99_us;
     j["isolated_p50_us"] = isolated_p50_us;
@@ -313,14 +305,16 @@ std::string transport_bench_result::to_json() const {
 }
 
 std::string transport_bench_result::to_text() const {
-  std::string out = fmt::format("provider {} ({})  slice {} B  block {} B  depth {}  cap {}\n", provider, fabric_provider, slice_bytes,
-                                block_bytes, depth, rate_gb_per_s > 0 ? fmt::format("{} GB/s", rate_gb_per_s) : "none");
-  if (mode == "throughput") {
+  const auto& o = options;
+  std::string out = fmt::format("provider {} ({})  slice {} B  block {} B  depth {}  cap {}\n", o.provider,
+                                fabric_provider, o.slice_bytes, o.block_bytes, o.depth,
+                                o.rate_gb_per_s > 0 ? fmt::format("{} GB/s", o.rate_gb_per_s) : "none");
+  if (o.mode == "throughput") {
     out += fmt::format("writes  {:8.2f} GB/s   memcpy {:8.2f} GB/s   ratio {:.2f}\n", gb_per_s, memcpy_gb_per_s,
                        memcpy_gb_per_s > 0 ? gb_per_s / memcpy_gb_per_s : 0);
     out += fmt::format("block completion latency  p50 {:.1f} us  p99 {:.1f} us\n", p50_us, p99_us);
   } else {
-    out += fmt::format("model message {} B x {}\n", message_bytes, messages);
+    out += fmt::format("model message {} B x {}\n", o.message_bytes, o.messages);
     out += fmt::format("{:<22} {:>10} {:>10} {:>12}\n", "", "p50 us", "p99 us", "kv GB/s");
     out += fmt::format("{:<22} {:>10.1f} {:>10.1f} {:>12}\n", "idle", idle_p50_us, idle_p99_us, "-");
     out += fmt::format("{:<22} {:>10.1f} {:>10.1f} {:>12.2f}\n", "kv load, isolation on", isolated_p50_us,

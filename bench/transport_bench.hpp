@@ -25,14 +25,11 @@ struct transport_bench_options {
 };
 
 struct transport_bench_result {
-  std::string provider, mode;
-  std::string fabric_provider;  // what libfabric picked, e.g. "tcp;ofi_rxm" for tcp
-  uint64_t slice_bytes = 0, block_bytes = 0, total_bytes = 0, depth = 0;
-  double rate_gb_per_s = 0;
+  transport_bench_options options;  // as run: block_bytes resolved
+  std::string fabric_provider;      // what libfabric picked, e.g. "tcp;ofi_rxm" for tcp
   // throughput mode
   double gb_per_s = 0, memcpy_gb_per_s = 0, p50_us = 0, p99_us = 0;
   // latency mode: model message latency idle, under kv load with isolation, and without
-  uint64_t message_bytes = 0, messages = 0;
   double idle_p50_us = 0, idle_p99_us = 0;
   double isolated_p50_us = 0, isolated_p99_us = 0, isolated_kv_gb_per_s = 0;
   double shared_p50_us = 0, shared_p99_us = 0, shared_kv_gb_per_s = 0;

@@ -45,13 +45,7 @@ const std::vector<std::string>& run_policy_names() {
 result<run_mode> parse_run_mode(std::string_view name) {
   for (const auto& m : modes) {
     if (name != m.name) continue;
-    run_mode r;
-    r.policy = m.policy;
-    r.scheduler_policy = m.scheduler;
-    r.de_read_path = m.de_read;
-    r.loading = m.loading;
-    r.io = m.io;
-    return r;
+    return run_mode{m.policy, m.scheduler, m.de_read, m.loading, m.io};
   }
   return status(errc::bad_input, unknown_name("policy", name, run_policy_names()));
 }
