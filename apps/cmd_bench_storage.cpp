@@ -1,16 +1,20 @@
 // `dualpath bench storage`: block store write/read throughput against fio, and the SNIC gate's cap.
-#include "apps/command_registry.hpp"
+#include "apps/bench_command.hpp"
 #include "bench/storage_bench.hpp"
 
 namespace {
 
 void setup(CLI::App& root) {
-  auto& bench = dualpath::cli::group(root, "bench", "Benchmarks");
-  auto* cmd = bench.add_subcommand("storage", "Block store throughput and latency on a directory (vs fio)");
-  auto opt = std::make_shared<dualpath::bench::storage_bench_options>();
-  auto json = std::make_shared<bool>(false);
+  namespace b = dualpath::bench;
   auto no_fio = std::make_shared<bool>(false);
   auto no_fsync = std::make_shared<bool>(false);
+  auto run = [no_fio, no_fsync](b::storage_bench_options o) {
+    o.fio = !*no_fio;
+    o.fsync = !*no_fsync;
+    return b::run_storage_bench(o);
+  };
+  auto [cmd, opt] = dualpath::cli::add_bench<b::storage_bench_options>(
+      root, "storage", "Block store throughput and latency on a directory (vs fio)", run);
   cmd->add_option("--dir", opt->dir, "Directory to benchmark (a fresh subdirectory is used and removed)")->required();
   cmd->add_option("--block-bytes", opt->block_bytes, "Full Block payload bytes")->capture_default_str();
   cmd->add_option("--blocks", opt->blocks, "Blocks to write and read")->capture_default_str();
@@ -22,13 +26,6 @@ void setup(CLI::App& root) {
   cmd->add_option("--cap-bytes", opt->cap_bytes, "Bytes to read through the capped gate")->capture_default_str();
   cmd->add_flag("--no-fio", *no_fio, "Do not run fio");
   cmd->add_flag("--no-fsync", *no_fsync, "Do not fsync written blocks");
-  cmd->add_flag("--json", *json, "Print JSON");
-  cmd->callback([opt, json, no_fio, no_fsync] {
-    opt->fio = !*no_fio;
-    opt->fsync = !*no_fsync;
-    const auto r = dualpath::bench::run_storage_bench(*opt);
-    dualpath::cli::print(*json ? r.to_json() : r.to_text());
-  });
 }
 
 }  // namespace

@@ -1,14 +1,14 @@
 // `dualpath bench transport`: Layer Block write throughput vs memcpy, and model latency under kv load.
-#include "apps/command_registry.hpp"
+#include "apps/bench_command.hpp"
 #include "bench/transport_bench.hpp"
 
 namespace {
 
 void setup(CLI::App& root) {
-  auto& bench = dualpath::cli::group(root, "bench", "Benchmarks");
-  auto* cmd = bench.add_subcommand("transport", "libfabric Layer Block throughput (vs memcpy) and model latency under kv load");
-  auto opt = std::make_shared<dualpath::bench::transport_bench_options>();
-  auto json = std::make_shared<bool>(false);
+  namespace b = dualpath::bench;
+  auto [cmd, opt] = dualpath::cli::add_bench<b::transport_bench_options>(
+      root, "transport", "libfabric Layer Block throughput (vs memcpy) and model latency under kv load",
+      b::run_transport_bench);
   cmd->add_option("--provider", opt->provider, "libfabric provider: shm, tcp, verbs, efa, ...")->capture_default_str();
   cmd->add_option("--mode", opt->mode, "throughput: block writes vs memcpy; latency: model messages under kv load")
       ->capture_default_str();
@@ -29,11 +29,6 @@ void setup(CLI::App& root) {
   cmd->add_option("--messages", opt->messages, "Latency mode: model messages per phase")->capture_default_str();
   cmd->add_option("--gap-us", opt->gap_us, "Latency mode: pause after each model message (us)")
       ->capture_default_str();
-  cmd->add_flag("--json", *json, "Print JSON");
-  cmd->callback([opt, json] {
-    const auto r = dualpath::bench::run_transport_bench(*opt);
-    dualpath::cli::print(*json ? r.to_json() : r.to_text());
-  });
 }
 
 }  // namespace
