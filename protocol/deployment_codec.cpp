@@ -1,73 +1,79 @@
 // Cap'n Proto encodings of the start-up messages of a multi-process run.
 #include "protocol/deployment_codec.hpp"
+
+#include "protocol/field_codec.hpp"
 #include "schema/runtime.capnp.h"
 
 namespace dualpath::actors {
 
+namespace {
+
+struct region_fields {
+  using T = transport::remote_region;
+  using S = schema::Region;
+  static inline const auto all = std::make_tuple(DP_FIELD(addr, Addr), DP_FIELD(key, Key), DP_FIELD(length, Length));
+};
+
+struct counter_fields {
+  using T = node_counters;
+  using S = schema::NodeCounters;
+  static inline const auto all = std::make_tuple(DP_FIELD(node, Node), DP_FIELD(snic_bytes, SnicBytes),
+                                                 DP_FIELD(persisted_blocks, PersistedBlocks));
+};
+
+}  // namespace
+
 envelope<schema::NodeSetup> encode_setup(const std::string& cluster_file, const std::string& policy) {
-  capnp::MallocMessageBuilder m;
-  auto b = m.initRoot<schema::NodeSetup>();
-  b.setClusterFile(cluster_file);
-  b.setPolicy(policy);
-  return to_envelope<schema::NodeSetup>(m);
+  return build_envelope<schema::NodeSetup>([&](schema::NodeSetup::Builder b) {
+    b.setClusterFile(cluster_file);
+    b.setPolicy(policy);
+  });
 }
 
 std::pair<std::string, std::string> decode(const envelope<schema::NodeSetup>& e) {
-  envelope_reader<schema::NodeSetup> rd(e);
-  auto r = rd.root();
-  return {r.getClusterFile().cStr(), r.getPolicy().cStr()};
+  return read_envelope(e, [](schema::NodeSetup::Reader r) {
+    return std::make_pair(std::string(r.getClusterFile().cStr()), std::string(r.getPolicy().cStr()));
+  });
 }
 
 envelope<schema::FabricDirectory> encode(const std::vector<runtime::endpoint_entry>& entries) {
-  capnp::MallocMessageBuilder m;
-  auto list = m.initRoot<schema::FabricDirectory>().initEntries(uint32_t(entries.size()));
-  auto put_region = [](schema::Region::Builder b, const transport::remote_region& r) {
-    b.setAddr(r.addr);
-    b.setKey(r.key);
-    b.setLength(r.length);
-  };
-  for (uint32_t i = 0; i < entries.size(); ++i) {
-    auto b = list[i];
-    const auto& e = entries[i];
-    b.setEngine(e.engine);
-    b.setNode(e.node);
-    b.setAddress(kj::arrayPtr(e.address.data(), e.address.size()));
-    put_region(b.initBuffer(), e.buffer);
-    put_region(b.initHbm(), e.hbm);
-  }
-  return to_envelope<schema::FabricDirectory>(m);
+  return build_envelope<schema::FabricDirectory>([&](schema::FabricDirectory::Builder root) {
+    auto list = root.initEntries(uint32_t(entries.size()));
+    for (uint32_t i = 0; i < entries.size(); ++i) {
+      auto b = list[i];
+      const auto& e = entries[i];
+      b.setEngine(e.engine);
+      b.setNode(e.node);
+      b.setAddress(kj::arrayPtr(e.address.data(), e.address.size()));
+      write_fields(b.initBuffer(), e.buffer, region_fields::all);
+      write_fields(b.initHbm(), e.hbm, region_fields::all);
+    }
+  });
 }
 
 std::vector<runtime::endpoint_entry> decode(const envelope<schema::FabricDirectory>& e) {
-  envelope_reader<schema::FabricDirectory> rd(e);
-  auto get_region = [](schema::Region::Reader r) { return transport::remote_region{r.getAddr(), r.getKey(), r.getLength()}; };
-  std::vector<runtime::endpoint_entry> out;
-  for (auto r : rd.root().getEntries()) {
-    runtime::endpoint_entry x;  // local base pointers stay null: they mean nothing in another process
-    x.engine = r.getEngine();
-    x.node = r.getNode();
-    const auto address = r.getAddress();
-    x.address.assign(address.begin(), address.end());
-    x.buffer = get_region(r.getBuffer());
-    x.hbm = get_region(r.getHbm());
-    out.push_back(std::move(x));
-  }
-  return out;
+  return read_envelope(e, [](schema::FabricDirectory::Reader root) {
+    std::vector<runtime::endpoint_entry> out;
+    for (auto r : root.getEntries()) {
+      runtime::endpoint_entry x;  // local base pointers stay null: they mean nothing in another process
+      x.engine = r.getEngine();
+      x.node = r.getNode();
+      const auto address = r.getAddress();
+      x.address.assign(address.begin(), address.end());
+      read_fields(r.getBuffer(), x.buffer, region_fields::all);
+      read_fields(r.getHbm(), x.hbm, region_fields::all);
+      out.push_back(std::move(x));
+    }
+    return out;
+  });
 }
 
 envelope<schema::NodeCounters> encode(const node_counters& x) {
-  capnp::MallocMessageBuilder m;
-  auto b = m.initRoot<schema::NodeCounters>();
-  b.setNode(x.node);
-  b.setSnicBytes(x.snic_bytes);
-  b.setPersistedBlocks(x.persisted_blocks);
-  return to_envelope<schema::NodeCounters>(m);
+  return encode_fields<schema::NodeCounters>(x, counter_fields::all);
 }
 
 node_counters decode(const envelope<schema::NodeCounters>& e) {
-  envelope_reader<schema::NodeCounters> rd(e);
-  auto r = rd.root();
-  return {r.getNode(), r.getSnicBytes(), r.getPersistedBlocks()};
+  return decode_fields<node_counters>(e, counter_fields::all);
 }
 
 }  // namespace dualpath::actors

@@ -1,5 +1,7 @@
 #pragma once
 // The project's enums and their Cap'n Proto counterparts, converted in one place.
+#include <utility>
+
 #include "runtime/node_io.hpp"
 #include "schedule/policy.hpp"
 #include "schema/runtime.capnp.h"
@@ -8,22 +10,22 @@
 
 namespace dualpath::actors {
 
+// Both directions read one table; a value outside it (a corrupt message) maps to the first entry.
+inline constexpr std::pair<schedule::read_path, schema::ReadPath> read_paths[] = {
+    {schedule::read_path::pe, schema::ReadPath::PE},
+    {schedule::read_path::de, schema::ReadPath::DE},
+    {schedule::read_path::split, schema::ReadPath::SPLIT}};
+
 inline schema::ReadPath to_schema(schedule::read_path p) {
-  switch (p) {
-    case schedule::read_path::pe: return schema::ReadPath::PE;
-    case schedule::read_path::de: return schema::ReadPath::DE;
-    case schedule::read_path::split: return schema::ReadPath::SPLIT;
-  }
-  return schema::ReadPath::PE;
+  for (const auto& [ours, wire] : read_paths)
+    if (ours == p) return wire;
+  return read_paths[0].second;
 }
 
 inline schedule::read_path from_schema(schema::ReadPath p) {
-  switch (p) {
-    case schema::ReadPath::PE: return schedule::read_path::pe;
-    case schema::ReadPath::DE: return schedule::read_path::de;
-    case schema::ReadPath::SPLIT: return schedule::read_path::split;
-  }
-  return schedule::read_path::pe;
+  for (const auto& [ours, wire] : read_paths)
+    if (wire == p) return ours;
+  return read_paths[0].first;
 }
 
 inline schema::RegionKind to_schema(runtime::region_kind k) {

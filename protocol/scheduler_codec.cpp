@@ -1,190 +1,149 @@
 // Cap'n Proto encodings of the scheduler protocol (schema/scheduler.capnp).
 #include "protocol/scheduler_codec.hpp"
 
-#include "protocol/enum_codec.hpp"
+#include "protocol/field_codec.hpp"
 
 namespace dualpath::actors {
 
 namespace sch = dualpath::schedule;
 
-envelope<schema::Request> encode(const sch::request_info& r) {
-  capnp::MallocMessageBuilder m;
-  auto b = m.initRoot<schema::Request>();
-  b.setId(r.id);
-  b.setHitTokens(r.hit_tokens);
-  b.setAppendTokens(r.append_tokens);
-  b.setHitBytes(r.hit_bytes);
-  b.setLen(r.len);
-  b.setKvBytes(r.kv_bytes);
-  b.setHitBlocks(r.hit_blocks);
-  return to_envelope<schema::Request>(m);
-}
-
 namespace {
 
-sch::request_info read_request(schema::Request::Reader r) {
-  sch::request_info out;
-  out.id = r.getId();
-  out.hit_tokens = r.getHitTokens();
-  out.append_tokens = r.getAppendTokens();
-  out.hit_bytes = r.getHitBytes();
-  out.len = r.getLen();
-  out.kv_bytes = r.getKvBytes();
-  out.hit_blocks = r.getHitBlocks();
-  return out;
-}
+struct request_fields {
+  using T = sch::request_info;
+  using S = schema::Request;
+  static inline const auto all = std::make_tuple(DP_FIELD(id, Id), DP_FIELD(hit_tokens, HitTokens),
+                                                 DP_FIELD(append_tokens, AppendTokens), DP_FIELD(hit_bytes, HitBytes),
+                                                 DP_FIELD(len, Len), DP_FIELD(kv_bytes, KvBytes),
+                                                 DP_FIELD(hit_blocks, HitBlocks));
+};
 
-void write_request(schema::Request::Builder b, const sch::request_info& r) {
-  b.setId(r.id);
-  b.setHitTokens(r.hit_tokens);
-  b.setAppendTokens(r.append_tokens);
-  b.setHitBytes(r.hit_bytes);
-  b.setLen(r.len);
-  b.setKvBytes(r.kv_bytes);
-  b.setHitBlocks(r.hit_blocks);
-}
+// The request travels as a nested struct of its own.
+struct assignment_fields {
+  using T = sch::assignment;
+  using S = schema::Assignment;
+  static inline const auto all = std::make_tuple(DP_FIELD(pe, Pe), DP_FIELD(pe_node, PeNode), DP_FIELD(de, De),
+                                                 DP_FIELD(de_node, DeNode), DP_FIELD(path, Path),
+                                                 DP_FIELD(pe_blocks, PeBlocks));
+};
+
+struct counter_fields {
+  using T = scheduler_counters;
+  using S = schema::SchedulerStats;
+  static inline const auto all = std::make_tuple(
+      DP_FIELD(policy, Policy), DP_FIELD(waiting, Waiting), DP_FIELD(submitted, Submitted),
+      DP_FIELD(assigned, Assigned), DP_FIELD(fetches, Fetches), DP_FIELD(switches, Switches),
+      DP_FIELD(prefill_engines, PrefillEngines), DP_FIELD(decode_engines, DecodeEngines),
+      DP_FIELD(assigned_pe, AssignedPe), DP_FIELD(assigned_de, AssignedDe), DP_FIELD(assigned_split, AssignedSplit));
+};
+
+// The list of known policy names is not a mapped field.
+struct policy_status_fields {
+  using T = policy_status;
+  using S = schema::PolicyStatus;
+  static inline const auto all = std::make_tuple(DP_FIELD(ok, Ok), DP_FIELD(active, Active), DP_FIELD(message, Message));
+};
+
+schema::Role to_schema(sch::role kind) { return kind == sch::role::prefill ? schema::Role::PREFILL : schema::Role::DECODE; }
+sch::role from_schema(schema::Role kind) { return kind == schema::Role::PREFILL ? sch::role::prefill : sch::role::decode; }
 
 }  // namespace
 
+envelope<schema::Request> encode(const sch::request_info& r) {
+  return encode_fields<schema::Request>(r, request_fields::all);
+}
+
 sch::request_info decode(const envelope<schema::Request>& e) {
-  envelope_reader<schema::Request> reader(e);
-  return read_request(reader.root());
+  return decode_fields<sch::request_info>(e, request_fields::all);
 }
 
 envelope<schema::GroupReport> encode_report(sch::role kind, const sch::node_snapshot& node) {
-  capnp::MallocMessageBuilder m;
-  auto b = m.initRoot<schema::GroupReport>();
-  b.setRole(kind == sch::role::prefill ? schema::Role::PREFILL : schema::Role::DECODE);
-  auto s = b.initStats();
-  s.setNode(node.node);
-  s.setReadQ(node.read_q);
-  auto list = s.initEngines(unsigned(node.engines.size()));
-  for (unsigned i = 0; i < node.engines.size(); ++i) {
-    const auto& e = node.engines[i];
-    auto x = list[i];
-    x.setEngine(e.engine);
-    x.setNode(node.node);
-    x.setSeqE(e.seq);
-    x.setTokE(e.tok);
-    x.setFreeHbm(e.free_hbm);
-  }
-  return to_envelope<schema::GroupReport>(m);
+  return build_envelope<schema::GroupReport>([&](schema::GroupReport::Builder b) {
+    b.setRole(to_schema(kind));
+    auto s = b.initStats();
+    s.setNode(node.node);
+    s.setReadQ(node.read_q);
+    auto list = s.initEngines(unsigned(node.engines.size()));
+    for (unsigned i = 0; i < node.engines.size(); ++i) {
+      const auto& e = node.engines[i];
+      auto x = list[i];
+      x.setEngine(e.engine);
+      x.setNode(node.node);
+      x.setSeqE(e.seq);
+      x.setTokE(e.tok);
+      x.setFreeHbm(e.free_hbm);
+    }
+  });
 }
 
 envelope<schema::Fetch> encode_fetch(uint32_t node) {
-  capnp::MallocMessageBuilder m;
-  m.initRoot<schema::Fetch>().setNode(node);
-  return to_envelope<schema::Fetch>(m);
+  return build_envelope<schema::Fetch>([&](schema::Fetch::Builder b) { b.setNode(node); });
 }
 
 envelope<schema::Assignments> encode(const std::vector<sch::assignment>& list) {
-  capnp::MallocMessageBuilder m;
-  auto items = m.initRoot<schema::Assignments>().initItems(unsigned(list.size()));
-  for (unsigned i = 0; i < list.size(); ++i) {
-    const auto& a = list[i];
-    auto x = items[i];
-    write_request(x.initRequest(), a.request);
-    x.setPe(a.pe);
-    x.setPeNode(a.pe_node);
-    x.setDe(a.de);
-    x.setDeNode(a.de_node);
-    x.setPath(to_schema(a.path));
-    x.setPeBlocks(a.pe_blocks);
-  }
-  return to_envelope<schema::Assignments>(m);
+  return build_envelope<schema::Assignments>([&](schema::Assignments::Builder b) {
+    auto items = b.initItems(unsigned(list.size()));
+    for (unsigned i = 0; i < list.size(); ++i) {
+      write_fields(items[i].initRequest(), list[i].request, request_fields::all);
+      write_fields(items[i], list[i], assignment_fields::all);
+    }
+  });
 }
 
 std::vector<sch::assignment> decode(const envelope<schema::Assignments>& e) {
-  envelope_reader<schema::Assignments> reader(e);
-  std::vector<sch::assignment> out;
-  for (auto x : reader.root().getItems()) {
-    sch::assignment a;
-    a.request = read_request(x.getRequest());
-    a.pe = x.getPe();
-    a.pe_node = x.getPeNode();
-    a.de = x.getDe();
-    a.de_node = x.getDeNode();
-    a.path = from_schema(x.getPath());
-    a.pe_blocks = x.getPeBlocks();
-    out.push_back(a);
-  }
-  return out;
+  return read_envelope(e, [](schema::Assignments::Reader r) {
+    std::vector<sch::assignment> out;
+    for (auto x : r.getItems()) {
+      sch::assignment a;
+      read_fields(x.getRequest(), a.request, request_fields::all);
+      read_fields(x, a, assignment_fields::all);
+      out.push_back(a);
+    }
+    return out;
+  });
 }
 
 policy_status decode(const envelope<schema::PolicyStatus>& e) {
-  envelope_reader<schema::PolicyStatus> reader(e);
-  auto r = reader.root();
-  policy_status out;
-  out.ok = r.getOk();
-  out.active = r.getActive();
-  for (auto n : r.getKnown()) out.known.emplace_back(n.cStr());
-  out.message = r.getMessage();
-  return out;
+  return read_envelope(e, [](schema::PolicyStatus::Reader r) {
+    policy_status out;
+    read_fields(r, out, policy_status_fields::all);
+    for (auto n : r.getKnown()) out.known.emplace_back(n.cStr());
+    return out;
+  });
 }
 
 scheduler_counters decode(const envelope<schema::SchedulerStats>& e) {
-  envelope_reader<schema::SchedulerStats> reader(e);
-  auto r = reader.root();
-  scheduler_counters c;
-  c.policy = r.getPolicy();
-  c.waiting = r.getWaiting();
-  c.submitted = r.getSubmitted();
-  c.assigned = r.getAssigned();
-  c.fetches = r.getFetches();
-  c.switches = r.getSwitches();
-  c.prefill_engines = r.getPrefillEngines();
-  c.decode_engines = r.getDecodeEngines();
-  c.assigned_pe = r.getAssignedPe();
-  c.assigned_de = r.getAssignedDe();
-  c.assigned_split = r.getAssignedSplit();
-  return c;
+  return decode_fields<scheduler_counters>(e, counter_fields::all);
 }
 
 std::pair<sch::role, sch::node_snapshot> decode(const envelope<schema::GroupReport>& e) {
-  envelope_reader<schema::GroupReport> reader(e);
-  auto r = reader.root();
-  const auto kind = r.getRole() == schema::Role::PREFILL ? sch::role::prefill : sch::role::decode;
-  auto stats = r.getStats();
-  sch::node_snapshot node;
-  node.node = stats.getNode();
-  node.kind = kind;
-  node.read_q = stats.getReadQ();
-  for (auto x : stats.getEngines())
-    node.engines.push_back({x.getEngine(), stats.getNode(), x.getSeqE(), x.getTokE(), x.getFreeHbm()});
-  return {kind, std::move(node)};
+  return read_envelope(e, [](schema::GroupReport::Reader r) {
+    const auto kind = from_schema(r.getRole());
+    auto stats = r.getStats();
+    sch::node_snapshot node;
+    node.node = stats.getNode();
+    node.kind = kind;
+    node.read_q = stats.getReadQ();
+    for (auto x : stats.getEngines())
+      node.engines.push_back({x.getEngine(), stats.getNode(), x.getSeqE(), x.getTokE(), x.getFreeHbm()});
+    return std::make_pair(kind, std::move(node));
+  });
 }
 
 uint32_t decode(const envelope<schema::Fetch>& e) {
-  envelope_reader<schema::Fetch> reader(e);
-  return reader.root().getNode();
+  return read_envelope(e, [](schema::Fetch::Reader r) { return r.getNode(); });
 }
 
 envelope<schema::PolicyStatus> encode(const policy_status& x) {
-  capnp::MallocMessageBuilder m;
-  auto b = m.initRoot<schema::PolicyStatus>();
-  b.setOk(x.ok);
-  b.setActive(x.active);
-  auto known = b.initKnown(unsigned(x.known.size()));
-  for (unsigned i = 0; i < x.known.size(); ++i) known.set(i, x.known[i]);
-  b.setMessage(x.message);
-  return to_envelope<schema::PolicyStatus>(m);
+  return build_envelope<schema::PolicyStatus>([&](schema::PolicyStatus::Builder b) {
+    write_fields(b, x, policy_status_fields::all);
+    auto known = b.initKnown(unsigned(x.known.size()));
+    for (unsigned i = 0; i < x.known.size(); ++i) known.set(i, x.known[i]);
+  });
 }
 
 envelope<schema::SchedulerStats> encode(const scheduler_counters& c) {
-  capnp::MallocMessageBuilder m;
-  auto b = m.initRoot<schema::SchedulerStats>();
-  b.setPolicy(c.policy);
-  b.setWaiting(c.waiting);
-  b.setSubmitted(c.submitted);
-  b.setAssigned(c.assigned);
-  b.setFetches(c.fetches);
-  b.setSwitches(c.switches);
-  b.setPrefillEngines(c.prefill_engines);
-  b.setDecodeEngines(c.decode_engines);
-  b.setAssignedPe(c.assigned_pe);
-  b.setAssignedDe(c.assigned_de);
-  b.setAssignedSplit(c.assigned_split);
-  return to_envelope<schema::SchedulerStats>(m);
+  return encode_fields<schema::SchedulerStats>(c, counter_fields::all);
 }
 
 }  // namespace dualpath::actors
