@@ -16,17 +16,6 @@ using namespace dualpath::storage;
 
 namespace {
 
-// Writes the blocks of `keys` as one chain.
-void write_chain(block_store& s, const std::vector<block_key>& keys) {
-  block_key parent = 0;
-  for (block_key k : keys) {
-    const auto p = test::payload_for(s.options().format, k);
-    const auto r = s.write(k, parent, p.data());
-    REQUIRE_MESSAGE(r.ok(), r.message());
-    parent = k;
-  }
-}
-
 // Reads `keys` in one batch; returns the completions in key order.
 std::vector<read_completion> read_all(block_store& s, const std::vector<block_key>& keys,
                                       std::vector<aligned_buffer>& bufs) {
@@ -45,6 +34,7 @@ std::vector<read_completion> read_all(block_store& s, const std::vector<block_ke
 }
 
 using test::flip_byte;
+using test::write_chain;
 
 std::vector<int32_t> tokens(size_t n, int32_t seed) {
   std::vector<int32_t> t(n);

@@ -16,14 +16,7 @@ using namespace dualpath::storage;
 
 namespace {
 
-void write_chain(block_store& s, const std::vector<block_key>& keys) {
-  block_key parent = 0;
-  for (block_key k : keys) {
-    const status st = s.write(k, parent, test::payload_for(s.options().format, k).data());
-    REQUIRE_MESSAGE(st.ok(), st.to_string());
-    parent = k;
-  }
-}
+using test::write_chain;
 
 read_completion read_one(block_store& s, block_key key, aligned_buffer& buf) {
   buf = make_aligned_buffer(s.read_buffer_bytes());

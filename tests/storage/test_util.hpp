@@ -38,6 +38,16 @@ inline std::vector<std::byte> payload_for(const block_format& f, block_key key) 
   return p;
 }
 
+// Writes the blocks of `keys` as one chain, each with its payload_for.
+inline void write_chain(storage::block_store& s, const std::vector<block_key>& keys) {
+  block_key parent = 0;
+  for (block_key k : keys) {
+    const status st = s.write(k, parent, payload_for(s.options().format, k).data());
+    REQUIRE_MESSAGE(st.ok(), st.to_string());
+    parent = k;
+  }
+}
+
 // Flips one bit of the byte at `offset` of the file in place, as a failing disk would.
 inline void flip_byte(const std::string& path, uint64_t offset) {
   const int fd = ::open(path.c_str(), O_RDWR);
