@@ -10,6 +10,7 @@
 #include "engine_fakes.hpp"
 #include "runtime/kv_plan.hpp"
 #include "storage/block_store.hpp"
+#include "test_coordinator.hpp"
 #include "tests/common/scratch_dir.hpp"
 #include "tests/common/scratch_store.hpp"
 
@@ -45,15 +46,10 @@ struct engine_fixture {
   decode_engine_actor de;
   std::vector<caf::actor> spawned;
 
-  static caf::actor_system_config& init(caf::actor_system_config& c) {
-    c.set("scheduler.policy", caf::atom("testing"));
-    c.set("logger.file-verbosity", caf::atom("quiet"));
-    c.set("logger.console-verbosity", caf::atom("quiet"));
-    c.add_message_types<caf::id_block::dualpath>();
-    return c;
-  }
-
-  engine_fixture() : sys(init(cfg)), self(sys, true), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {
+  engine_fixture()
+      : sys(test::test_coordinator_config(cfg)),
+        self(sys, true),
+        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {
     store = storage::block_store::open(test::scratch_store_options(dir.str(), {42, geo.layers, geo.block_tokens, uint32_t(geo.bytes_per_token_layer)}));
     config.prefill_nodes = 1;
     config.decode_nodes = 1;

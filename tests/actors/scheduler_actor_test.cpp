@@ -7,6 +7,7 @@
 
 #include "actors/scheduler.hpp"
 #include "core/errors.hpp"
+#include "test_coordinator.hpp"
 
 using namespace dualpath;
 using namespace dualpath::actors;
@@ -15,15 +16,10 @@ namespace sch = dualpath::schedule;
 namespace {
 
 struct fixture {
-  static caf::actor_system_config& init(caf::actor_system_config& cfg) {
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    cfg.set("logger.file-verbosity", caf::atom("quiet"));
-    cfg.set("logger.console-verbosity", caf::atom("quiet"));
-    cfg.add_message_types<caf::id_block::dualpath>();
-    return cfg;
-  }
   fixture()
-      : sys(init(cfg)), self(sys, true), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
+      : sys(test::test_coordinator_config(cfg)),
+        self(sys, true),
+        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
   ~fixture() {
     if (s) self->send_exit(s, caf::exit_reason::user_shutdown);
     sched.run();
