@@ -4,7 +4,6 @@
 #include "engine_fixture.hpp"
 
 using namespace engine_test;
-using kind = engine_fixture::copy_kind;
 
 namespace {
 

@@ -258,4 +258,9 @@ struct engine_fixture {
   }
 };
 
+using kind = engine_fixture::copy_kind;
+
+// HBM for engines that never run short of it.
+constexpr uint64_t big_hbm = 1 << 20;
+
 }  // namespace engine_test

@@ -4,13 +4,6 @@
 #include "engine_fixture.hpp"
 
 using namespace engine_test;
-using kind = engine_fixture::copy_kind;
-
-namespace {
-
-constexpr uint64_t big_hbm = 1 << 20;
-
-}  // namespace
 
 TEST_CASE_FIXTURE(engine_fixture, "a failed hit-KV copy fails the turn, frees its slots and HBM, and the next request runs") {
   start(big_hbm, big_hbm, false);

@@ -3,13 +3,6 @@
 #include "engine_fixture.hpp"
 
 using namespace engine_test;
-using kind = engine_fixture::copy_kind;
-
-namespace {
-
-constexpr uint64_t big_hbm = 1 << 20;
-
-}  // namespace
 
 TEST_CASE_FIXTURE(engine_fixture, "prefill pipelines hit-KV fetches two layers deep, computes in order, then hands off") {
   start(big_hbm, big_hbm, /*real_decode*/ false);
