@@ -1,5 +1,5 @@
 #pragma once
-// On-disk format of one Full Block (DESIGN §9, README, "Full Block format"): an aligned header followed by the
+// On-disk format of one Full Block (docs/design.md §9, README, "Full Block format"): an aligned header followed by the
 // payload [layers][tokens][bytes], so every Layer Block is one contiguous slice with its own checksum.
 // The file is padded to a multiple of `block_alignment` so it can be read with O_DIRECT in one piece.
 #include <cstddef>

@@ -1,5 +1,5 @@
 #pragma once
-// The persistent KV block store (DESIGN §9): Full Blocks as files in a POSIX directory (a local disk or
+// The persistent KV block store (docs/design.md §9): Full Blocks as files in a POSIX directory (a local disk or
 // a shared filesystem mount), keyed by chained prefix hashes (core/block_key.hpp). Reads are batched,
 // asynchronous direct I/O through io_uring into caller buffers; writes are atomic (temp name, fsync,
 // rename). A missing, truncated or corrupt block is a miss with a counted outcome, never served.

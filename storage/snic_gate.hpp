@@ -1,5 +1,5 @@
 #pragma once
-// The emulated storage NIC of one node (DESIGN §9): a FIFO of pending block reads in front of a
+// The emulated storage NIC of one node (docs/design.md §9): a FIFO of pending block reads in front of a
 // block_store, with an optional rate cap in GB/s. Its queued bytes (`read_q`) are what the scheduler
 // balances on. An internal thread drains the FIFO, so callers only submit and poll.
 // The cap is a token bucket over the bytes actually read: tokens accrue at the cap up to a depth of

@@ -1,5 +1,5 @@
 #pragma once
-// Two-class arbiter of one CNIC queue (DESIGN §8). With isolation on, `model` is served first and
+// Two-class arbiter of one CNIC queue (docs/design.md §8). With isolation on, `model` is served first and
 // `kv` gets `kv_share` of the service (counted in bytes) while both classes wait, so bulk KV only
 // uses the gaps, like a low-priority virtual lane with ~1% weight. With isolation off it is one FIFO.
 // Pure logic, no fabric types: items are opaque ids with a size.

@@ -1,5 +1,5 @@
 #pragma once
-// The KV data plane (DESIGN §3, §4, §8): one-sided RMA of Layer Blocks between registered buffers over
+// The KV data plane (docs/design.md §3, §4, §8): one-sided RMA of Layer Blocks between registered buffers over
 // libfabric, with two traffic classes and an optional per-endpoint rate cap that emulates a CNIC.
 // No libfabric type appears here: the fabric objects live behind pimpl in transport/*.cpp.
 //
