@@ -119,25 +119,13 @@ std::unique_ptr<memory_region> endpoint::register_memory(void* base, uint64_t le
 void endpoint::write(traffic_class tc, const memory_region& src, uint64_t src_offset, uint32_t peer,
                      const remote_region& dst, uint64_t dst_offset, uint64_t length, uint64_t context,
                      std::optional<uint64_t> remote_data) {
-  transfer_request r;
-  r.context = context;
-  r.tc = tc;
-  r.is_write = true;
-  r.peer = peer;
-  r.length = length;
-  r.remote_data = remote_data;
-  impl_->submit(src, src_offset, dst, dst_offset, r);
+  impl_->submit(src, src_offset, dst, dst_offset,
+                make_transfer_request(tc, true, peer, length, context, remote_data));
 }
 
 void endpoint::read(traffic_class tc, const memory_region& dst, uint64_t dst_offset, uint32_t peer,
                     const remote_region& src, uint64_t src_offset, uint64_t length, uint64_t context) {
-  transfer_request r;
-  r.context = context;
-  r.tc = tc;
-  r.is_write = false;
-  r.peer = peer;
-  r.length = length;
-  impl_->submit(dst, dst_offset, src, src_offset, r);
+  impl_->submit(dst, dst_offset, src, src_offset, make_transfer_request(tc, false, peer, length, context));
 }
 
 std::vector<completion> endpoint::poll_completions() {

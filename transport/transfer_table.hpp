@@ -52,6 +52,20 @@ struct transfer_request {
   std::optional<uint64_t> remote_data;
 };
 
+// The caller's part of a request; the provider's part (local, desc, remote_addr, key) is filled in
+// when the regions are resolved.
+inline transfer_request make_transfer_request(traffic_class tc, bool is_write, uint32_t peer, uint64_t length,
+                                              uint64_t context, std::optional<uint64_t> remote_data = {}) {
+  transfer_request r;
+  r.context = context;
+  r.tc = tc;
+  r.is_write = is_write;
+  r.peer = peer;
+  r.length = length;
+  r.remote_data = remote_data;
+  return r;
+}
+
 struct inflight_count {
   uint32_t slices = 0;
   uint64_t bytes = 0;

@@ -54,13 +54,7 @@ struct rig {
 
   uint64_t submit(traffic_class tc, uint64_t length, uint64_t context, bool is_write = true,
                   std::optional<uint64_t> remote_data = {}) {
-    transfer_request r;
-    r.context = context;
-    r.tc = tc;
-    r.is_write = is_write;
-    r.length = length;
-    r.remote_data = remote_data;
-    return sched->submit(r);
+    return sched->submit(make_transfer_request(tc, is_write, 0, length, context, remote_data));
   }
   std::vector<completion> done;
 

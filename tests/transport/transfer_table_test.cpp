@@ -15,12 +15,8 @@ const time_point t0 = time_point{} + 1h;
 
 transfer_request request(traffic_class tc, uint64_t length, uint64_t context,
                          std::optional<uint64_t> remote_data = {}) {
-  transfer_request r;
-  r.context = context;
-  r.tc = tc;
-  r.length = length;
+  transfer_request r = make_transfer_request(tc, true, 0, length, context, remote_data);
   r.remote_addr = 1 << 20;
-  r.remote_data = remote_data;
   return r;
 }
 
