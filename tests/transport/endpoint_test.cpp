@@ -13,32 +13,10 @@ using namespace dualpath::transport;
 using namespace dualpath::transport::testing;
 using namespace std::chrono_literals;
 
-namespace {
-
-struct endpoint_pair {
-  std::unique_ptr<endpoint> a, b;
-  uint32_t to_b = 0;
-
-  explicit endpoint_pair(const fabric_options& opts) : a(endpoint::open(opts)), b(endpoint::open(opts)) {
-    to_b = a->connect(b->address());
-    b->connect(a->address());
-  }
-  std::vector<endpoint*> both() { return {a.get(), b.get()}; }
-};
-
-fabric_options options(const std::string& provider) {
-  fabric_options o;
-  o.provider = provider;
-  o.timeout = 2000ms;
-  return o;
-}
-
-}  // namespace
-
 TEST_CASE("thousands of random-size Layer Blocks arrive intact, each notified once") {
   for (const std::string provider : {"shm", "tcp"}) {
     CAPTURE(provider);
-    auto opts = options(provider);
+    auto opts = loopback_options(provider);
     opts.slice_bytes = 8 << 10;  // most blocks span several slices
     opts.max_inflight = 16;
     endpoint_pair p(opts);
@@ -101,7 +79,7 @@ TEST_CASE("thousands of random-size Layer Blocks arrive intact, each notified on
 TEST_CASE("loopback copies and reads go through the endpoint itself") {
   for (const std::string provider : {"shm", "tcp"}) {
     CAPTURE(provider);
-    auto opts = options(provider);
+    auto opts = loopback_options(provider);
     opts.slice_bytes = 64 << 10;
     auto ep = endpoint::open(opts);
     const uint32_t self = ep->connect(ep->address());
@@ -129,20 +107,17 @@ TEST_CASE("loopback copies and reads go through the endpoint itself") {
 }
 
 TEST_CASE("rate cap holds within 10%") {
-  auto opts = options("shm");
+  auto opts = loopback_options("shm");
   opts.rate_gb_per_s = 0.04;  // 40 MB/s: the provider is >50x faster, so the cap decides
   opts.slice_bytes = 256 << 10;
-  endpoint_pair p(opts);
   const size_t bytes = 8 << 20;
-  aligned_buffer src(bytes), dst(bytes);
-  auto src_mr = p.a->register_memory(src.ptr, bytes);
-  auto dst_mr = p.b->register_memory(dst.ptr, bytes);
+  buffered_pair p(opts, bytes);
   std::vector<completion> done;
   const auto t0 = std::chrono::steady_clock::now();
   // Mixed classes: model may go ahead of the kv debt, but every byte is charged to the one link.
   for (int i = 0; i < 8; ++i) {
     const auto tc = i % 4 == 3 ? traffic_class::model : traffic_class::kv;
-    p.a->write(tc, *src_mr, i << 20, p.to_b, dst_mr->remote(), i << 20, 1 << 20, i);
+    p.a->write(tc, *p.src_mr, i << 20, p.to_b, p.dst_mr->remote(), i << 20, 1 << 20, i);
   }
   REQUIRE(pump(p.both(), [&] { return done.size() == 8; }, 20s, &done));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -153,19 +128,16 @@ TEST_CASE("rate cap holds within 10%") {
 }
 
 TEST_CASE("kv keeps its share while model traffic keeps waiting") {
-  auto opts = options("shm");
+  auto opts = loopback_options("shm");
   opts.kv_share = 0.2;  // one kv slice per four model slices while both wait
   opts.slice_bytes = 16 << 10;
   opts.max_inflight = 1;
-  endpoint_pair p(opts);
-  aligned_buffer src(1 << 20), dst(1 << 20);
-  auto src_mr = p.a->register_memory(src.ptr, src.size);
-  auto dst_mr = p.b->register_memory(dst.ptr, dst.size);
+  buffered_pair p(opts, 1 << 20);
   for (int i = 0; i < 40; ++i) {
-    p.a->write(traffic_class::model, *src_mr, 0, p.to_b, dst_mr->remote(), 0, 16 << 10, 100 + i);
+    p.a->write(traffic_class::model, *p.src_mr, 0, p.to_b, p.dst_mr->remote(), 0, 16 << 10, 100 + i);
   }
   for (int i = 0; i < 5; ++i) {
-    p.a->write(traffic_class::kv, *src_mr, 0, p.to_b, dst_mr->remote(), 1 << 19, 16 << 10, i);
+    p.a->write(traffic_class::kv, *p.src_mr, 0, p.to_b, p.dst_mr->remote(), 1 << 19, 16 << 10, i);
   }
   std::vector<completion> done;
   REQUIRE(pump(p.both(), [&] { return done.size() == 45; }, 10s, &done));
@@ -178,15 +150,12 @@ TEST_CASE("kv keeps its share while model traffic keeps waiting") {
 }
 
 TEST_CASE("poll_delay reports the rate cap's wait and idleness") {
-  auto opts = options("shm");
+  auto opts = loopback_options("shm");
   opts.rate_gb_per_s = 0.001;  // 1 MB/s: the second 64 KiB slice waits about 65 ms
   opts.slice_bytes = 64 << 10;
-  endpoint_pair p(opts);
-  aligned_buffer src(1 << 20), dst(1 << 20);
-  auto src_mr = p.a->register_memory(src.ptr, src.size);
-  auto dst_mr = p.b->register_memory(dst.ptr, dst.size);
+  buffered_pair p(opts, 1 << 20);
   CHECK_FALSE(p.a->poll_delay().has_value());
-  p.a->write(traffic_class::kv, *src_mr, 0, p.to_b, dst_mr->remote(), 0, 128 << 10, 1);
+  p.a->write(traffic_class::kv, *p.src_mr, 0, p.to_b, p.dst_mr->remote(), 0, 128 << 10, 1);
   std::vector<completion> done;
   // The first slice goes at once; then only the cap holds the second back.
   REQUIRE(pump(p.both(), [&] { return p.a->stats().kv.slices == 1; }, 10s, &done));
@@ -199,19 +168,16 @@ TEST_CASE("poll_delay reports the rate cap's wait and idleness") {
 TEST_CASE("model traffic overtakes queued kv traffic only with isolation on") {
   for (const bool isolation : {true, false}) {
     CAPTURE(isolation);
-    auto opts = options("shm");
+    auto opts = loopback_options("shm");
     opts.isolation = isolation;
     opts.slice_bytes = 64 << 10;
     opts.max_inflight = 2;
-    endpoint_pair p(opts);
-    aligned_buffer src(4 << 20), dst(4 << 20);
-    auto src_mr = p.a->register_memory(src.ptr, src.size);
-    auto dst_mr = p.b->register_memory(dst.ptr, dst.size);
+    buffered_pair p(opts, 4 << 20);
     const int kv_blocks = 64;
     for (int i = 0; i < kv_blocks; ++i) {
-      p.a->write(traffic_class::kv, *src_mr, i << 16, p.to_b, dst_mr->remote(), i << 16, 64 << 10, i);
+      p.a->write(traffic_class::kv, *p.src_mr, i << 16, p.to_b, p.dst_mr->remote(), i << 16, 64 << 10, i);
     }
-    p.a->write(traffic_class::model, *src_mr, 0, p.to_b, dst_mr->remote(), 0, 4096, 999);
+    p.a->write(traffic_class::model, *p.src_mr, 0, p.to_b, p.dst_mr->remote(), 0, 4096, 999);
     std::vector<completion> done;
     REQUIRE(pump(p.both(), [&] { return done.size() == kv_blocks + 1; }, 10s, &done));
     const auto pos = std::find_if(done.begin(), done.end(), [](auto& c) { return c.context == 999; }) - done.begin();
@@ -226,17 +192,14 @@ TEST_CASE("model traffic overtakes queued kv traffic only with isolation on") {
 TEST_CASE("out-of-range transfers, unknown peers and bad keys give error completions") {
   for (const std::string provider : {"shm", "tcp"}) {
     CAPTURE(provider);
-    endpoint_pair p(options(provider));
-    aligned_buffer src(64 << 10), dst(64 << 10);
-    auto src_mr = p.a->register_memory(src.ptr, src.size);
-    auto dst_mr = p.b->register_memory(dst.ptr, dst.size);
-    p.a->write(traffic_class::kv, *src_mr, 0, p.to_b, dst_mr->remote(), 60 << 10, 8 << 10, 1);
-    p.a->write(traffic_class::kv, *src_mr, 64 << 10, p.to_b, dst_mr->remote(), 0, 1, 2);
-    p.a->write(traffic_class::kv, *src_mr, 0, 17, dst_mr->remote(), 0, 1024, 3);
-    p.a->write(traffic_class::kv, *dst_mr, 0, p.to_b, dst_mr->remote(), 0, 1024, 5);  // b's region on a
-    auto bad_key = dst_mr->remote();
+    buffered_pair p(loopback_options(provider), 64 << 10);
+    p.a->write(traffic_class::kv, *p.src_mr, 0, p.to_b, p.dst_mr->remote(), 60 << 10, 8 << 10, 1);
+    p.a->write(traffic_class::kv, *p.src_mr, 64 << 10, p.to_b, p.dst_mr->remote(), 0, 1, 2);
+    p.a->write(traffic_class::kv, *p.src_mr, 0, 17, p.dst_mr->remote(), 0, 1024, 3);
+    p.a->write(traffic_class::kv, *p.dst_mr, 0, p.to_b, p.dst_mr->remote(), 0, 1024, 5);  // b's region on a
+    auto bad_key = p.dst_mr->remote();
     bad_key.key += 0x5a5a;
-    p.a->write(traffic_class::kv, *src_mr, 0, p.to_b, bad_key, 0, 32 << 10, 4, 5);
+    p.a->write(traffic_class::kv, *p.src_mr, 0, p.to_b, bad_key, 0, 32 << 10, 4, 5);
     std::vector<completion> done;
     REQUIRE(pump(p.both(), [&] { return done.size() == 5; }, 10s, &done));
     std::map<uint64_t, completion> by_context;
@@ -257,21 +220,18 @@ TEST_CASE("out-of-range transfers, unknown peers and bad keys give error complet
 TEST_CASE("a closed peer yields an error completion within the timeout") {
   for (const std::string provider : {"shm", "tcp"}) {
     CAPTURE(provider);
-    auto opts = options(provider);
+    auto opts = loopback_options(provider);
     opts.timeout = 300ms;
-    endpoint_pair p(opts);
-    aligned_buffer src(64 << 10), dst(64 << 10);
-    auto src_mr = p.a->register_memory(src.ptr, src.size);
-    auto dst_mr = p.b->register_memory(dst.ptr, dst.size);
-    const auto remote = dst_mr->remote();
+    buffered_pair p(opts, 64 << 10);
+    const auto remote = p.dst_mr->remote();
     // One good transfer first, so the peer is known to be alive and connected.
     std::vector<completion> done;
-    p.a->write(traffic_class::kv, *src_mr, 0, p.to_b, remote, 0, 4096, 1);
+    p.a->write(traffic_class::kv, *p.src_mr, 0, p.to_b, remote, 0, 4096, 1);
     REQUIRE(pump(p.both(), [&] { return done.size() == 1; }, 10s, &done));
     REQUIRE(done[0].ok);
-    dst_mr.reset();
+    p.dst_mr.reset();
     p.b.reset();
-    for (int i = 0; i < 4; ++i) p.a->write(traffic_class::kv, *src_mr, 0, p.to_b, remote, 0, 32 << 10, 10 + i);
+    for (int i = 0; i < 4; ++i) p.a->write(traffic_class::kv, *p.src_mr, 0, p.to_b, remote, 0, 32 << 10, 10 + i);
     // Bounded by the timeout (plus slack for a loaded machine), never a hang.
     REQUIRE(pump({p.a.get()}, [&] { return done.size() == 5; }, 5s, &done));
     for (size_t i = 1; i < done.size(); ++i) {
@@ -282,7 +242,7 @@ TEST_CASE("a closed peer yields an error completion within the timeout") {
 }
 
 TEST_CASE("registration refuses zero-length and unaligned regions with a clear message") {
-  auto ep = endpoint::open(options("shm"));
+  auto ep = endpoint::open(loopback_options("shm"));
   aligned_buffer buf(4096);
   CHECK_THROWS_WITH_AS(ep->register_memory(buf.ptr, 0), doctest::Contains("zero-length"), dualpath::user_error);
   CHECK_THROWS_WITH_AS(ep->register_memory(buf.ptr + 3, 64), doctest::Contains("not 8-byte aligned"),

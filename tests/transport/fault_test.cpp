@@ -15,35 +15,23 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct pair_rig {
-  std::unique_ptr<endpoint> a, b;
-  uint32_t to_b = 0;
-  aligned_buffer src{1 << 20}, dst{1 << 20};
-  std::unique_ptr<memory_region> src_mr, dst_mr;
-
-  explicit pair_rig(const std::string& provider) {
-    fabric_options o;
-    o.provider = provider;
+// A pair with 1 MiB buffers and 64 KiB slices, written at the same offset on both sides.
+struct pair_rig : buffered_pair {
+  explicit pair_rig(const std::string& provider) : buffered_pair(options(provider), 1 << 20) {}
+  static fabric_options options(const std::string& provider) {
+    auto o = loopback_options(provider);
     o.slice_bytes = 64 << 10;
-    o.timeout = 2000ms;
-    a = endpoint::open(o);
-    b = endpoint::open(o);
-    to_b = a->connect(b->address());
-    b->connect(a->address());
-    fill_random(src.ptr, src.size, 5);
-    std::fill(dst.ptr, dst.ptr + dst.size, std::byte{0});
-    src_mr = a->register_memory(src.ptr, src.size);
-    dst_mr = b->register_memory(dst.ptr, dst.size);
+    return o;
   }
   void write(uint64_t offset, uint64_t length, uint64_t context, std::optional<uint64_t> remote_data = {}) {
     a->write(traffic_class::kv, *src_mr, offset, to_b, dst_mr->remote(), offset, length, context, remote_data);
   }
   // Polls both ends until `n` completions arrived; false instead of a hang.
   bool wait(size_t n, std::vector<completion>& done, std::vector<arrival>* arrived = nullptr) {
-    return pump({a.get(), b.get()}, [&] { return done.size() >= n; }, 10s, &done, arrived);
+    return pump(both(), [&] { return done.size() >= n; }, 10s, &done, arrived);
   }
   bool drained() {
-    return pump({a.get(), b.get()}, [&] { return !a->busy() && !b->busy(); }, 10s);
+    return pump(both(), [&] { return !a->busy() && !b->busy(); }, 10s);
   }
 };
 

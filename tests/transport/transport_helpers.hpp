@@ -1,13 +1,16 @@
 #pragma once
-// Shared by the transport tests: aligned buffers, checksums and bounded polling of endpoints.
+// Shared by the transport tests: aligned buffers, checksums, connected endpoint pairs and bounded
+// polling of endpoints.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "transport/endpoint.hpp"
@@ -49,5 +52,39 @@ inline bool pump(const std::vector<endpoint*>& eps, const std::function<bool()>&
   }
   return true;
 }
+
+// Loopback options with a timeout short enough that a broken path fails the test fast.
+inline fabric_options loopback_options(const std::string& provider) {
+  fabric_options o;
+  o.provider = provider;
+  o.timeout = std::chrono::milliseconds(2000);
+  return o;
+}
+
+// Two connected endpoints: `a` reaches `b` as peer `to_b`.
+struct endpoint_pair {
+  std::unique_ptr<endpoint> a, b;
+  uint32_t to_b = 0;
+
+  explicit endpoint_pair(const fabric_options& opts) : a(endpoint::open(opts)), b(endpoint::open(opts)) {
+    to_b = a->connect(b->address());
+    b->connect(a->address());
+  }
+  std::vector<endpoint*> both() { return {a.get(), b.get()}; }
+};
+
+// An endpoint pair with a registered source on `a` (random bytes) and a zeroed destination on `b`,
+// both `bytes` long: the usual setup of a transfer test.
+struct buffered_pair : endpoint_pair {
+  aligned_buffer src, dst;
+  std::unique_ptr<memory_region> src_mr, dst_mr;
+
+  buffered_pair(const fabric_options& opts, size_t bytes) : endpoint_pair(opts), src(bytes), dst(bytes) {
+    fill_random(src.ptr, src.size, 5);
+    std::fill(dst.ptr, dst.ptr + dst.size, std::byte{0});
+    src_mr = a->register_memory(src.ptr, src.size);
+    dst_mr = b->register_memory(dst.ptr, dst.size);
+  }
+};
 
 }  // namespace dualpath::transport::testing
