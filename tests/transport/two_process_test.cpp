@@ -14,26 +14,24 @@ using namespace std::chrono_literals;
 
 namespace {
 
-bool write_all(int fd, const void* p, size_t n) {
-  auto* c = static_cast<const char*>(p);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, c, n);
-    if (w <= 0) return false;
-    c += w;
-    n -= static_cast<size_t>(w);
+// Loops `io(offset, left)` (a read or write on a pipe) until `n` bytes moved; false on EOF or error.
+template <class Io>
+bool move_all(size_t n, Io io) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t moved = io(done, n - done);
+    if (moved <= 0) return false;
+    done += static_cast<size_t>(moved);
   }
   return true;
 }
 
+bool write_all(int fd, const void* p, size_t n) {
+  return move_all(n, [&](size_t at, size_t left) { return ::write(fd, static_cast<const char*>(p) + at, left); });
+}
+
 bool read_all(int fd, void* p, size_t n) {
-  auto* c = static_cast<char*>(p);
-  while (n > 0) {
-    const ssize_t r = ::read(fd, c, n);
-    if (r <= 0) return false;
-    c += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
+  return move_all(n, [&](size_t at, size_t left) { return ::read(fd, static_cast<char*>(p) + at, left); });
 }
 
 bool send_bytes(int fd, const address_bytes& a) {
