@@ -45,6 +45,16 @@ inline float exp_nonpositive(float x) {
   return exp8_nonpositive(v)[0];
 }
 
+// Token t's cached row (BF16, `off` elements into its slot) as floats: the score and value passes
+// both read the KV cache this way.
+inline void widen_bf16_row(const std::byte* slot, uint64_t off, uint32_t width, float* out) {
+  const auto* src = reinterpret_cast<const uint16_t*>(slot) + off;
+  for (uint32_t d = 0; d < width; ++d) {
+    const uint32_t u = uint32_t(src[d]) << 16;
+    std::memcpy(&out[d], &u, 4);
+  }
+}
+
 }  // namespace
 
 DUALPATH_MULTIVERSION
@@ -136,11 +146,7 @@ void bf16_scores(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, c
   float k[8192];
   const uint32_t width = kv_heads * hd;
   for (uint32_t t = 0; t < tokens; ++t) {
-    const auto* src = reinterpret_cast<const uint16_t*>(base + t * stride) + off;
-    for (uint32_t d = 0; d < width; ++d) {
-      const uint32_t u = uint32_t(src[d]) << 16;
-      std::memcpy(&k[d], &u, 4);
-    }
+    widen_bf16_row(base + t * stride, off, width, k);
     for (uint32_t g = 0; g < kv_heads; ++g)
       for (uint64_t row = 0; row < rq; ++row) {
         const float* q = qg + (g * rq + row) * hd;
@@ -160,11 +166,7 @@ void bf16_weighted_values(const float* s, uint32_t kv_heads, uint64_t rq, uint64
   float v[8192];
   const uint32_t width = kv_heads * hd;
   for (uint32_t t = 0; t < tokens; ++t) {
-    const auto* src = reinterpret_cast<const uint16_t*>(base + t * stride) + off;
-    for (uint32_t d = 0; d < width; ++d) {
-      const uint32_t u = uint32_t(src[d]) << 16;
-      std::memcpy(&v[d], &u, 4);
-    }
+    widen_bf16_row(base + t * stride, off, width, v);
     for (uint32_t g = 0; g < kv_heads; ++g)
       for (uint64_t row = 0; row < rq; ++row) {
         const float p = s[(g * rq + row) * ctx + j0 + t];
