@@ -27,6 +27,15 @@ struct decode_fixture : engine_fixture {
     self->send(de, atom::handoff_v, encode(h));
     sched.run();
   }
+  // Requests 1 and 2 (prompts 5 and 7, four tokens each) handed off together, their buffer -> HBM
+  // copies held and decode steps answered as `decode` says.
+  void hand_off_two_held(answer decode) {
+    start_decode(1 << 20);
+    tq_s[1]->copy = answer::hold;
+    de_cs->decode = decode;
+    hand_off(1, 5, 4, {10});
+    hand_off(2, 7, 4, {11});
+  }
   std::vector<compute_call>& steps() { return de_cs->calls; }
   void answer_step(size_t i) { answer_compute(de_worker, de_cs, i); }
   const turn_result* result_of(uint64_t id) const {
@@ -37,11 +46,7 @@ struct decode_fixture : engine_fixture {
 };
 
 TEST_CASE_FIXTURE(decode_fixture, "two hand-offs share decode steps and each gets its result after gen tokens") {
-  start_decode(1 << 20);
-  tq_s[1]->copy = answer::hold;
-  de_cs->decode = answer::hold;
-  hand_off(1, 5, 4, {10});
-  hand_off(2, 7, 4, {11});
+  hand_off_two_held(answer::hold);
 
   // Both wait for their DE buffer -> HBM copy (one Full Block each, through the DE's own CNIC).
   REQUIRE(tq_s[1]->copies.size() == 2);
@@ -143,11 +148,7 @@ TEST_CASE_FIXTURE(decode_fixture, "hand-offs wait FIFO for decode HBM; one that 
 }
 
 TEST_CASE_FIXTURE(decode_fixture, "a failed decode step fails every request in it and frees their HBM") {
-  start_decode(1 << 20);
-  tq_s[1]->copy = answer::hold;
-  de_cs->decode = answer::fail;
-  hand_off(1, 5, 4, {10});
-  hand_off(2, 7, 4, {11});
+  hand_off_two_held(answer::fail);
   inside(tq[1], [s = tq_s[1]] {
     for (auto& c : s->copies) {
       c.done = true;

@@ -20,6 +20,9 @@ namespace fs = std::filesystem;
 
 inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+// HBM for engines that never run short of it.
+constexpr uint64_t big_hbm = 1 << 20;
+
 // ---- the fixture: node 0 holds prefill engine 0, node 1 decode engine 1 ----
 struct engine_fixture {
   static constexpr uint32_t pe_id = 0, de_id = 1;
@@ -148,11 +151,27 @@ struct engine_fixture {
     sched.run();
   }
 
+  // PE 0 (and its DE) with plenty of HBM and every copy held, so a test answers or fails each one itself.
+  void start_holding_copies() {
+    start(big_hbm, big_hbm, false);
+    tq_s[0]->copy = answer::hold;
+  }
+  // After `failed` turns failed, request `request` is the one turn handed to the DE.
+  void check_only_handoff(uint64_t request, size_t failed) {
+    REQUIRE(rec->handoffs.size() == 1);
+    CHECK(rec->handoffs[0].payload.request == request);
+    CHECK(rec->results.size() == failed);
+  }
+
   // ---- answering held requests (from inside the fake), then running everything that follows ----
   template <class Handle>
   void inside(const Handle& h, std::function<void()> f) {
     self->send(h, atom::complete_v, std::make_shared<std::function<void()>>(std::move(f)));
     sched.run();
+  }
+  // Answers PE 0's first-pass fetch of each of `layers`, in that order.
+  void answer_fetches(std::initializer_list<uint32_t> layers) {
+    for (uint32_t l : layers) answer_copy(0, find_copy(0, copy_kind::fetch, l));
   }
   void answer_copy(uint32_t node, size_t i) {
     auto s = tq_s[node];
@@ -259,8 +278,5 @@ struct engine_fixture {
 };
 
 using kind = engine_fixture::copy_kind;
-
-// HBM for engines that never run short of it.
-constexpr uint64_t big_hbm = 1 << 20;
 
 }  // namespace engine_test

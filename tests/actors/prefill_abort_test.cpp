@@ -6,8 +6,7 @@
 using namespace engine_test;
 
 TEST_CASE_FIXTURE(engine_fixture, "a failed hit-KV copy fails the turn, frees its slots and HBM, and the next request runs") {
-  start(big_hbm, big_hbm, false);
-  tq_s[0]->copy = answer::hold;
+  start_holding_copies();
   pe_cs->start = answer::hold;
   assign(1, 40, 2);
   REQUIRE(in_flight(0, kind::fetch) == 2);
@@ -64,17 +63,13 @@ TEST_CASE_FIXTURE(engine_fixture, "a failed layer fails the turn with the kernel
 
   pe_cs->layer = answer::now;
   assign(2, 40, 2);
-  REQUIRE(rec->handoffs.size() == 1);
-  CHECK(rec->handoffs[0].payload.request == 2);
-  CHECK(rec->results.size() == 1);
+  check_only_handoff(2, 1);
 }
 
 TEST_CASE_FIXTURE(engine_fixture, "the next pass starts only once the aborted pass's late forward has landed") {
-  start(big_hbm, big_hbm, false);
-  tq_s[0]->copy = answer::hold;
+  start_holding_copies();
   assign(1, 40, 2);
-  answer_copy(0, find_copy(0, kind::fetch, 0));
-  answer_copy(0, find_copy(0, kind::fetch, 1));
+  answer_fetches({0, 1});
   REQUIRE(pe_cs->layers() == std::vector<uint32_t>{0, 1});
   REQUIRE(in_flight(0, kind::forward) == 2);
   fail_copy(0, find_copy(0, kind::forward, 0), "DE buffer unreachable");
@@ -99,15 +94,12 @@ TEST_CASE_FIXTURE(engine_fixture, "the next pass starts only once the aborted pa
     if (pe_cs->count(work::finish) > 0) CHECK(in_flight(0, kind::forward) == 0);
   }
   CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 0, 1, 2, 3});
-  REQUIRE(rec->handoffs.size() == 1);
-  CHECK(rec->handoffs[0].payload.request == 2);
-  CHECK(rec->results.size() == 1);  // only request 1's failure
+  check_only_handoff(2, 1);  // only request 1's failure
   CHECK(last_report(pe_id).free_hbm == big_hbm);
 }
 
 TEST_CASE_FIXTURE(engine_fixture, "a late fetch answer of an aborted pass does not count as the next pass's fetch") {
-  start(big_hbm, big_hbm, false);
-  tq_s[0]->copy = answer::hold;
+  start_holding_copies();
   assign(1, 40, 2);
   fail_copy(0, find_copy(0, kind::fetch, 0), "read slot poisoned");
   REQUIRE(rec->results.size() == 1);
@@ -119,9 +111,7 @@ TEST_CASE_FIXTURE(engine_fixture, "a late fetch answer of an aborted pass does n
   CHECK(pe_cs->layers() == std::vector<uint32_t>{0});
   drain(0);
   CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 2, 3});
-  REQUIRE(rec->handoffs.size() == 1);
-  CHECK(rec->handoffs[0].payload.request == 2);
-  CHECK(rec->results.size() == 1);
+  check_only_handoff(2, 1);
 }
 
 TEST_CASE_FIXTURE(engine_fixture, "a failed load or DE reservation fails the turn and returns what was granted") {

@@ -105,11 +105,9 @@ TEST_CASE_FIXTURE(engine_fixture, "prefill of a request without hits computes ev
 }
 
 TEST_CASE_FIXTURE(engine_fixture, "forwards finishing out of order refill both staging slots, in layer order") {
-  start(big_hbm, big_hbm, false);
-  tq_s[0]->copy = answer::hold;
+  start_holding_copies();
   assign(1, 40, 2);
-  answer_copy(0, find_copy(0, kind::fetch, 0));
-  answer_copy(0, find_copy(0, kind::fetch, 1));
+  answer_fetches({0, 1});
   REQUIRE(layers_posted(0, kind::forward) == std::vector<uint32_t>{0, 1});
 
   // Layer 1's forward lands first: its slot is free, but layer 2 goes into slot 0, still busy.
@@ -128,12 +126,10 @@ TEST_CASE_FIXTURE(engine_fixture, "forwards finishing out of order refill both s
 }
 
 TEST_CASE_FIXTURE(engine_fixture, "a staged layer still computing keeps its slot: the fetch two layers on waits") {
-  start(big_hbm, big_hbm, false);
-  tq_s[0]->copy = answer::hold;
+  start_holding_copies();
   pe_cs->layer = answer::hold;
   assign(1, 40, 2);
-  answer_copy(0, find_copy(0, kind::fetch, 0));
-  answer_copy(0, find_copy(0, kind::fetch, 1));
+  answer_fetches({0, 1});
   REQUIRE(pe_cs->layers() == std::vector<uint32_t>{0});
   answer_compute(pe_worker, pe_cs, 1);  // layer 0 done: its forward goes out, layer 1 computes from slot 1
   REQUIRE(pe_cs->layers() == std::vector<uint32_t>{0, 1});

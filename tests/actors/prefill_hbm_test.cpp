@@ -56,8 +56,6 @@ TEST_CASE_FIXTURE(engine_fixture, "a request that can never fit in HBM fails nam
   CHECK(last_report(pe_id).free_hbm == 16 << 10);
 
   assign(2, 10, 0);  // 10 KiB of new KV and no staging to speak of: fits
-  REQUIRE(rec->handoffs.size() == 1);
-  CHECK(rec->handoffs[0].payload.request == 2);
-  CHECK(rec->results.size() == 1);
+  check_only_handoff(2, 1);
   CHECK(last_report(pe_id).free_hbm == 16 << 10);
 }
