@@ -41,41 +41,28 @@ TEST_CASE("run: a malformed trace line names file, line and field") {
   CHECK(r.err.find("rounds[0].gen") != std::string::npos);
 }
 
-TEST_CASE("run: a missing model directory, an unwritable store and a bad cluster key exit 2") {
+TEST_CASE("run: a missing model directory, an unwritable store and bad flags or cluster keys exit 2") {
   dualpath::test::scratch_dir w;
-  auto r = run_cli(w, "run --quiet --cluster " + w.write("m.toml", "[model]\nname = \"./no-such-model-dir\"\n"));
-  CHECK(r.rc == 2);
-  CHECK(r.err.find("model directory './no-such-model-dir' does not exist") != std::string::npos);
-
   w.write("plain-file", "x");
-  r = run_cli(w, "run --quiet --cluster " + w.write("s.toml", "[storage]\ndir = \"plain-file/store\"\n"));
-  CHECK(r.rc == 2);
-  CHECK(r.err.find("plain-file/store") != std::string::npos);
-
-  r = run_cli(w, "run --quiet --cluster " + w.write("k.toml", "[hardware]\nsnic = 3\n"));
-  CHECK(r.rc == 2);
-  CHECK(r.err.find("hardware.snic") != std::string::npos);
-
-  r = run_cli(w, "run --quiet --cluster " + w.write("t.toml", "[cluster]\nprefill_nodes = \"two\"\n"));
-  CHECK(r.rc == 2);
-  CHECK(r.err.find("must be an integer") != std::string::npos);
-
-  r = run_cli(w, "run --quiet --policy fastest");
-  CHECK(r.rc == 2);
-  CHECK(r.err.find("known: basic") != std::string::npos);
-
-  r = run_cli(w, "run --quiet --aps-sweep 1,fast");
-  CHECK(r.rc == 2);
-  CHECK(r.err.find("--aps-sweep: 'fast'") != std::string::npos);
-  r = run_cli(w, "run --quiet --aps-sweep 1 --slo-ttft 0");
-  CHECK(r.rc == 2);
-  CHECK(r.err.find("--slo-ttft") != std::string::npos);
-  r = run_cli(w, "run --quiet --processes --policy oracle");
-  CHECK(r.rc == 2);
-  CHECK(r.err.find("without --processes") != std::string::npos);
-  r = run_cli(w, "node --registry 127.0.0.1 --node 0");
-  CHECK(r.rc == 2);
-  CHECK(r.err.find("expected HOST:PORT") != std::string::npos);
+  // Each bad invocation and a piece of the message that must name what is wrong.
+  const std::pair<std::string, std::string> cases[] = {
+      {"run --quiet --cluster " + w.write("m.toml", "[model]\nname = \"./no-such-model-dir\"\n"),
+       "model directory './no-such-model-dir' does not exist"},
+      {"run --quiet --cluster " + w.write("s.toml", "[storage]\ndir = \"plain-file/store\"\n"), "plain-file/store"},
+      {"run --quiet --cluster " + w.write("k.toml", "[hardware]\nsnic = 3\n"), "hardware.snic"},
+      {"run --quiet --cluster " + w.write("t.toml", "[cluster]\nprefill_nodes = \"two\"\n"), "must be an integer"},
+      {"run --quiet --policy fastest", "known: basic"},
+      {"run --quiet --aps-sweep 1,fast", "--aps-sweep: 'fast'"},
+      {"run --quiet --aps-sweep 1 --slo-ttft 0", "--slo-ttft"},
+      {"run --quiet --processes --policy oracle", "without --processes"},
+      {"node --registry 127.0.0.1 --node 0", "expected HOST:PORT"},
+  };
+  for (const auto& [args, message] : cases) {
+    CAPTURE(args);
+    const auto r = run_cli(w, args);
+    CHECK(r.rc == 2);
+    CHECK(r.err.find(message) != std::string::npos);
+  }
 }
 
 TEST_CASE("run: the embedded default writes a JSON report with every policy and the speedups") {

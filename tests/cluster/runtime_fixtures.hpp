@@ -1,6 +1,7 @@
 #pragma once
 // What the runtime tests share: a small storage-bound cluster of the tiny model, and
 // agent scripts whose turns are all verified against a full recompute.
+#include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -32,6 +33,15 @@ inline cluster_config small_cluster(const fs::path& dir, uint32_t decode_nodes) 
   c.store_dir = (dir / "store").string();
   c.timeout_s = 30;
   return c;
+}
+
+// Every turn of the run came back right: `turns` in all, `verified` of them checked against a full
+// recompute, none failed and none disagreed.
+inline void check_turns_right(const run_summary& s, uint64_t turns, uint64_t verified) {
+  CHECK(s.turns == turns);
+  CHECK(s.failed_turns == 0);
+  CHECK(s.verified_turns == verified);
+  CHECK(s.mismatched_turns == 0);
 }
 
 inline std::vector<agent_script> scripts(uint32_t agents, uint32_t turns, uint32_t verify_every) {

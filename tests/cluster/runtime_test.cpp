@@ -32,10 +32,7 @@ run_summary run(const cluster_config& c, const std::string& policy, uint32_t age
 TEST_CASE("dualpath on 1P2D: every verified turn matches a full recompute and both paths carry requests") {
   test::scratch_dir dir;
   const auto s = run(small_cluster(dir.path, 2), "dualpath");
-  CHECK(s.turns == 16);
-  CHECK(s.failed_turns == 0);
-  CHECK(s.verified_turns == 16);
-  CHECK(s.mismatched_turns == 0);
+  check_turns_right(s, 16, 16);
   CHECK(s.path_pe > 0);
   CHECK(s.path_de + s.path_split > 0);
   CHECK(s.hit_blocks > 0);        // blocks persisted by decode are hit by later turns
@@ -47,9 +44,7 @@ TEST_CASE("dualpath on 1P2D: every verified turn matches a full recompute and bo
 TEST_CASE("dualpath on 1P1D matches a full recompute too") {
   test::scratch_dir dir;
   const auto s = run(small_cluster(dir.path, 1), "dualpath", 3, 3);
-  CHECK(s.turns == 9);
-  CHECK(s.verified_turns == 9);
-  CHECK(s.mismatched_turns == 0);
+  check_turns_right(s, 9, 9);
 }
 
 TEST_CASE("basic reads nothing through a decode node's SNIC; oracle reads nothing at all") {
@@ -71,9 +66,7 @@ TEST_CASE("layerwise, round_robin and split give the same tokens as a full recom
   for (const char* p : {"layerwise", "round_robin", "split"}) {
     CAPTURE(p);
     const auto s = run(small_cluster(dir.path / p, 2), p, 3, 3);
-    CHECK(s.turns == 9);
-    CHECK(s.verified_turns == 9);
-    CHECK(s.mismatched_turns == 0);
+    check_turns_right(s, 9, 9);
   }
 }
 

@@ -99,24 +99,22 @@ TEST_CASE("policy switch over the control port: new assignments follow it, nothi
   CHECK(ctl.get_policy().active == "dualpath");
 
   std::multiset<uint64_t> seen;
-  report_all();
-  auto first = fetch();
-  REQUIRE(first.size() == 4);
-  for (const auto& a : first) {
-    CHECK(a.path == sch::read_path::de);
-    seen.insert(a.request.id);
-  }
+  // One round: all four waiting requests come back, each on the read path the active policy picks.
+  auto fetch_four_on = [&](sch::read_path path) {
+    report_all();
+    auto got = fetch();
+    REQUIRE(got.size() == 4);
+    for (const auto& a : got) {
+      CHECK(a.path == path);
+      seen.insert(a.request.id);
+    }
+  };
+  fetch_four_on(sch::read_path::de);
 
   auto st = ctl.set_policy("basic");
   CHECK(st.ok);
   CHECK(st.active == "basic");
-  report_all();
-  auto second = fetch();
-  REQUIRE(second.size() == 4);
-  for (const auto& a : second) {
-    CHECK(a.path == sch::read_path::pe);
-    seen.insert(a.request.id);
-  }
+  fetch_four_on(sch::read_path::pe);
 
   st = ctl.set_policy("no_such_policy");
   CHECK_FALSE(st.ok);
