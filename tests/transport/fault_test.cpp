@@ -35,6 +35,16 @@ struct pair_rig : buffered_pair {
   }
 };
 
+// Runs `test` on a fresh rig for each provider.
+template <class Test>
+void for_each_pair(Test test) {
+  for (const std::string provider : {"shm", "tcp"}) {
+    CAPTURE(provider);
+    pair_rig p(provider);
+    test(p);
+  }
+}
+
 std::map<uint64_t, completion> by_context(const std::vector<completion>& done) {
   std::map<uint64_t, completion> out;
   for (const auto& c : done) out[c.context] = c;
@@ -62,9 +72,7 @@ TEST_CASE("fault registry: armed hits fire once each, then the seam is quiet aga
 }
 
 TEST_CASE("fault \"fabric post\": a refused post fails only its transfer, with the provider's error") {
-  for (const std::string provider : {"shm", "tcp"}) {
-    CAPTURE(provider);
-    pair_rig p(provider);
+  for_each_pair([](pair_rig& p) {
     std::vector<completion> done;
     {
       dualpath::faults::scoped armed(dualpath::faults::point::fabric_post, 1);
@@ -86,13 +94,11 @@ TEST_CASE("fault \"fabric post\": a refused post fails only its transfer, with t
     REQUIRE(p.wait(4, done));
     CHECK(done.back().ok);
     CHECK(fnv1a(p.dst.ptr, 256 << 10) == fnv1a(p.src.ptr, 256 << 10));
-  }
+  });
 }
 
 TEST_CASE("fault \"fabric post\" in the middle of a multi-slice transfer: no notification, no leftovers") {
-  for (const std::string provider : {"shm", "tcp"}) {
-    CAPTURE(provider);
-    pair_rig p(provider);
+  for_each_pair([](pair_rig& p) {
     std::vector<completion> done;
     std::vector<arrival> arrived;
     {
@@ -109,13 +115,11 @@ TEST_CASE("fault \"fabric post\" in the middle of a multi-slice transfer: no not
     CHECK(arrived.empty());
     CHECK(p.a->stats().inflight_slices == 0);
     CHECK(p.a->stats().queued_slices == 0);
-  }
+  });
 }
 
 TEST_CASE("fault \"fabric completion\": the transfer fails with the error, the endpoint keeps working") {
-  for (const std::string provider : {"shm", "tcp"}) {
-    CAPTURE(provider);
-    pair_rig p(provider);
+  for_each_pair([](pair_rig& p) {
     std::vector<completion> done;
     {
       dualpath::faults::scoped armed(dualpath::faults::point::fabric_completion, 1);
@@ -131,13 +135,11 @@ TEST_CASE("fault \"fabric completion\": the transfer fails with the error, the e
     p.write(0, 4096, 2);
     REQUIRE(p.wait(2, done));
     CHECK(done[1].ok);
-  }
+  });
 }
 
 TEST_CASE("fault \"fabric completion\" on one slice of many: one error, late completions ignored") {
-  for (const std::string provider : {"shm", "tcp"}) {
-    CAPTURE(provider);
-    pair_rig p(provider);
+  for_each_pair([](pair_rig& p) {
     std::vector<completion> done;
     std::vector<arrival> arrived;
     {
@@ -162,5 +164,5 @@ TEST_CASE("fault \"fabric completion\" on one slice of many: one error, late com
     CHECK(st.kv.errors == 1);
     CHECK(st.kv.transfers == 2);
     CHECK(st.inflight_slices == 0);
-  }
+  });
 }
