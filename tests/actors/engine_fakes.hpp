@@ -157,6 +157,18 @@ inline fake_compute_actor::behavior_type fake_compute(fake_compute_actor::pointe
     if (a == answer::now) return c.value;
     return s->calls.back().promise;
   };
+  // The call of a job that emits one token per item (finish, decode): the job's tokens come from `token_of`.
+  auto emitting_call = [](work kind, auto& job, auto token_of) {
+    compute_call c;
+    c.kind = kind;
+    job.tokens.clear();
+    for (auto& it : job.items) {
+      c.ids.push_back(it.request_id);
+      job.tokens.push_back(token_of(it));
+    }
+    c.value = uint32_t(job.items.size());
+    return c;
+  };
   return {
       [=](atom::start, prefill_job_ptr job) {
         compute_call c;
@@ -173,26 +185,14 @@ inline fake_compute_actor::behavior_type fake_compute(fake_compute_actor::pointe
         return reply(s->layer, c);
       },
       [=](atom::finish, prefill_job_ptr job) {
-        compute_call c;
-        c.kind = work::finish;
-        job->tokens.clear();
-        for (auto& it : job->items) {
-          c.ids.push_back(it.request_id);
-          job->tokens.push_back(it.emit_token ? compute_script::first_token(it.request_id) : -1);
-        }
-        c.value = uint32_t(job->items.size());
-        return reply(s->finish, c);
+        return reply(s->finish, emitting_call(work::finish, *job, [](const auto& it) {
+                       return it.emit_token ? compute_script::first_token(it.request_id) : -1;
+                     }));
       },
       [=](atom::decode, decode_job_ptr job) {
-        compute_call c;
-        c.kind = work::decode;
-        job->tokens.clear();
-        for (auto& it : job->items) {
-          c.ids.push_back(it.request_id);
-          job->tokens.push_back(compute_script::decode_token(it.position));
-        }
-        c.value = uint32_t(job->items.size());
-        return reply(s->decode, c);
+        return reply(s->decode, emitting_call(work::decode, *job, [](const auto& it) {
+                       return compute_script::decode_token(it.position);
+                     }));
       },
       [](atom::complete, completion_ptr f) { (*f)(); },
   };
