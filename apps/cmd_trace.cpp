@@ -15,6 +15,7 @@ struct gen_options {
   std::string preset = "64k";
   uint32_t agents = 500;
   uint64_t seed = 1;
+  trace_scale scale;
   std::string output;
 };
 
@@ -25,7 +26,9 @@ struct stats_options {
 
 void run_gen(const gen_options& o) {
   const auto& preset = find_trace_preset(o.preset);
-  const auto agents = generate_trajectories(preset, o.agents, o.seed);
+  throw_if_error(check_trace_scale(o.scale));
+  auto agents = generate_trajectories(preset, o.agents, o.seed);
+  for (auto& t : agents) t = scale_trajectory(t, o.scale);
   write_trajectories(o.output, agents);
   trajectory_stats_builder b;
   for (const auto& t : agents) b.add(t);
@@ -109,6 +112,13 @@ void setup(CLI::App& root) {
   g->add_option("--preset", gen->preset, "Dataset to reproduce: 32k, 48k or 64k")->capture_default_str();
   g->add_option("--agents", gen->agents, "Number of agents (trajectories)")->capture_default_str();
   g->add_option("--seed", gen->seed, "Random seed; the same seed gives the same file")->capture_default_str();
+  g->add_option("--scale", gen->scale.divide,
+                "Divide contexts, appends and generations by K, keeping every turn (the hit rate stays)")
+      ->capture_default_str();
+  g->add_option("--append-scale", gen->scale.append, "Then multiply appended tokens (append sweep)")
+      ->capture_default_str();
+  g->add_option("--gen-scale", gen->scale.gen, "Then multiply generated tokens (generation sweep)")
+      ->capture_default_str();
   g->add_option("-o,--output", gen->output, "Output JSONL file")->required();
   g->callback([gen] { run_gen(*gen); });
 

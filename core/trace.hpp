@@ -19,6 +19,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/status.hpp"
+
 namespace dualpath {
 
 struct trace_round {
@@ -147,6 +149,19 @@ const trace_preset& find_trace_preset(const std::string& name);  // user_error l
 
 // Deterministic: the same preset, agent count and seed give the same trajectories on every platform.
 std::vector<trajectory> generate_trajectories(const trace_preset& preset, uint32_t agents, uint64_t seed);
+
+// A trace made smaller or reshaped for one machine (docs/design.md §11): the paper's contexts of tens of
+// thousands of tokens divided by `divide`, keeping every turn, reset and tool pause, so the hit rate stays
+// what it was; `append` and `gen` then multiply the appended and generated tokens (the append and
+// generation sweeps). Every turn keeps at least one appended and one generated token.
+struct trace_scale {
+  double divide = 1;
+  double append = 1;
+  double gen = 1;
+};
+// bad_input naming the option when a factor is not a positive number.
+status check_trace_scale(const trace_scale& s);
+trajectory scale_trajectory(const trajectory& t, const trace_scale& s);
 
 // ---- Statistics ----
 

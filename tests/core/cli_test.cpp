@@ -117,4 +117,10 @@ TEST_CASE("cli: trace errors exit 2 with file, line and field") {
   CHECK(run_cli("trace gen --preset 64k --agents 0 -o '" + dir.file("x.jsonl") + "'").rc == 2);
   CHECK(run_cli("trace gen --preset 64k").rc == 2);  // -o is required
   CHECK(run_cli("trace gen --preset 64k -o /nonexistent-dir/x.jsonl").rc == 2);
+  const auto zero = run_cli("trace gen --preset 64k --scale 0 -o '" + dir.file("x.jsonl") + "'");
+  CHECK(zero.rc == 2);
+  CHECK(zero.err.find("--scale must be a positive number") != std::string::npos);
+  const auto scaled = run_cli("trace gen --preset 64k --agents 20 --scale 16 -o '" + dir.file("s.jsonl") + "'");
+  CHECK(scaled.rc == 0);
+  CHECK(scaled.out.find("hit rate 98.") != std::string::npos);
 }

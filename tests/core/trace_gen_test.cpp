@@ -76,3 +76,42 @@ TEST_CASE("unknown presets and zero agents are user errors") {
   CHECK_THROWS_WITH_AS(find_trace_preset("128k"), doctest::Contains("32k, 48k, 64k"), user_error);
   CHECK_THROWS_AS(generate_trajectories(find_trace_preset("64k"), 0, 1), user_error);
 }
+
+TEST_CASE("trace scaling divides contexts by K and keeps every turn and the hit rate") {
+  const auto agents = generate_trajectories(find_trace_preset("64k"), 200, 5);
+  const auto full = stats_of(agents);
+  std::vector<trajectory> small;
+  for (const auto& t : agents) small.push_back(scale_trajectory(t, {16, 1, 1}));
+  const auto s = stats_of(small);
+  CHECK(s.turns == full.turns);
+  CHECK(s.context_mean == doctest::Approx(full.context_mean / 16).epsilon(0.03));
+  CHECK(s.append_mean == doctest::Approx(full.append_mean / 16).epsilon(0.05));
+  CHECK(s.gen_mean == doctest::Approx(full.gen_mean / 16).epsilon(0.05));
+  CHECK(s.hit_rate >= 0.97);
+  CHECK(s.prompt_max <= 65536 / 16 + 64);
+  // The sweeps: appends doubled, generations halved, on the scaled trace.
+  std::vector<trajectory> swept;
+  for (const auto& t : agents) swept.push_back(scale_trajectory(t, {16, 2, 0.5}));
+  const auto w = stats_of(swept);
+  CHECK(w.turns == full.turns);
+  CHECK(w.append_mean == doctest::Approx(2 * s.append_mean).epsilon(0.05));
+  CHECK(w.gen_mean == doctest::Approx(0.5 * s.gen_mean).epsilon(0.1));
+}
+
+TEST_CASE("trace scaling keeps resets inside the scaled context, and refuses non-positive factors") {
+  trajectory t;
+  t.id = "a";
+  t.rounds = {{800, 160, 80, 0, {}}, {400, 160, 160, 0, {}}, {320, 80, 80, 0, uint64_t(900)}};
+  const auto s = scale_trajectory(t, {8, 1, 1});
+  REQUIRE(s.rounds.size() == 3);
+  CHECK(s.rounds[0].append == 100);
+  CHECK(s.rounds[0].keep == 10);
+  REQUIRE(s.rounds[2].reset);
+  const auto shapes = s.turns();
+  CHECK(shapes[2].hit_candidates == *s.rounds[2].reset);
+  CHECK(*s.rounds[2].reset <= shapes[1].prompt + s.rounds[1].keep);
+  CHECK(*s.rounds[2].reset == doctest::Approx(900.0 / 8).epsilon(0.02));
+  CHECK(check_trace_scale({0, 1, 1}).code() == errc::bad_input);
+  CHECK(check_trace_scale({8, -1, 1}).message().find("--append-scale") != std::string::npos);
+  CHECK(check_trace_scale({8, 1, 1}).ok());
+}
