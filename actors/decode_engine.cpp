@@ -276,7 +276,7 @@ struct decode_state : engine_base {
     res.turn = r.info.payload.turn;
     res.generated = r.generated;
     res.times = r.info.payload.times;
-    res.times.done = now_ns();
+    res.times.done = res.times.last_token = now_ns();
     res.path = r.info.path;
     res.valid_hit_blocks = r.info.valid_hit_blocks;
     res.corrupt_blocks = r.info.corrupt_blocks;

@@ -34,11 +34,15 @@ turn_record record_of(const turn_result& r, int64_t t0) {
   rec.error = r.error;
   rec.ttft_s = seconds_between(r.times.submitted, r.times.first_token);
   rec.has_ttst = r.times.second_token != 0;
-  rec.ttst_s = seconds_between(r.times.first_token, r.times.second_token);
+  rec.ttst_s = seconds_between(r.times.submitted, r.times.second_token);
+  rec.second_token_gap_s = seconds_between(r.times.first_token, r.times.second_token);
   if (r.times.second_token && r.generated.size() > 2) {
+    // Per token while decoding: the wait for the last block's write-back is not decoding time.
     rec.has_tpot = true;
-    rec.tpot_s = seconds_between(r.times.second_token, r.times.done) / double(r.generated.size() - 2);
+    const int64_t last = r.times.last_token ? r.times.last_token : r.times.done;
+    rec.tpot_s = seconds_between(r.times.second_token, last) / double(r.generated.size() - 2);
   }
+  rec.start_s = seconds_between(t0, r.times.submitted);
   rec.queue_s = seconds_between(r.times.submitted, r.times.assigned);
   rec.kv_read_s = seconds_between(r.times.assigned, r.times.kv_ready);
   rec.assign_s = seconds_between(r.times.kv_ready, r.times.prefill_start);

@@ -12,7 +12,8 @@ struct times_fields {
   static inline const auto all = std::make_tuple(DP_FIELD(submitted, Submitted), DP_FIELD(assigned, Assigned),
                                                  DP_FIELD(kv_ready, KvReady), DP_FIELD(prefill_start, PrefillStart),
                                                  DP_FIELD(first_token, FirstToken),
-                                                 DP_FIELD(second_token, SecondToken), DP_FIELD(done, Done));
+                                                 DP_FIELD(second_token, SecondToken), DP_FIELD(done, Done),
+                                                 DP_FIELD(last_token, LastToken));
 };
 
 // Tokens and times are written by hand: a list and a nested struct.

@@ -14,6 +14,7 @@ namespace dualpath::actors {
 
 struct turn_times {
   int64_t submitted = 0, assigned = 0, kv_ready = 0, prefill_start = 0, first_token = 0, second_token = 0, done = 0;
+  int64_t last_token = 0;  // the last token generated; `done` is later by the wait for the write-back
 };
 
 struct turn_payload {

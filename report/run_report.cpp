@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 namespace dualpath::actors {
@@ -36,7 +37,9 @@ double peak_window_mean_ttft(const std::vector<turn_record>& records, double win
 
 void summarize_turns(run_summary& s, const std::vector<turn_record>& records) {
   s.ttft_peak_window_s = peak_window_mean_ttft(records);
-  std::vector<double> ttft, ttst, tpot, queue, assign, kv_read, prefill;
+  std::vector<double> ttft, ttst, gap, tpot, queue, assign, kv_read, prefill;
+  std::map<uint32_t, std::pair<double, double>> agents;  // agent -> (first submission, last answer)
+  uint64_t prompt_tokens = 0;
   for (const auto& r : records) {
     s.jct_s = std::max(s.jct_s, r.done_s);  // the job ends with its last turn
     if (!r.error.empty()) {
@@ -45,8 +48,14 @@ void summarize_turns(run_summary& s, const std::vector<turn_record>& records) {
       continue;
     }
     ++s.turns;
+    auto [span, fresh] = agents.try_emplace(r.agent, r.start_s, r.done_s);
+    if (!fresh) span->second = {std::min(span->second.first, r.start_s), std::max(span->second.second, r.done_s)};
     ttft.push_back(r.ttft_s);
-    if (r.has_ttst) ttst.push_back(r.ttst_s);
+    if (r.has_ttst) {
+      ttst.push_back(r.ttst_s);
+      gap.push_back(r.second_token_gap_s);
+    }
+    prompt_tokens += r.prompt_tokens;
     if (r.has_tpot) tpot.push_back(r.tpot_s);
     queue.push_back(r.queue_s);
     assign.push_back(r.assign_s);
@@ -64,6 +73,11 @@ void summarize_turns(run_summary& s, const std::vector<turn_record>& records) {
   }
   s.ttft = summarize(ttft);
   s.ttst = summarize(ttst);
+  s.second_token_gap = summarize(gap);
+  s.prompt_tps = s.jct_s > 0 ? double(prompt_tokens) / s.jct_s : 0;
+  double agent_sum = 0;
+  for (const auto& [agent, span] : agents) agent_sum += span.second - span.first;
+  s.agent_jct_mean_s = agents.empty() ? 0 : agent_sum / double(agents.size());
   s.tpot = summarize(tpot);
   s.queue = summarize(queue);
   s.assign = summarize(assign);
@@ -89,7 +103,10 @@ nlohmann::json to_json(const run_summary& s) {
   j["ttft_s"] = dist(s.ttft);
   j["ttft_peak_10s_mean_s"] = s.ttft_peak_window_s;
   j["ttst_s"] = dist(s.ttst);
+  j["second_token_gap_s"] = dist(s.second_token_gap);
   j["tpot_s"] = dist(s.tpot);
+  j["prompt_tps"] = s.prompt_tps;
+  j["agent_jct_mean_s"] = s.agent_jct_mean_s;
   j["ttft_breakdown_s"] = {{"queue", dist(s.queue)}, {"assign", dist(s.assign)}, {"kv_read", dist(s.kv_read)},
                            {"prefill", dist(s.prefill)}};
   j["snic_bytes"] = s.snic_bytes;

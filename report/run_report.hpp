@@ -15,8 +15,11 @@ namespace dualpath::actors {
 
 struct turn_record {
   uint32_t agent = 0, turn = 0;
-  double ttft_s = 0, ttst_s = 0, tpot_s = 0;  // ttst: first -> second token; tpot: per token after it
+  // ttst: submission -> second token (the paper's); the first-to-second interval is second_token_gap;
+  // tpot: per token after the second, up to the last generated token (not the write-back wait).
+  double ttft_s = 0, ttst_s = 0, second_token_gap_s = 0, tpot_s = 0;
   bool has_ttst = false, has_tpot = false;
+  double start_s = 0;  // submitted, since run start
   double queue_s = 0, kv_read_s = 0, assign_s = 0, prefill_s = 0;
   schedule::read_path path = schedule::read_path::pe;
   uint32_t hit_blocks = 0, corrupt_blocks = 0;
@@ -39,7 +42,9 @@ struct run_summary {
   std::string policy;
   double jct_s = 0;
   uint64_t turns = 0, failed_turns = 0;
-  distribution ttft, ttst, tpot;
+  distribution ttft, ttst, second_token_gap, tpot;
+  double prompt_tps = 0;        // every prompt token (hit ones included) of the answered turns / JCT
+  double agent_jct_mean_s = 0;  // per agent: its last turn's answer minus its first turn's submission
   double ttft_peak_window_s = 0;  // peak_window_mean_ttft
   distribution queue, assign, kv_read, prefill;
   std::vector<uint64_t> snic_bytes;  // per node

@@ -14,7 +14,8 @@ struct TurnTimes {
   prefillStart @3 :Int64;
   firstToken @4 :Int64;
   secondToken @5 :Int64;
-  done @6 :Int64;
+  done @6 :Int64;         # the turn answered: its blocks are in storage
+  lastToken @7 :Int64;    # the last token generated (before waiting for the write-back)
 }
 
 # The tokens of one turn, served by the agent client to the PE that was assigned the request.

@@ -66,3 +66,33 @@ TEST_CASE("the peak 10-second TTFT shows a backlog that the whole-run mean hides
   CHECK(s.ttft_peak_window_s <= 9.0);
   CHECK(peak_window_mean_ttft(records, 10.0, 1000) == 0);  // no window holds that many turns
 }
+
+TEST_CASE("the paper's metrics: TTST from submission, Prompt TPS over every prompt token, mean agent JCT") {
+  auto rec = [](uint32_t agent, double start, double done, uint32_t prompt) {
+    turn_record r;
+    r.agent = agent;
+    r.start_s = start;
+    r.done_s = done;
+    r.prompt_tokens = prompt;
+    r.has_ttst = true;
+    r.ttst_s = done - start;
+    r.second_token_gap_s = 0.25;
+    return r;
+  };
+  // Agent 0: turns over [0, 4] and [4, 10]; agent 1: one turn over [1, 3]; a failed turn counts for nothing.
+  std::vector<turn_record> records{rec(0, 0, 4, 1000), rec(0, 4, 10, 1500), rec(1, 1, 3, 500)};
+  turn_record failed = rec(2, 0, 20, 9999);
+  failed.error = "injected";
+  records.push_back(failed);
+  run_summary s;
+  summarize_turns(s, records);
+  CHECK(s.turns == 3);
+  CHECK(s.prompt_tps == doctest::Approx(3000.0 / 20.0));  // the JCT includes the failed turn's end
+  CHECK(s.agent_jct_mean_s == doctest::Approx((10.0 + 2.0) / 2.0));
+  CHECK(s.ttst.mean == doctest::Approx((4.0 + 6.0 + 2.0) / 3.0));
+  CHECK(s.second_token_gap.mean == doctest::Approx(0.25));
+  const auto j = to_json(s);
+  CHECK(j["prompt_tps"].get<double>() == doctest::Approx(150.0));
+  CHECK(j.contains("second_token_gap_s"));
+  CHECK(j.contains("agent_jct_mean_s"));
+}
