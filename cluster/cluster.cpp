@@ -71,7 +71,9 @@ std::string waiting_hint(caf::scoped_actor& self, const cluster_view& view) {
 }
 
 // α and β from the hardware and the compute fit (docs/design.md §7.2), unless the cluster file sets them.
-schedule::policy_params scheduler_params(const run_base& base, const cluster_config& c) {
+// β is calibrated at the workload's own mean turn (its hit context and append), since attention time grows
+// with the context; a workload without turns falls back to four cached blocks and one appended.
+schedule::policy_params scheduler_params(const run_base& base, const cluster_config& c, const mean_turn& turn) {
   const auto fit = base.first->fit();
   const schedule::flops_fit sfit{fit.fixed_s, fit.seconds_per_flop};
   const auto& geo = base.geometry;
@@ -79,11 +81,14 @@ schedule::policy_params scheduler_params(const run_base& base, const cluster_con
   schedule::policy_params params;
   params.kv_bytes_per_token = geo.layers * geo.bytes_per_token_layer;
   params.alpha_tokens = schedule::alpha_tokens(snic_rate, params.kv_bytes_per_token, c.alpha_s);
-  params.beta_tokens = schedule::beta_tokens(
-      schedule::prefill_tokens_per_s(base.spec, sfit, 4 * geo.block_tokens, geo.block_tokens), c.beta_s);
+  const uint64_t cached = turn.turns ? uint64_t(turn.hit) : 4 * geo.block_tokens;
+  const uint64_t append = turn.turns ? std::max<uint64_t>(1, uint64_t(turn.append)) : geo.block_tokens;
+  params.beta_tokens = schedule::beta_tokens(schedule::prefill_tokens_per_s(base.spec, sfit, cached, append), c.beta_s);
   if (c.alpha_tokens) params.alpha_tokens = c.alpha_tokens;
   if (c.beta_tokens) params.beta_tokens = c.beta_tokens;
   params.z_slack = c.z_slack;
+  spdlog::info("scheduler: alpha {} tokens, beta {} tokens (at a mean turn of {} cached + {} appended tokens)",
+               params.alpha_tokens, params.beta_tokens, cached, append);
   return params;
 }
 
@@ -210,7 +215,10 @@ run_summary run_cluster(const run_options& o) {
     auto view = make_view(base, c, mode);
     scheduler_options sched;
     sched.policy = mode.scheduler_policy;
-    sched.params = scheduler_params(base, c);
+    mean_turn turn;
+    for (const auto& script : o.scripts)
+      for (const auto& t : script.turns) turn.add(t);
+    sched.params = scheduler_params(base, c, turn);
     for (const auto& s : c.switches) sched.switches.push_back({s.at_s, s.policy});
     view->scheduler = spawn_scheduler(sys, sched);
     if (o.control_port) {

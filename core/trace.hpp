@@ -43,6 +43,17 @@ struct turn_shape {
   bool reset = false;           // this turn starts from a context cut back by `reset`
 };
 
+// The mean turn of a workload: hit candidates and appended tokens per turn, over every turn given.
+// What the scheduler's β is calibrated at (docs/design.md §7.2): attention grows with the context.
+struct mean_turn {
+  double hit = 0, append = 0;
+  uint64_t turns = 0;
+  void add(const turn_shape& t) {
+    hit += (double(t.hit_candidates) - hit) / double(++turns);
+    append += (double(t.append) - append) / double(turns);
+  }
+};
+
 struct trajectory {
   std::string id;
   std::vector<trace_round> rounds;

@@ -162,3 +162,15 @@ TEST_CASE("Mooncake traces: detection, parsing and prefix reuse") {
   CHECK_THROWS_WITH_AS(mooncake_reader(dir.file("bad2.jsonl")).next(r),
                        doctest::Contains("bad2.jsonl:1: field 'hash_ids[1]'"), user_error);
 }
+
+TEST_CASE("the mean turn of a workload averages hit candidates and appends over every turn") {
+  trajectory t;
+  t.id = "a";
+  t.rounds = {{100, 10, 10, 0, {}}, {50, 10, 10, 0, {}}, {30, 10, 10, 0, {}}};
+  mean_turn m;
+  for (const auto& s : t.turns()) m.add(s);
+  CHECK(m.turns == 3);
+  // Hit candidates: 0, 110, 170 (the previous prompt plus its kept output).
+  CHECK(m.hit == doctest::Approx((0.0 + 110.0 + 170.0) / 3.0));
+  CHECK(m.append == doctest::Approx((100.0 + 50.0 + 30.0) / 3.0));
+}
