@@ -119,7 +119,7 @@ void setup(CLI::App& root) {
   auto* policy = ctl->add_subcommand("policy", "Read or switch the active scheduling policy");
   policy->require_subcommand(1);
   auto* set = policy->add_subcommand("set", "Switch the policy for requests not yet assigned");
-  set->add_option("name", o->policy_name, "dualpath | basic | round_robin | split")->required();
+  set->add_option("name", o->policy_name, "dualpath | basic | round_robin | split | alternate")->required();
   set->callback([o] { policy_set(*o); });
   policy->add_subcommand("get", "Print the active policy and the known ones")->callback([o] { policy_get(*o); });
   ctl->add_subcommand("stats", "Print the scheduler's queue length and counters")->callback([o] { stats(*o); });

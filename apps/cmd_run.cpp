@@ -274,7 +274,7 @@ void setup(CLI::App& root) {
   cmd->add_option("--slo-ttft", a->slo.ttft_s, "SLO for --aps-sweep: TTFT in seconds (peak mean over 10 s windows)")
       ->capture_default_str();
   cmd->add_option("--slo-tpot", a->slo.tpot_s, "SLO for --aps-sweep: mean TPOT in seconds")->capture_default_str();
-  cmd->add_option("--policy", a->policy, "basic | layerwise | dualpath | round_robin | split | oracle");
+  cmd->add_option("--policy", a->policy, "basic | layerwise | dualpath_nosched | dualpath | round_robin | split | oracle");
   cmd->add_option("--compare", a->compare, "Comma-separated policies to run one after another");
   cmd->add_option_function<uint32_t>(
       "--verify-every", [a](uint32_t n) { a->verify_every = n, a->verify_every_set = true; },

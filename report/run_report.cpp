@@ -137,7 +137,8 @@ nlohmann::json report_json(const std::vector<run_summary>& runs) {
   nlohmann::json speedup = nlohmann::json::object();
   const std::pair<const char*, const char*> pairs[] = {
       {"dualpath", "basic"}, {"dualpath", "layerwise"}, {"oracle", "dualpath"}, {"split", "dualpath"},
-      {"dualpath", "round_robin"}, {"layerwise", "basic"}};
+      {"dualpath", "round_robin"}, {"layerwise", "basic"}, {"dualpath_nosched", "layerwise"},
+      {"dualpath", "dualpath_nosched"}};
   for (auto [x, y] : pairs) {
     const double jx = jct(x), jy = jct(y);
     if (jx > 0 && jy > 0) speedup[std::string(x) + "_vs_" + y] = jy / jx;
@@ -147,13 +148,15 @@ nlohmann::json report_json(const std::vector<run_summary>& runs) {
 }
 
 std::string report_table(const std::vector<run_summary>& runs) {
-  std::string out = fmt::format("{:<12} {:>8} {:>6} {:>9} {:>9} {:>9} {:>10} {:>9} {:>17} {:>9}\n", "policy", "jct_s",
-                                "turns", "ttft_p50", "ttft_p99", "tpot_p50", "kv_read_s", "snic_m/a",
+  size_t width = 12;  // the policy column grows with the longest name, so the columns stay aligned
+  for (const auto& r : runs) width = std::max(width, r.policy.size());
+  std::string out = fmt::format("{:<{}} {:>8} {:>6} {:>9} {:>9} {:>9} {:>10} {:>9} {:>17} {:>9}\n", "policy", width,
+                                "jct_s", "turns", "ttft_p50", "ttft_p99", "tpot_p50", "kv_read_s", "snic_m/a",
                                 "paths pe/de/split", "verified");
   for (const auto& r : runs) {
     const std::string paths = fmt::format("{}/{}/{}", r.path_pe, r.path_de, r.path_split);
-    out += fmt::format("{:<12} {:>8.2f} {:>6} {:>9.3f} {:>9.3f} {:>9.4f} {:>10.3f} {:>9.2f} {:>17} {:>5}/{:<3}\n",
-                       r.policy, r.jct_s, r.turns, r.ttft.p50, r.ttft.p99, r.tpot.p50, r.kv_read.mean,
+    out += fmt::format("{:<{}} {:>8.2f} {:>6} {:>9.3f} {:>9.3f} {:>9.4f} {:>10.3f} {:>9.2f} {:>17} {:>5}/{:<3}\n",
+                       r.policy, width, r.jct_s, r.turns, r.ttft.p50, r.ttft.p99, r.tpot.p50, r.kv_read.mean,
                        r.snic_max_over_avg, paths, r.verified_turns - r.mismatched_turns, r.verified_turns);
   }
   const auto j = report_json(runs);

@@ -1,4 +1,4 @@
-// The policies by name (docs/design.md §7.5): dualpath, basic, round_robin, split. Each is a small class; the
+// The policies by name (docs/design.md §7.5, §7.7): dualpath, basic, round_robin, split, alternate. Each is a small class; the
 // rules themselves live in selection.cpp.
 #include <algorithm>
 #include <numeric>
@@ -22,10 +22,33 @@ assignment make_assignment(const request_info& r, const node_snapshot& pe_node, 
   return a;
 }
 
+// The prefill group that fetches, when it can take work: a known prefill node with engines, and requests
+// waiting.
+node_snapshot* fetching_group(cluster_snapshot& snap, uint32_t node, const std::deque<request_info>& waiting) {
+  node_snapshot* n = snap.find(node);
+  if (!n || n->kind != role::prefill || n->engines.empty() || waiting.empty()) return nullptr;
+  return n;
+}
+
 void set_path(assignment& a, read_path p) {
   a.path = p;
   a.pe_blocks = p == read_path::pe ? a.request.hit_blocks : 0;
 }
+
+// Every policy starts the same way: the PE group that fetches, when it can take work; the rest is its own.
+class group_policy : public policy {
+ public:
+  std::vector<assignment> assign(cluster_snapshot& snap, uint32_t pe_node_id, std::deque<request_info>& waiting,
+                                 const policy_params& params) final {
+    node_snapshot* pe_node = fetching_group(snap, pe_node_id, waiting);
+    if (!pe_node) return {};
+    return assign_group(snap, pe_node, waiting, params);
+  }
+
+ protected:
+  virtual std::vector<assignment> assign_group(cluster_snapshot& snap, node_snapshot* pe_node,
+                                               std::deque<request_info>& waiting, const policy_params& params) = 0;
+};
 
 // §7.2 then §7.3 (both levels) then a read-path rule. Passes over the fetched requests:
 //  1. PE per request, FIFO, until the group is overloaded (tok_e += append).
@@ -35,15 +58,14 @@ void set_path(assignment& a, read_path p) {
 //  4. read path in FIFO order, charging read_q as it goes.
 // With one node per PE group every engine of the group shares one read_q, so C2/C3 does not change
 // during pass 1 and charging read_q in pass 4 gives the same choices as charging it per request.
-class dualpath_policy : public policy {
+class dualpath_policy : public group_policy {
  public:
   std::string_view name() const override { return "dualpath"; }
 
-  std::vector<assignment> assign(cluster_snapshot& snap, uint32_t pe_node_id, std::deque<request_info>& waiting,
-                                 const policy_params& params) override {
+ protected:
+  std::vector<assignment> assign_group(cluster_snapshot& snap, node_snapshot* pe_node, std::deque<request_info>& waiting,
+                                       const policy_params& params) override {
     std::vector<assignment> out;
-    node_snapshot* pe_node = snap.find(pe_node_id);
-    if (!pe_node || pe_node->kind != role::prefill || waiting.empty()) return out;
 
     // Pass 1.
     const std::vector<node_snapshot*> group{pe_node};
@@ -150,21 +172,20 @@ class split_policy final : public dualpath_policy {
 
 // Baseline: engines in turn (PE within the fetching group, DE over the whole cluster), skipping only
 // engines that cannot take work (PE above β, DE without HBM); read path by the shorter queue.
-class round_robin_policy final : public policy {
+class round_robin_policy : public group_policy {
  public:
   std::string_view name() const override { return "round_robin"; }
 
-  std::vector<assignment> assign(cluster_snapshot& snap, uint32_t pe_node_id, std::deque<request_info>& waiting,
-                                 const policy_params& params) override {
+ protected:
+  std::vector<assignment> assign_group(cluster_snapshot& snap, node_snapshot* pe_node, std::deque<request_info>& waiting,
+                                       const policy_params& params) override {
     std::vector<assignment> out;
-    node_snapshot* pe_node = snap.find(pe_node_id);
-    if (!pe_node || pe_node->kind != role::prefill || pe_node->engines.empty()) return out;
     std::vector<std::pair<node_snapshot*, size_t>> des;
     for (auto& n : snap.nodes)
       if (n.kind == role::decode)
         for (size_t i = 0; i < n.engines.size(); ++i) des.emplace_back(&n, i);
     if (des.empty()) return out;
-    auto& pe_cursor = pe_cursor_[pe_node_id];
+    auto& pe_cursor = pe_cursor_[pe_node->node];
     while (!waiting.empty()) {
       const request_info& r = waiting.front();
       engine_snapshot* pe = nullptr;
@@ -192,13 +213,16 @@ class round_robin_policy final : public policy {
       de_engine.seq += 1;
       de_engine.free_hbm -= r.kv_bytes;
       assignment a = make_assignment(r, *pe_node, pe->engine, *de.first, de_engine.engine);
-      set_path(a, shorter_read_q(*pe_node, *de.first));
+      set_path(a, path_for(*pe_node, *de.first));
       charge_reads(a, *pe_node, *de.first);
       out.push_back(a);
       waiting.pop_front();
     }
     return out;
   }
+
+ protected:
+  virtual read_path path_for(const node_snapshot& pe, const node_snapshot& de) { return shorter_read_q(pe, de); }
 
  private:
   struct cursor_map {
@@ -213,10 +237,27 @@ class round_robin_policy final : public policy {
   size_t de_cursor_ = 0;
 };
 
+// The ablation's "+dual path" step (docs/design.md §7.7): both read paths, but without DualPath's
+// scheduling: engines in turn as a framework would pick them, and the paths simply alternate, blind to the
+// read queues.
+class alternate_policy final : public round_robin_policy {
+ public:
+  std::string_view name() const override { return "alternate"; }
+
+ protected:
+  read_path path_for(const node_snapshot&, const node_snapshot&) override {
+    next_de_ = !next_de_;
+    return next_de_ ? read_path::pe : read_path::de;
+  }
+
+ private:
+  bool next_de_ = false;
+};
+
 }  // namespace
 
 const std::vector<std::string>& policy_names() {
-  static const std::vector<std::string> names{"dualpath", "basic", "round_robin", "split"};
+  static const std::vector<std::string> names{"dualpath", "basic", "round_robin", "split", "alternate"};
   return names;
 }
 
@@ -230,6 +271,7 @@ std::unique_ptr<policy> make_policy(std::string_view name) {
   if (name == "basic") return std::make_unique<basic_policy>();
   if (name == "round_robin") return std::make_unique<round_robin_policy>();
   if (name == "split") return std::make_unique<split_policy>();
+  if (name == "alternate") return std::make_unique<alternate_policy>();
   throw_unknown_name("scheduling policy", name, policy_names());
 }
 

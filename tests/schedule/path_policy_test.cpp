@@ -91,6 +91,27 @@ TEST_CASE("round_robin takes engines in turn and skips the ones that cannot take
   CHECK(out[2].de == 400);  // 500 has no HBM
 }
 
+TEST_CASE("alternate: engines in turn, read paths alternating whatever the read queues say") {
+  cluster_snapshot snap;
+  policy_params p = loose();
+  add_node(snap, 1, role::prefill, 0, {0, 0});
+  add_node(snap, 4, role::decode, 1u << 30, {0, 0});  // the DE node's queue is long: alternate ignores it
+  std::deque<request_info> waiting;
+  for (uint64_t i = 0; i < 4; ++i) waiting.push_back(make_request(i));
+  auto pol = make_policy("alternate");
+  const auto out = pol->assign(snap, 1, waiting, p);
+  REQUIRE(out.size() == 4);
+  CHECK(out[0].path == read_path::pe);
+  CHECK(out[1].path == read_path::de);
+  CHECK(out[2].path == read_path::pe);
+  CHECK(out[3].path == read_path::de);
+  CHECK(out[1].pe_blocks == 0);
+  CHECK(out[0].pe == 100);
+  CHECK(out[1].pe == 101);
+  CHECK(out[0].de == 400);
+  CHECK(out[1].de == 401);
+}
+
 TEST_CASE("policies by name; an unknown name lists the known ones") {
   for (const auto& n : policy_names()) {
     CHECK(is_policy_name(n));
