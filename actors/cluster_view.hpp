@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/kv_geometry.hpp"
+#include "runtime/kv_plan.hpp"
 #include "protocol/interfaces.hpp"
 #include "actors/scheduler.hpp"
 #include "core/cluster_config.hpp"
@@ -22,8 +23,7 @@ namespace dualpath::actors {
 
 struct cluster_view {
   runtime::kv_geometry geometry;
-  uint64_t slot_stride = 0;     // bytes per DRAM buffer slot (the same on every node)
-  uint64_t payload_offset = 0;  // Full Block payload inside a slot
+  runtime::slot_layout slots;   // DRAM buffer slots, the same on every node
   cluster_config config;        // the cluster file as validated by the launcher
   uint32_t vocab = 0;
   run_mode mode;                // the run policy, parsed (core/modes.hpp)
@@ -46,7 +46,6 @@ struct cluster_view {
   uint32_t nodes() const { return config.total_nodes(); }
   uint32_t node_of(uint32_t engine) const { return engine / config.engines_per_node; }
   bool is_prefill_node(uint32_t node) const { return node < config.prefill_nodes; }
-  uint64_t slot_offset(uint32_t slot) const { return uint64_t(slot) * slot_stride + payload_offset; }
   uint32_t agent_of(uint64_t request) const { return uint32_t(request >> 24); }
   static uint64_t request_id(uint32_t agent, uint32_t turn) { return (uint64_t(agent) << 24) | turn; }
 };

@@ -23,7 +23,7 @@ struct engine_base {
   }
   const cluster_view& view() const { return *setup.view; }
   const runtime::kv_geometry& geo() const { return setup.view->geometry; }
-  runtime::slot_layout slots() const { return {view().slot_stride, view().payload_offset}; }
+  const runtime::slot_layout& slots() const { return view().slots; }
   uint32_t node() const { return view().node_of(setup.engine); }
   // Tells the agent client that its turn failed, and why (the run reports it; nothing waits forever).
   template <class Self>

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "protocol/scheduler_codec.hpp"
 
 namespace dualpath::actors {

@@ -17,7 +17,7 @@
 #include "protocol/runtime_codec.hpp"
 #include "protocol/system_config.hpp"
 #include "core/cost_model.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "schedule/calibration.hpp"
 #include "storage/block_store.hpp"
 
@@ -142,6 +142,7 @@ struct turn_collector {
     start_clients();
     int64_t last_report = t0;
     int64_t last_event = t0;
+    int64_t last_check = t0;
     while (progress.agents_done < progress.agents_total && stall.empty()) {
       self->receive(
           [&](atom::result, const envelope<schema::TurnResult>& e, const envelope<schema::TurnPayload>& p) {
@@ -152,9 +153,12 @@ struct turn_collector {
             ++progress.agents_done;
             last_event = now_ns();
           },
-          caf::after(std::chrono::milliseconds(200)) >> [&] { check_stall(self, last_event); });
-      // A node that died is noticed even while results keep arriving from the others.
-      if (nodes && stall.empty()) stall = nodes->check().message();
+          caf::after(std::chrono::milliseconds(200)) >> [] {});
+      // Every 200 ms, busy or idle: a node that died is noticed even while the others keep answering.
+      if (seconds_between(last_check, now_ns()) >= 0.2) {
+        last_check = now_ns();
+        check_stall(self, last_event);
+      }
       if (options.on_progress && seconds_between(last_report, now_ns()) >= 1.0) {
         last_report = now_ns();
         report_progress(t0);

@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "actors/control.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 
 namespace dualpath::actors {
 

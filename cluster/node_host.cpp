@@ -6,7 +6,7 @@
 #include "actors/engines.hpp"
 #include "actors/leader.hpp"
 #include "actors/node_actors.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "storage/block_store.hpp"
 
 namespace dualpath::actors {
@@ -43,8 +43,7 @@ run_base prepare_run(const cluster_config& c, const std::string& origin) {
 cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const run_mode& mode) {
   auto view = std::make_shared<cluster_view>();
   view->geometry = base.geometry;
-  view->slot_stride = base.store->read_buffer_bytes();
-  view->payload_offset = base.store->payload_offset();
+  view->slots = {base.store->read_buffer_bytes(), base.store->payload_offset()};
   view->config = c;
   view->vocab = base.spec.vocab ? base.spec.vocab : 32000;
   view->mode = mode;

@@ -12,7 +12,7 @@
 #include "cluster/node_processes.hpp"
 #include "cluster/node_host.hpp"
 #include "core/faults.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 
 namespace dualpath::actors {
 

@@ -13,7 +13,7 @@
 
 #include "cluster/control_client.hpp"
 #include "cluster/node_processes.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 
 extern char** environ;
 

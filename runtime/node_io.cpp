@@ -26,9 +26,8 @@ node_io::node_io(const node_io_options& options, storage::block_store& store)
     : options_(options),
       store_(store),
       slot_stride_(store.read_buffer_bytes()),
-      buffer_memory_(std::make_unique<transport::host_buffer>(uint64_t(checked_slots(options, store)) *
-                                                               store.read_buffer_bytes())),
-      slots_(options.node, checked_slots(options, store), options.timeout),
+      buffer_memory_(std::make_unique<transport::host_buffer>(uint64_t(checked_slots(options, store)) * slot_stride_)),
+      slots_(options.node, uint32_t(buffer_memory_->size() / slot_stride_), options.timeout),
       gate_(store, options.snic_gb_per_s) {
   fabric_.engines = options_.engines;
   fabric_.buffer = buffer_memory_->data();

@@ -91,8 +91,7 @@ struct engine_fixture {
     }
     auto& v = *view;
     v.geometry = geo;
-    v.slot_stride = store->read_buffer_bytes();
-    v.payload_offset = store->payload_offset();
+    v.slots = {store->read_buffer_bytes(), store->payload_offset()};
     v.config = config;
     v.vocab = 512;
     v.store = store.get();
@@ -229,9 +228,9 @@ struct engine_fixture {
   uint32_t layer_of(const copy_batch& b) const {
     const auto& op = b.ops.at(0);
     const uint64_t off = kind_of(b) == copy_kind::fetch ? op.src_offset : op.dst_offset;
-    return uint32_t(((off - view->payload_offset) % view->slot_stride) / geo.layer_bytes());
+    return uint32_t(((off - view->slots.payload_offset) % view->slots.stride) / geo.layer_bytes());
   }
-  uint32_t slot_of(uint64_t buffer_offset) const { return uint32_t(buffer_offset / view->slot_stride); }
+  uint32_t slot_of(uint64_t buffer_offset) const { return uint32_t(buffer_offset / view->slots.stride); }
   // Index into tq_s[node]->copies of the copy of `kind` for `layer` (the n-th such, counting from 0).
   size_t find_copy(uint32_t node, copy_kind kind, uint32_t layer, size_t nth = 0) const {
     const auto& c = tq_s[node]->copies;

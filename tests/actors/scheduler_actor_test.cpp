@@ -6,7 +6,7 @@
 #include <set>
 
 #include "actors/scheduler.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "test_coordinator.hpp"
 
 using namespace dualpath;
