@@ -6,7 +6,7 @@
 
 #include "apps/command_registry.hpp"
 #include "core/bounds.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 
 namespace {
 

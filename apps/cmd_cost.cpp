@@ -5,7 +5,7 @@
 
 #include "apps/command_registry.hpp"
 #include "core/cost_model.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "core/model_catalog.hpp"
 
 namespace {

@@ -11,7 +11,7 @@
 #include "actors/scheduler.hpp"
 #include "cluster/control_client.hpp"
 #include "apps/command_registry.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "schedule/policy.hpp"
 
 namespace {

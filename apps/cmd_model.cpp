@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "apps/command_registry.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "gpu/model_dir.hpp"
 #include "gpu/model_weights.hpp"
 

@@ -4,7 +4,7 @@
 #include "cluster/control_client.hpp"
 #include "cluster/node_processes.hpp"
 #include "apps/command_registry.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 
 namespace {
 

@@ -14,7 +14,7 @@
 
 #include "cluster/cluster.hpp"
 #include "apps/command_registry.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "core/trace.hpp"
 
 namespace {

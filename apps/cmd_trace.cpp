@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/command_registry.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "core/trace.hpp"
 
 namespace {

@@ -8,7 +8,7 @@
 
 #include "core/faults.hpp"
 #include "apps/command_registry.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 
 namespace dualpath::cli {
 

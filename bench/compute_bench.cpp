@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/cost_model.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "gpu/backend.hpp"
 #include "gpu/bf16.hpp"
 

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "core/model_catalog.hpp"
 #include "schedule/calibration.hpp"
 #include "schedule/policy.hpp"

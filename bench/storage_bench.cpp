@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "storage/block_files.hpp"
 #include "storage/block_store.hpp"
 #include "storage/snic_gate.hpp"

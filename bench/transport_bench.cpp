@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "transport/endpoint.hpp"
 #include "transport/host_buffer.hpp"
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "core/names.hpp"
 
 namespace dualpath {

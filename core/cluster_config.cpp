@@ -7,7 +7,7 @@
 #include <sstream>
 #include <toml++/toml.h>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 
 namespace dualpath {
 

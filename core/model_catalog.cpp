@@ -1,7 +1,7 @@
 #include "core/names.hpp"
 #include "core/model_catalog.hpp"
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 
 namespace dualpath {
 

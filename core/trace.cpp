@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 
 namespace dualpath {
 

@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "core/names.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "core/trace.hpp"
 
 namespace dualpath {

@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "gpu/cpu_backend.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/gpu_profile.hpp"

@@ -2,7 +2,7 @@
 #include "gpu/cuda_backend.hpp"
 
 #ifndef DUALPATH_HAVE_CUDA
-#include "core/errors.hpp"
+#include "core/status.hpp"
 
 namespace dualpath::gpu {
 

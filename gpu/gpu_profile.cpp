@@ -1,7 +1,7 @@
 #include "core/names.hpp"
 #include "gpu/gpu_profile.hpp"
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 
 namespace dualpath::gpu {
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 
 namespace dualpath::gpu {
 

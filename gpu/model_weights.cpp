@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "gpu/bf16.hpp"
 
 namespace dualpath::gpu {

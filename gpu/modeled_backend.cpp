@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/cost_model.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "gpu/batched_pass.hpp"
 
 namespace dualpath::gpu {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "core/names.hpp"
 #include "gpu/bf16.hpp"
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "core/cost_model.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 
 namespace dualpath::schedule {
 

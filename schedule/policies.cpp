@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "core/names.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "schedule/selection.hpp"
 
 namespace dualpath::schedule {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 
 namespace dualpath::transport {
 

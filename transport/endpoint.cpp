@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "transport/completion_loop.hpp"
 #include "transport/fabric.hpp"
 #include "transport/scheduler.hpp"

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "core/faults.hpp"
 
 namespace dualpath::transport {

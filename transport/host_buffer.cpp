@@ -7,7 +7,7 @@
 #include <cstring>
 #include <utility>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 
 namespace dualpath::transport {
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "gpu/batched_pass.hpp"
 #include "gpu/bf16.hpp"
 #include "gpu/cuda/kernels.cuh"

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "cluster/cluster.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "runtime_fixtures.hpp"
 
 extern char** environ;

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "cluster/cluster.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "core/faults.hpp"
 #include "core/model_catalog.hpp"
 #include "core/trace.hpp"

@@ -14,7 +14,7 @@
 #include "actors/scheduler.hpp"
 #include "cluster/control_client.hpp"
 #include "protocol/system_config.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 
 using namespace dualpath;
 using namespace dualpath::actors;

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/bounds.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "core/hardware.hpp"
 
 using namespace dualpath;

@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "core/cluster_config.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 
 using namespace dualpath;
 

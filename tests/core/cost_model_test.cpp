@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "core/cost_model.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "core/model_catalog.hpp"
 
 using namespace dualpath;

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "core/trace.hpp"
 #include "test_util.hpp"
 

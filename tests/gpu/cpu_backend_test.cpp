@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "gpu/bf16.hpp"
 #include "gpu/cpu_kernels.hpp"
 #include "gpu/cpu_backend.hpp"

@@ -3,7 +3,7 @@
 // doctest reports it), and always on the same sources built over the SIMT emulator (emulated_cuda.cpp).
 #include <doctest/doctest.h>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "emulated_cuda.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/model_loader.hpp"

@@ -4,7 +4,7 @@
 #include "cuda_shim.hpp"
 // Headers the sources include, pulled in before the renames so nothing else is renamed.
 #include "core/cost_model.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "gpu/batched_pass.hpp"
 #include "gpu/bf16.hpp"
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "gpu/model_dir.hpp"
 #include "gpu/model_loader.hpp"
 #include "kv_pages.hpp"

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/cost_model.hpp"
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "gpu/backend.hpp"
 
 using namespace dualpath;

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "schedule/selection.hpp"
 #include "tests/schedule/helpers.hpp"
 

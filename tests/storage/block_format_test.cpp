@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "storage/block_format.hpp"
 #include "test_util.hpp"
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "storage/block_files.hpp"
 #include "storage/block_store.hpp"
 #include "test_util.hpp"

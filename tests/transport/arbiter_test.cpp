@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "transport/arbiter.hpp"
 #include "transport/token_bucket.hpp"
 

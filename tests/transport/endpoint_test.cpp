@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "core/errors.hpp"
+#include "core/status.hpp"
 #include "tests/transport/transport_helpers.hpp"
 
 using namespace dualpath::transport;
