@@ -39,8 +39,7 @@ turn_record record_of(const turn_result& r, int64_t t0) {
   if (r.times.second_token && r.generated.size() > 2) {
     // Per token while decoding: the wait for the last block's write-back is not decoding time.
     rec.has_tpot = true;
-    const int64_t last = r.times.last_token ? r.times.last_token : r.times.done;
-    rec.tpot_s = seconds_between(r.times.second_token, last) / double(r.generated.size() - 2);
+    rec.tpot_s = seconds_between(r.times.second_token, r.times.last_token) / double(r.generated.size() - 2);
   }
   rec.start_s = seconds_between(t0, r.times.submitted);
   rec.queue_s = seconds_between(r.times.submitted, r.times.assigned);
