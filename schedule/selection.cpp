@@ -91,15 +91,16 @@ uint32_t split_pe_blocks(const request_info& r, uint64_t pe_read_q, uint64_t de_
   return uint32_t(double(r.hit_blocks) * x / h + 0.5);
 }
 
-void charge_reads(const assignment& a, node_snapshot& pe, node_snapshot& de) {
+uint64_t pe_read_bytes(const assignment& a) {
   const auto& r = a.request;
-  if (r.hit_blocks == 0) {
-    (a.path == read_path::de ? de : pe).read_q += r.hit_bytes;
-    return;
-  }
-  const uint64_t via_pe = r.hit_bytes * a.pe_blocks / r.hit_blocks;
+  if (r.hit_blocks == 0) return a.path == read_path::de ? 0 : r.hit_bytes;
+  return r.hit_bytes * a.pe_blocks / r.hit_blocks;
+}
+
+void charge_reads(const assignment& a, node_snapshot& pe, node_snapshot& de) {
+  const uint64_t via_pe = pe_read_bytes(a);
   pe.read_q += via_pe;
-  de.read_q += r.hit_bytes - via_pe;
+  de.read_q += a.request.hit_bytes - via_pe;
 }
 
 }  // namespace dualpath::schedule

@@ -43,6 +43,9 @@ read_path shorter_read_q(const node_snapshot& pe, const node_snapshot& de);
 // interval is what its queue leaves over). Returns a count in [0, hit_blocks].
 uint32_t split_pe_blocks(const request_info& r, uint64_t pe_read_q, uint64_t de_read_q);
 
+// The bytes of the request's hit KV read through the PE node's SNIC (the rest go through the DE node's).
+uint64_t pe_read_bytes(const assignment& a);
+
 // Adds the request's reads to the two nodes' read_q according to `a.path` / `a.pe_blocks`.
 void charge_reads(const assignment& a, node_snapshot& pe, node_snapshot& de);
 
