@@ -74,21 +74,23 @@ std::string waiting_hint(caf::scoped_actor& self, const cluster_view& view) {
 // with the context; a workload without turns falls back to four cached blocks and one appended.
 schedule::policy_params scheduler_params(const run_base& base, const cluster_config& c, const mean_turn& turn) {
   const auto fit = base.first->fit();
-  const schedule::flops_fit sfit{fit.fixed_s, fit.seconds_per_flop};
   const auto& geo = base.geometry;
-  const double snic_rate = c.snic_gb_per_s > 0 ? c.snic_gb_per_s * 1e9 : 2e9;
-  schedule::policy_params params;
-  params.kv_bytes_per_token = geo.layers * geo.bytes_per_token_layer;
-  params.alpha_tokens = schedule::alpha_tokens(snic_rate, params.kv_bytes_per_token, c.alpha_s);
-  const uint64_t cached = turn.turns ? uint64_t(turn.hit) : 4 * geo.block_tokens;
-  const uint64_t append = turn.turns ? std::max<uint64_t>(1, uint64_t(turn.append)) : geo.block_tokens;
-  params.beta_tokens = schedule::beta_tokens(schedule::prefill_tokens_per_s(base.spec, sfit, cached, append), c.beta_s);
-  if (c.alpha_tokens) params.alpha_tokens = c.alpha_tokens;
-  if (c.beta_tokens) params.beta_tokens = c.beta_tokens;
-  params.z_slack = c.z_slack;
+  schedule::calibration_input in;
+  in.model = base.spec;
+  in.fit = {fit.fixed_s, fit.seconds_per_flop};
+  in.kv_bytes_per_token = geo.layers * geo.bytes_per_token_layer;
+  in.block_tokens = geo.block_tokens;
+  if (c.snic_gb_per_s > 0) in.snic_bytes_per_s = c.snic_gb_per_s * 1e9;
+  in.alpha_s = c.alpha_s;
+  in.beta_s = c.beta_s;
+  in.alpha_tokens = c.alpha_tokens;
+  in.beta_tokens = c.beta_tokens;
+  in.z_slack = c.z_slack;
+  in.turn = turn;
+  const auto cal = schedule::calibrate(in);
   spdlog::info("scheduler: alpha {} tokens, beta {} tokens (at a mean turn of {} cached + {} appended tokens)",
-               params.alpha_tokens, params.beta_tokens, cached, append);
-  return params;
+               cal.params.alpha_tokens, cal.params.beta_tokens, cal.cached, cal.append);
+  return cal.params;
 }
 
 // The embedded cluster's node data planes, connected to each other. They are built before the actor system
@@ -223,6 +225,7 @@ run_summary run_cluster(const run_options& o) {
       for (const auto& t : script.turns) turn.add(t);
     sched.params = scheduler_params(base, c, turn);
     for (const auto& s : c.switches) sched.switches.push_back({s.at_s, s.policy});
+    sched.charge_expiry_s = 4 * c.timeout_s;  // a request unanswered by then has failed (docs/design.md §7.1)
     view->scheduler = spawn_scheduler(sys, sched);
     if (o.control_port) {
       const uint16_t port = publish_control(sys, view->scheduler, *o.control_port);

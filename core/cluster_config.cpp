@@ -89,10 +89,17 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
   r.get(model, "model", "gpu", c.gpu);
   r.get(model, "model", "mfu", c.mfu);
   r.get(model, "model", "seed", c.seed);
-  const auto* cluster = r.section("cluster", {"prefill_nodes", "decode_nodes", "engines_per_node", "block_tokens"});
+  const auto* cluster = r.section("cluster", {"prefill_nodes", "decode_nodes", "engines_per_node", "gpus_per_node",
+                                                    "block_tokens"});
   r.get(cluster, "cluster", "prefill_nodes", c.prefill_nodes);
   r.get(cluster, "cluster", "decode_nodes", c.decode_nodes);
   r.get(cluster, "cluster", "engines_per_node", c.engines_per_node);
+  // One engine per GPU: a paper-scale cluster file may say gpus_per_node (g of docs/design.md §5) instead.
+  if (cluster && cluster->contains("gpus_per_node")) {
+    if (cluster->contains("engines_per_node"))
+      r.fail("cluster.gpus_per_node", "is another name of engines_per_node; give only one of them");
+    r.get(cluster, "cluster", "gpus_per_node", c.engines_per_node);
+  }
   r.get(cluster, "cluster", "block_tokens", c.block_tokens);
   const auto* hw = r.section("hardware", {"snic_gb_per_s", "cnic_gb_per_s", "dram_buffer_gb", "hbm_gb", "provider",
                                           "kv_share", "isolation"});

@@ -26,19 +26,31 @@ double flops_per_token(const model_spec& m, uint64_t context) {
   return 2.0 * m.active_params + attention_flops_per_token(m, context);
 }
 
-double prefill_flops(const model_spec& m, uint64_t cached, uint64_t append) {
-  // Attention grows linearly with position (or is capped for DSA), so sum it in closed form
-  // for the linear part and fall back to a loop only where the cap bends the curve.
+double attention_sum_flops(const model_spec& m, uint64_t cached, uint64_t append) {
   if (append == 0) return 0;
-  const double linear = 2.0 * m.active_params * double(append);
-  if (m.attention != attention_kind::dsa) {
-    const double first = double(cached), last = double(cached + append - 1);
-    const double mean_ctx = (first + last) / 2.0 + 1.0;  // each token also attends to itself
-    return linear + double(append) * attention_flops_per_token(m, 1) * mean_ctx;
+  const double a = double(append), c = double(cached);
+  // Σ_{i=1..a} (c + i): every position attends to the context before it and to itself.
+  const double positions = a * c + a * (a + 1) / 2.0;
+  if (m.attention != attention_kind::dsa) return attention_flops_per_token(m, 1) * positions;
+  // DSA: the sparse part attends to min(position, top_k) tokens, the indexer to every position.
+  const double k = double(m.dsa_top_k);
+  double attended = 0;
+  if (c >= k) {
+    attended = a * k;
+  } else if (c + a <= k) {
+    attended = positions;
+  } else {
+    const double below = k - c;  // positions c+1 .. k are under the cap
+    attended = below * c + below * (below + 1) / 2.0 + (a - below) * k;
   }
-  double attn = 0;
-  for (uint64_t i = 0; i < append; ++i) attn += attention_flops_per_token(m, cached + i + 1);
-  return linear + attn;
+  const double sparse = 2.0 * (m.head_dim + m.v_head_dim) * m.heads * attended;
+  const double indexer = 2.0 * m.indexer_heads * m.indexer_dim * positions;
+  return m.layers * (sparse + indexer);
+}
+
+double prefill_flops(const model_spec& m, uint64_t cached, uint64_t append) {
+  if (append == 0) return 0;
+  return 2.0 * m.active_params * double(append) + attention_sum_flops(m, cached, append);
 }
 
 double cache_compute_ratio_gb_per_pflop(const model_spec& m, uint64_t context, uint64_t append) {

@@ -12,6 +12,10 @@ double flops_per_token(const model_spec& m, uint64_t context);
 // Attention-only FLOPs of one new token at `context` (what the intra-engine batcher balances).
 double attention_flops_per_token(const model_spec& m, uint64_t context);
 
+// Attention FLOPs of `append` new tokens on top of `cached`: Σ_{i=1..append} attention(cached + i), in closed
+// form (DSA's top-k cap bends the sum once, at top_k), so a pass of any size costs O(1) to estimate.
+double attention_sum_flops(const model_spec& m, uint64_t cached, uint64_t append);
+
 // FLOPs to prefill `append` new tokens on top of `cached` tokens, exactly (sums the causal growth).
 double prefill_flops(const model_spec& m, uint64_t cached, uint64_t append);
 

@@ -8,15 +8,7 @@
 namespace dualpath::schedule {
 
 double attention_prefill_flops(const model_spec& m, uint64_t cached, uint64_t bsz) {
-  if (bsz == 0) return 0;
-  if (m.attention != attention_kind::dsa) {
-    // Linear in the context: the sum over positions cached+1 .. cached+bsz in closed form.
-    const double mean_ctx = double(cached) + (double(bsz) + 1.0) / 2.0;
-    return double(bsz) * attention_flops_per_token(m, 1) * mean_ctx;
-  }
-  double sum = 0;
-  for (uint64_t i = 1; i <= bsz; ++i) sum += attention_flops_per_token(m, cached + i);
-  return sum;
+  return attention_sum_flops(m, cached, bsz);
 }
 
 prefill_batcher::prefill_batcher(time_estimate estimate, double quota_s)

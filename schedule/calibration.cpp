@@ -1,5 +1,6 @@
 #include "schedule/calibration.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/cost_model.hpp"
@@ -39,6 +40,19 @@ uint64_t alpha_tokens(double snic_bytes_per_s, uint64_t kv_bytes_per_token, doub
 
 uint64_t beta_tokens(double prefill_tokens_per_s, double seconds) {
   return uint64_t(prefill_tokens_per_s * seconds);
+}
+
+calibration calibrate(const calibration_input& in) {
+  calibration c;
+  c.params.kv_bytes_per_token = in.kv_bytes_per_token;
+  c.params.alpha_tokens = alpha_tokens(in.snic_bytes_per_s, in.kv_bytes_per_token, in.alpha_s);
+  c.cached = in.turn.turns ? uint64_t(in.turn.hit) : 4ull * in.block_tokens;
+  c.append = in.turn.turns ? std::max<uint64_t>(1, uint64_t(in.turn.append)) : in.block_tokens;
+  c.params.beta_tokens = beta_tokens(prefill_tokens_per_s(in.model, in.fit, c.cached, c.append), in.beta_s);
+  if (in.alpha_tokens) c.params.alpha_tokens = in.alpha_tokens;
+  if (in.beta_tokens) c.params.beta_tokens = in.beta_tokens;
+  c.params.z_slack = in.z_slack;
+  return c;
 }
 
 }  // namespace dualpath::schedule

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "core/model_catalog.hpp"
+#include "core/trace.hpp"
+#include "schedule/policy.hpp"
 
 namespace dualpath::schedule {
 
@@ -27,5 +29,27 @@ uint64_t alpha_tokens(double snic_bytes_per_s, uint64_t kv_bytes_per_token, doub
 
 // β = tokens one engine prefills in `seconds` (5 s in the paper).
 uint64_t beta_tokens(double prefill_tokens_per_s, double seconds = 5.0);
+
+// What α, β and Z are calibrated from (docs/design.md §7.1): the model and its FLOPs→time fit, the SNIC rate,
+// the horizons, and the workload's mean turn; nonzero overrides from the cluster file win.
+struct calibration_input {
+  model_spec model;
+  flops_fit fit;
+  uint64_t kv_bytes_per_token = 1;
+  uint32_t block_tokens = 64;
+  double snic_bytes_per_s = 2e9;  // an uncapped SNIC counts as 2 GB/s
+  double alpha_s = 3.0, beta_s = 5.0;
+  uint64_t alpha_tokens = 0, beta_tokens = 0;  // overrides (0: calibrate)
+  double z_slack = 1.05;
+  mean_turn turn;  // no turns: four cached blocks and one appended
+};
+
+struct calibration {
+  policy_params params;
+  uint64_t cached = 0, append = 0;  // the turn β was calibrated at
+};
+
+// The scheduler's thresholds, shared by the runtime and the simulator so both decide alike.
+calibration calibrate(const calibration_input& in);
 
 }  // namespace dualpath::schedule

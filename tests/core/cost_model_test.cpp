@@ -30,6 +30,18 @@ TEST_CASE("prefill FLOPs sum the causal growth of attention") {
   CHECK(prefill_flops(v32, 1900, 300) == doctest::Approx(dsa).epsilon(1e-9));
 }
 
+TEST_CASE("the closed-form attention sum equals the token-by-token sum on both sides of DSA's top-k cap") {
+  const auto& v32 = find_model("deepseek-v3.2");
+  auto by_token = [&](uint64_t cached, uint64_t append) {
+    double sum = 0;
+    for (uint64_t i = 1; i <= append; ++i) sum += attention_flops_per_token(v32, cached + i);
+    return sum;
+  };
+  for (auto [c, a] : {std::pair<uint64_t, uint64_t>{0, 1000}, {100, 1948}, {2047, 5}, {2048, 64}, {30000, 429}})
+    CHECK(attention_sum_flops(v32, c, a) == doctest::Approx(by_token(c, a)).epsilon(1e-9));
+  CHECK(attention_sum_flops(v32, 500, 0) == 0);
+}
+
 TEST_CASE("unknown model names are refused with the known list") {
   CHECK_THROWS_AS(find_model("gpt-7"), user_error);
   try {

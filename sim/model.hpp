@@ -1,0 +1,165 @@
+#pragma once
+// The simulator's state and event handlers (private to sim/). Engine ids are the runtime's: node n holds
+// engines n·g .. n·g+g-1, prefill nodes first. Each agent has at most one turn in flight, so a turn is
+// addressed by its agent index.
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "core/model_catalog.hpp"
+#include "core/modes.hpp"
+#include "schedule/batcher.hpp"
+#include "schedule/policy.hpp"
+#include "sim/event_queue.hpp"
+#include "sim/sim.hpp"
+
+namespace dualpath::sim {
+
+struct geometry {
+  uint32_t layers = 0, block_tokens = 0;
+  uint64_t bytes_per_token_layer = 0;
+  uint64_t file_bytes = 0;  // one Full Block file as the store reads and writes it (header and padding)
+
+  uint64_t layer_bytes() const { return uint64_t(block_tokens) * bytes_per_token_layer; }
+  uint64_t block_bytes() const { return layer_bytes() * layers; }
+  uint32_t blocks_for(uint64_t tokens) const { return uint32_t((tokens + block_tokens - 1) / block_tokens); }
+};
+
+// One agent and the turn it has in flight.
+struct agent_state {
+  const sim_agent* script = nullptr;
+  uint32_t turn = 0;
+  uint64_t stored_tokens = 0;  // leading tokens of its context whose blocks are persisted
+  // The turn in flight.
+  uint64_t prompt = 0;
+  uint32_t gen = 1;
+  uint32_t hit = 0;  // hit blocks (all arrive intact: the simulator has no corruption)
+  schedule::assignment asg;
+  uint32_t pending = 0;               // loads and reservations not yet complete
+  uint32_t pe_slots = 0, de_slots = 0;  // DRAM slots held on the PE and the DE node
+  uint64_t new_kv = 0;                // PE HBM held for the new KV
+  bool hit_forwarded = false;
+  uint64_t de_hbm = 0;
+  uint64_t position = 0;  // decode: position of the token the next step processes
+  uint32_t generated = 0;
+  double submitted = 0, assigned = 0, kv_ready = 0, prefill_start = -1, first_token = 0, second_token = -1,
+         last_token = 0, writes_done = 0;
+  uint64_t written_blocks = 0;
+};
+
+struct node_state {
+  bool prefill = true;
+  double read_free_at = 0, write_free_at = 0;  // the SNIC's FIFOs drain at these times
+  uint64_t slots = 0, slots_free = 0;          // DRAM buffer: Full Block slots
+  struct waiter {
+    uint32_t agent, blocks;
+    uint64_t read_bytes;
+  };
+  std::deque<waiter> slot_waiters;  // FIFO: a load takes its slots when the head fits
+  uint64_t read_bytes = 0, write_bytes = 0;
+};
+
+struct prefill_engine {
+  uint32_t node = 0;
+  uint64_t hbm_free = 0;
+  uint32_t seq = 0;
+  uint64_t tok = 0;
+  std::deque<schedule::prefill_work> ready;
+  bool busy = false;
+  std::vector<schedule::batch_entry> batch;
+  uint64_t staging = 0;
+  double pass_s = 0;
+};
+
+struct decode_engine {
+  uint32_t node = 0;
+  uint64_t hbm_free = 0;
+  uint32_t seq = 0;
+  uint64_t tok = 0;
+  std::deque<uint32_t> waiting;  // handed off, waiting for HBM (FIFO)
+  std::vector<uint32_t> active;  // decoding, in admission order
+  bool stepping = false;
+  size_t step_items = 0;
+};
+
+class simulator {
+ public:
+  explicit simulator(const sim_options& o);
+  sim_result run();
+
+ private:
+  // agents (simulator.cpp)
+  void arrive(uint32_t agent);
+  void turn_done(uint32_t agent);
+  void fail(uint32_t agent, const std::string& why);
+  void record(uint32_t agent, const std::string& error);
+  // scheduler (scheduler_model.cpp)
+  void want_round();
+  void round();
+  void refresh_snapshot();
+  void start(const schedule::assignment& a);
+  // storage and DRAM (prefill_model.cpp)
+  void take_slots(uint32_t node, uint32_t agent, uint32_t blocks, uint64_t read_bytes);
+  void grant_slots(uint32_t node);
+  void release_slots(uint32_t node, uint32_t blocks);
+  double read(uint32_t node, uint64_t bytes);
+  double write(uint32_t node, uint64_t bytes);
+  uint64_t read_q(uint32_t node) const;
+  // prefill (prefill_model.cpp)
+  void load_done(uint32_t agent);
+  void try_pass(uint32_t engine);
+  bool plan_pass(uint32_t engine);
+  double pass_seconds(const prefill_engine& pe) const;
+  void pass_done(uint32_t engine);
+  void try_group(uint32_t node);  // ep_lockstep: every engine of the node passes together
+  // decode (decode_model.cpp)
+  void handoff(uint32_t agent);
+  void admit(uint32_t de);
+  void admitted(uint32_t agent);
+  void try_step(uint32_t de);
+  void step_done(uint32_t de);
+  void finish(uint32_t agent);
+
+  decode_engine& de_of(uint32_t engine) { return des_[engine - first_de_]; }
+  uint32_t node_of(uint32_t engine) const { return engine / cfg_.engines_per_node; }
+  double cnic_seconds(uint64_t bytes) const { return cnic_rate_ > 0 ? double(bytes) / cnic_rate_ : 0; }
+
+  const sim_options& o_;
+  const cluster_config& cfg_;
+  run_mode mode_;
+  model_spec model_;
+  geometry geo_;
+  schedule::flops_fit fit_;
+  schedule::policy_params params_;
+  std::unique_ptr<schedule::policy> policy_;
+  std::unique_ptr<schedule::prefill_batcher> batcher_;
+  double snic_rate_ = 0, cnic_rate_ = 0;  // bytes/s; 0 = uncapped
+  uint64_t hbm_bytes_ = 0;
+  uint32_t first_de_ = 0;  // first decode engine id
+
+  event_queue events_;
+  double now_ = 0;
+  std::vector<agent_state> agents_;
+  std::vector<node_state> nodes_;
+  std::vector<prefill_engine> pes_;
+  std::vector<decode_engine> des_;
+  std::unordered_set<uint64_t> stored_hashes_;  // Mooncake block ids persisted so far
+
+  schedule::cluster_snapshot snap_;
+  std::deque<schedule::request_info> waiting_;
+  bool round_pending_ = false;
+  uint32_t round_start_ = 0;  // prefill node that fetches first, rotating
+
+  std::vector<actors::turn_record> records_;
+  uint64_t turns_total_ = 0;
+  uint32_t agents_done_ = 0;
+  sim_counters counters_;
+  double lockstep_ratio_sum_ = 0;
+  uint64_t lockstep_rounds_ = 0;
+  std::chrono::steady_clock::time_point wall_start_;
+};
+
+}  // namespace dualpath::sim

@@ -1,0 +1,277 @@
+// The simulator's set-up, event loop and agents (docs/design.md §17).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/cost_model.hpp"
+#include "core/status.hpp"
+#include "gpu/gpu_profile.hpp"
+#include "schedule/calibration.hpp"
+#include "sim/model.hpp"
+#include "storage/block_format.hpp"
+
+namespace dualpath::sim {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+simulator::simulator(const sim_options& o) : o_(o), cfg_(o.config), mode_(run_mode_of(o.policy)) {
+  validate_cluster_config(cfg_, "cluster configuration");
+  model_ = find_model(cfg_.model);
+  geo_.layers = model_.layers;
+  geo_.block_tokens = cfg_.block_tokens ? cfg_.block_tokens : model_.block_tokens;
+  geo_.bytes_per_token_layer = model_.kv_bytes_per_token_layer;
+  storage::block_format format;
+  format.layers = geo_.layers;
+  format.tokens = geo_.block_tokens;
+  format.bytes_per_token_layer = uint32_t(geo_.bytes_per_token_layer);
+  geo_.file_bytes = format.file_bytes();
+
+  // Compute as the modeled backend does it: FLOPs at the GPU profile's peak times the MFU.
+  const auto& gpu = gpu::find_gpu_profile(cfg_.gpu);
+  fit_ = {0.0, 1.0 / (gpu.peak_flops * cfg_.mfu)};
+  snic_rate_ = cfg_.snic_gb_per_s * 1e9;
+  cnic_rate_ = cfg_.cnic_gb_per_s * 1e9;
+  hbm_bytes_ = uint64_t(cfg_.hbm_gb * 1e9);
+
+  schedule::calibration_input in;
+  in.model = model_;
+  in.fit = fit_;
+  in.kv_bytes_per_token = geo_.layers * geo_.bytes_per_token_layer;
+  in.block_tokens = geo_.block_tokens;
+  if (snic_rate_ > 0) in.snic_bytes_per_s = snic_rate_;
+  in.alpha_s = cfg_.alpha_s;
+  in.beta_s = cfg_.beta_s;
+  in.alpha_tokens = cfg_.alpha_tokens;
+  in.beta_tokens = cfg_.beta_tokens;
+  in.z_slack = cfg_.z_slack;
+  for (const auto& a : o.agents)
+    for (const auto& t : a.turns) in.turn.add(t);
+  params_ = schedule::calibrate(in).params;
+  policy_ = schedule::make_policy(mode_.scheduler_policy);
+  for (const auto& s : cfg_.switches) run_mode_of(s.policy);  // every name checked before the run
+
+  const double quota_s = cfg_.quota_ms / 1000.0;
+  if (cfg_.quota_scope == "forward") {
+    const model_spec m = model_;
+    const auto fit = fit_;
+    batcher_ = std::make_unique<schedule::prefill_batcher>(
+        [m, fit](uint64_t cached, uint64_t bsz) { return fit.seconds(prefill_flops(m, cached, bsz)); }, quota_s);
+  } else {
+    batcher_ = std::make_unique<schedule::prefill_batcher>(model_, fit_, quota_s);
+  }
+
+  const uint32_t g = cfg_.engines_per_node;
+  const uint64_t slots = uint64_t(cfg_.dram_buffer_gb * 1e9) / geo_.file_bytes;
+  if (slots == 0) throw user_error("hardware.dram_buffer_gb: holds no Full Block of " + std::to_string(geo_.file_bytes) + " bytes");
+  first_de_ = cfg_.prefill_nodes * g;
+  for (uint32_t n = 0; n < cfg_.total_nodes(); ++n) {
+    node_state node;
+    node.prefill = n < cfg_.prefill_nodes;
+    node.slots = node.slots_free = slots;
+    nodes_.push_back(node);
+    const auto kind = node.prefill ? schedule::role::prefill : schedule::role::decode;
+    auto& sn = snap_.upsert(n, kind);
+    for (uint32_t i = 0; i < g; ++i) {
+      schedule::engine_snapshot e;
+      e.engine = n * g + i;
+      e.node = n;
+      e.free_hbm = hbm_bytes_;
+      sn.engines.push_back(e);
+      if (node.prefill) {
+        pes_.emplace_back();
+        pes_.back().node = n;
+        pes_.back().hbm_free = hbm_bytes_;
+      } else {
+        des_.emplace_back();
+        des_.back().node = n;
+        des_.back().hbm_free = hbm_bytes_;
+      }
+    }
+  }
+
+  agents_.resize(o.agents.size());
+  for (size_t a = 0; a < o.agents.size(); ++a) {
+    agents_[a].script = &o.agents[a];
+    turns_total_ += o.agents[a].turns.size();
+  }
+  records_.reserve(turns_total_);
+}
+
+sim_result simulator::run() {
+  wall_start_ = std::chrono::steady_clock::now();
+  for (uint32_t a = 0; a < agents_.size(); ++a) {
+    if (agents_[a].script->turns.empty()) ++agents_done_;
+    else events_.push(agents_[a].script->start_s, event_kind::arrival, a);
+  }
+  for (uint32_t i = 0; i < cfg_.switches.size(); ++i) events_.push(cfg_.switches[i].at_s, event_kind::policy_switch, i);
+  double last_progress = 0;
+  while (!events_.empty() && agents_done_ < agents_.size()) {
+    const event e = events_.pop();
+    now_ = e.t;
+    ++counters_.events;
+    switch (e.kind) {
+      case event_kind::arrival: arrive(e.id); break;
+      case event_kind::load_done: load_done(e.id); break;
+      case event_kind::pass_done: pass_done(e.id); break;
+      case event_kind::round: round(); break;
+      case event_kind::admitted: admitted(e.id); break;
+      case event_kind::step_done: step_done(e.id); break;
+      case event_kind::turn_done: turn_done(e.id); break;
+      case event_kind::policy_switch: policy_ = schedule::make_policy(run_mode_of(cfg_.switches[e.id].policy).scheduler_policy); break;
+    }
+    if (o_.on_progress && (counters_.events & 0xffff) == 0) {
+      const double wall = seconds_since(wall_start_);
+      if (wall - last_progress >= 1.0) {
+        last_progress = wall;
+        o_.on_progress({records_.size(), turns_total_, now_, wall});
+      }
+    }
+  }
+  counters_.wall_s = seconds_since(wall_start_);
+  counters_.sim_s = now_;
+  if (agents_done_ < agents_.size())
+    throw user_error(fmt::format("simulation stalled at {:.1f} s: {} of {} turns done, {} requests cannot be placed",
+                                 now_, records_.size(), turns_total_, waiting_.size()));
+  if (o_.on_progress) o_.on_progress({records_.size(), turns_total_, now_, counters_.wall_s});
+
+  sim_result r;
+  auto& s = r.summary;
+  s.policy = o_.policy;
+  for (const auto& n : nodes_) {
+    s.snic_bytes.push_back(n.read_bytes);
+    r.snic_write_bytes.push_back(n.write_bytes);
+  }
+  for (const auto& a : agents_) s.persisted_blocks += a.written_blocks;
+  actors::summarize_turns(s, records_);
+  const model_spec m = model_;
+  const auto fit = fit_;
+  actors::set_jct_bound(s, records_,
+                        {cfg_.snic_gb_per_s, cfg_.total_nodes(), cfg_.prefill_nodes * cfg_.engines_per_node,
+                         geo_.block_tokens,
+                         [m, fit](uint64_t cached, uint64_t tokens) { return fit.seconds(prefill_flops(m, cached, tokens)); }});
+  if (lockstep_rounds_) counters_.attention_max_over_avg = lockstep_ratio_sum_ / double(lockstep_rounds_);
+  r.counters = counters_;
+  return r;
+}
+
+// The agent's next turn: its shape, its hit blocks (the longest persisted prefix, as the client's store
+// lookup finds it), then the scheduler's queue.
+void simulator::arrive(uint32_t id) {
+  agent_state& a = agents_[id];
+  const sim_agent& script = *a.script;
+  const turn_shape& shape = script.turns[a.turn];
+  const uint32_t bt = geo_.block_tokens;
+  a.prompt = std::max<uint64_t>(1, shape.prompt);
+  a.gen = std::max<uint32_t>(1, shape.gen);
+  uint64_t hit_tokens = 0;
+  if (!script.hash_ids.empty()) {
+    size_t k = 0;
+    while (k < script.hash_ids.size() && stored_hashes_.count(script.hash_ids[k])) ++k;
+    hit_tokens = uint64_t(k) * mooncake_block_tokens;
+  } else {
+    hit_tokens = std::min(shape.hit_candidates, a.stored_tokens);
+  }
+  a.hit = uint32_t(std::min<uint64_t>(hit_tokens / bt, (a.prompt - 1) / bt));
+  a.pending = 0;
+  a.pe_slots = a.de_slots = 0;
+  a.new_kv = a.de_hbm = 0;
+  a.hit_forwarded = false;
+  a.generated = 0;
+  a.submitted = now_;
+  a.prefill_start = a.second_token = -1;
+  a.writes_done = now_;
+
+  schedule::request_info info;
+  info.id = id;
+  info.hit_blocks = a.hit;
+  info.hit_tokens = uint64_t(a.hit) * bt;
+  info.append_tokens = a.prompt - info.hit_tokens;
+  info.hit_bytes = uint64_t(a.hit) * geo_.block_bytes();
+  info.len = a.prompt + a.gen;
+  info.kv_bytes = uint64_t(geo_.blocks_for(info.len)) * geo_.block_bytes();
+  if (info.kv_bytes > hbm_bytes_) {
+    fail(id, fmt::format("turn {} of agent {} needs {} bytes of decode HBM; an engine has {} (hardware.hbm_gb)", a.turn,
+                         script.agent, info.kv_bytes, hbm_bytes_));
+    return;
+  }
+  waiting_.push_back(info);
+  want_round();
+}
+
+void simulator::record(uint32_t id, const std::string& error) {
+  const agent_state& a = agents_[id];
+  actors::turn_record r;
+  r.agent = a.script->agent;
+  r.turn = a.turn;
+  r.error = error;
+  r.start_s = a.submitted;
+  r.done_s = now_;
+  r.prompt_tokens = uint32_t(a.prompt);
+  if (error.empty()) {
+    r.ttft_s = a.first_token - a.submitted;
+    r.has_ttst = a.second_token >= 0;
+    if (r.has_ttst) {
+      r.ttst_s = a.second_token - a.submitted;
+      r.second_token_gap_s = a.second_token - a.first_token;
+    }
+    if (r.has_ttst && a.gen > 2) {
+      r.has_tpot = true;
+      r.tpot_s = (a.last_token - a.second_token) / double(a.gen - 2);
+    }
+    r.queue_s = a.assigned - a.submitted;
+    r.kv_read_s = a.kv_ready - a.assigned;
+    r.assign_s = a.prefill_start - a.kv_ready;
+    r.prefill_s = a.first_token - a.prefill_start;
+    r.path = a.asg.path;
+    r.hit_blocks = a.hit;
+  }
+  records_.push_back(std::move(r));
+}
+
+// A turn that cannot run: answered with the error, the agent goes on with its next turn as the client does.
+void simulator::fail(uint32_t id, const std::string& why) {
+  record(id, why);
+  agent_state& a = agents_[id];
+  if (++a.turn < a.script->turns.size()) events_.push(now_, event_kind::arrival, id);
+  else ++agents_done_;
+}
+
+void simulator::turn_done(uint32_t id) {
+  agent_state& a = agents_[id];
+  record(id, "");
+  // Every block whose KV was computed is persisted by now (the turn waited for its writes).
+  a.stored_tokens = a.prompt + a.gen - 1;
+  for (uint64_t h : a.script->hash_ids) stored_hashes_.insert(h);
+  const double tool_s = a.script->replay_tool_time ? a.script->turns[a.turn].tool_ms / 1000.0 : 0.0;
+  if (++a.turn < a.script->turns.size()) events_.push(now_ + tool_s, event_kind::arrival, id);
+  else ++agents_done_;
+}
+
+void add_counters(nlohmann::json& run, const sim_result& r) {
+  const auto& c = r.counters;
+  run["sim"] = {{"events", c.events},
+                {"rounds", c.rounds},
+                {"decisions", c.decisions},
+                {"passes", c.passes},
+                {"decode_steps", c.decode_steps},
+                {"simulated_s", c.sim_s},
+                {"wall_s", c.wall_s},
+                {"events_per_wall_s", c.wall_s > 0 ? double(c.events) / c.wall_s : 0.0},
+                {"snic_write_bytes", r.snic_write_bytes}};
+  if (c.attention_max_over_avg > 0) run["sim"]["attention_max_over_avg"] = c.attention_max_over_avg;
+}
+
+sim_result run_sim(const sim_options& options) {
+  if (options.agents.empty()) throw user_error("simulation: the workload has no agents");
+  simulator s(options);
+  return s.run();
+}
+
+}  // namespace dualpath::sim

@@ -1,0 +1,177 @@
+// The simulator against what can be computed by hand: closed-form pass and step times, conservation of
+// bytes, the SNIC bound, determinism, and the ordering of the run modes on a storage-bound cluster.
+#include <doctest/doctest.h>
+
+#include <numeric>
+
+#include "core/cost_model.hpp"
+#include "core/status.hpp"
+#include "gpu/gpu_profile.hpp"
+#include "sim/sim.hpp"
+#include "storage/block_format.hpp"
+
+using namespace dualpath;
+
+namespace {
+
+// The storage-bound 1P2D cluster of bench/experiments, smaller.
+cluster_config storage_bound() {
+  cluster_config c;
+  c.model = "ds-27b";
+  c.backend = backend_kind::modeled;
+  c.gpu = "h800";
+  c.mfu = 0.013;
+  c.prefill_nodes = 1;
+  c.decode_nodes = 2;
+  c.block_tokens = 64;
+  c.snic_gb_per_s = 0.05;
+  c.dram_buffer_gb = 0.5;
+  c.hbm_gb = 0.5;
+  c.quota_scope = "forward";
+  return c;
+}
+
+std::vector<sim::sim_agent> agents(uint32_t n, uint32_t turns, uint64_t seed = 3) {
+  const trace_preset p{"t", 4096, double(turns), 120, 24, 0};
+  std::vector<sim::sim_agent> out;
+  for (const auto& t : generate_trajectories(p, n, seed)) {
+    sim::sim_agent a;
+    a.agent = uint32_t(out.size());
+    a.turns = t.turns();
+    if (a.turns.size() > turns) a.turns.resize(turns);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+sim::sim_result simulate(const cluster_config& c, const std::string& policy, std::vector<sim::sim_agent> a,
+                         sim::write_back w = sim::write_back::free) {
+  sim::sim_options o;
+  o.config = c;
+  o.policy = policy;
+  o.agents = std::move(a);
+  o.writes = w;
+  return sim::run_sim(o);
+}
+
+uint64_t file_bytes(const cluster_config& c) {
+  const auto& m = find_model(c.model);
+  storage::block_format f;
+  f.layers = m.layers;
+  f.tokens = c.block_tokens;
+  f.bytes_per_token_layer = uint32_t(m.kv_bytes_per_token_layer);
+  return f.file_bytes();
+}
+
+}  // namespace
+
+TEST_CASE("one turn alone: TTFT is its prefill and TPOT its decode steps, as the cost model gives them") {
+  cluster_config c = storage_bound();
+  c.snic_gb_per_s = 0;
+  sim::sim_agent a;
+  turn_shape t;
+  t.prompt = 1000;
+  t.append = 1000;
+  t.gen = 5;
+  a.turns = {t};
+  const auto r = simulate(c, "dualpath", {a});
+  const auto& m = find_model(c.model);
+  const double s_per_flop = 1.0 / (gpu::find_gpu_profile(c.gpu).peak_flops * c.mfu);
+  const double prefill = prefill_flops(m, 0, 1000) * s_per_flop;
+  // Submitted at 0, assigned at the first 2 ms report tick.
+  CHECK(r.summary.ttft.p50 == doctest::Approx(0.002 + prefill).epsilon(1e-6));
+  double steps = 0;
+  for (uint64_t pos = 1000; pos < 1004; ++pos) steps += flops_per_token(m, pos + 1) * s_per_flop;
+  CHECK(r.summary.jct_s == doctest::Approx(0.002 + prefill + steps).epsilon(1e-6));
+  CHECK(r.summary.tpot.p50 == doctest::Approx((steps - flops_per_token(m, 1001) * s_per_flop) / 3).epsilon(1e-6));
+  CHECK(r.summary.turns == 1);
+}
+
+TEST_CASE("every hit block is read once, through the path the scheduler chose") {
+  const cluster_config c = storage_bound();
+  for (const char* policy : {"basic", "dualpath", "dualpath_nosched", "round_robin"}) {
+    CAPTURE(policy);
+    const auto r = simulate(c, policy, agents(12, 4));
+    CHECK(r.summary.turns == 48);
+    CHECK(r.summary.failed_turns == 0);
+    const uint64_t read = std::accumulate(r.summary.snic_bytes.begin(), r.summary.snic_bytes.end(), uint64_t(0));
+    CHECK(read == r.summary.hit_blocks * file_bytes(c));
+    CHECK(r.summary.hit_blocks > 0);
+    CHECK(r.summary.path_pe + r.summary.path_de == 48);
+    if (std::string(policy) == "basic") CHECK(r.summary.path_de == 0);
+    else CHECK(r.summary.path_de > 0);
+  }
+}
+
+TEST_CASE("storage-bound: basic runs at the PE SNIC's rate, both paths beat it, the oracle bounds them") {
+  const cluster_config c = storage_bound();
+  const auto basic = simulate(c, "basic", agents(24, 6));
+  const auto dual = simulate(c, "dualpath", agents(24, 6));
+  const auto oracle = simulate(c, "oracle", agents(24, 6));
+  // Basic cannot finish before its one SNIC has read every hit byte.
+  const double pe_bytes = double(basic.summary.snic_bytes[0]);
+  CHECK(basic.summary.jct_s >= pe_bytes / (c.snic_gb_per_s * 1e9));
+  CHECK(basic.summary.jct_s <= 1.3 * pe_bytes / (c.snic_gb_per_s * 1e9));
+  CHECK(dual.summary.jct_s * 1.8 < basic.summary.jct_s);
+  CHECK(oracle.summary.jct_s <= dual.summary.jct_s * 1.001);
+  CHECK(std::accumulate(oracle.summary.snic_bytes.begin(), oracle.summary.snic_bytes.end(), uint64_t(0)) == 0);
+  CHECK(dual.summary.snic_max_over_avg < 1.3);
+}
+
+TEST_CASE("the same input gives the same run, event for event") {
+  const cluster_config c = storage_bound();
+  const auto a = simulate(c, "dualpath", agents(10, 5));
+  const auto b = simulate(c, "dualpath", agents(10, 5));
+  CHECK(a.counters.events == b.counters.events);
+  CHECK(a.summary.jct_s == b.summary.jct_s);
+  CHECK(actors::to_json(a.summary) == actors::to_json(b.summary));
+}
+
+TEST_CASE("write-back through the SNIC delays the answer, never the first token") {
+  const cluster_config c = storage_bound();
+  const auto free = simulate(c, "dualpath", agents(8, 3), sim::write_back::free);
+  const auto snic = simulate(c, "dualpath", agents(8, 3), sim::write_back::snic);
+  const uint64_t written = std::accumulate(snic.snic_write_bytes.begin(), snic.snic_write_bytes.end(), uint64_t(0));
+  CHECK(written == snic.summary.persisted_blocks * file_bytes(c));
+  CHECK(snic.snic_write_bytes[0] == 0);  // prefill nodes write nothing
+  CHECK(snic.summary.jct_s > free.summary.jct_s);
+}
+
+TEST_CASE("EP lockstep: every pass of a group lasts as long as its slowest engine") {
+  cluster_config c = storage_bound();
+  c.engines_per_node = 4;
+  sim::sim_options o;
+  o.config = c;
+  o.policy = "dualpath";
+  o.agents = agents(16, 3);
+  const auto free = sim::run_sim(o);
+  o.ep_lockstep = true;
+  const auto lock = sim::run_sim(o);
+  CHECK(lock.counters.attention_max_over_avg >= 1.0);
+  CHECK(lock.summary.turns == free.summary.turns);
+  CHECK(lock.summary.jct_s >= free.summary.jct_s * 0.999);
+}
+
+TEST_CASE("a turn that no decode engine can hold fails with the reason; the agent goes on") {
+  cluster_config c = storage_bound();
+  c.hbm_gb = 0.02;
+  sim::sim_agent a;
+  turn_shape big, small;
+  big.prompt = big.append = 20000;
+  big.gen = 4;
+  small.prompt = small.append = 100;
+  small.gen = 4;
+  a.turns = {big, small};
+  const auto r = simulate(c, "dualpath", {a});
+  CHECK(r.summary.failed_turns == 1);
+  CHECK(r.summary.turns == 1);  // the small turn after it was answered
+  CHECK(r.summary.first_error.find("hardware.hbm_gb") != std::string::npos);
+}
+
+TEST_CASE("bad input is refused with a clear message") {
+  cluster_config c = storage_bound();
+  CHECK_THROWS_AS(simulate(c, "fastest", agents(2, 2)), user_error);
+  c.model = "gpt-9";
+  CHECK_THROWS_AS(simulate(c, "dualpath", agents(2, 2)), user_error);
+  CHECK_THROWS_AS(simulate(storage_bound(), "dualpath", {}), user_error);
+}
