@@ -35,7 +35,7 @@ struct decode_state : engine_base {
   decode_engine_actor::pointer self = nullptr;
   std::deque<handoff_info> waiting;    // prefilled, waiting for HBM
   std::map<uint64_t, de_request> active;
-  uint32_t admitting = 0;
+  std::map<uint64_t, uint64_t> admitting;  // id -> tokens it will hold: its KV is on the way into HBM
   bool stepping = false;
   gpu::hbm_allocation collective;  // model-class traffic of each decode step (docs/design.md §8)
   // A turn is answered only once its blocks are in storage, so the agent's next turn can hit them.
@@ -60,12 +60,26 @@ struct decode_state : engine_base {
     return first + (setup.engine - first + 1) % count;
   }
 
+  // A decode engine learns of a request at hand-off: from then on its numbers count it, and the ids say
+  // so, which ends the scheduler's charges for it (docs/design.md §7.1).
   void report() {
     uint64_t tok = 0;
-    for (auto& w : waiting) tok += w.payload.tokens.size() + w.payload.gen;
-    for (auto& [id, r] : active) tok += r.sequence.size() + r.info.payload.gen - r.generated.size();
+    std::vector<uint64_t> ids;
+    ids.reserve(waiting.size() + admitting.size() + active.size());
+    for (auto& w : waiting) {
+      tok += w.payload.tokens.size() + w.payload.gen;
+      ids.push_back(w.payload.request);
+    }
+    for (auto& [id, t] : admitting) {
+      tok += t;
+      ids.push_back(id);
+    }
+    for (auto& [id, r] : active) {
+      tok += r.sequence.size() + r.info.payload.gen - r.generated.size();
+      ids.push_back(id);
+    }
     self->send(view().leaders[node()], atom::engine_st_v, setup.engine,
-               uint32_t(waiting.size() + active.size() + admitting), tok, hbm->free_bytes());
+               uint32_t(waiting.size() + active.size() + admitting.size()), tok, hbm->free_bytes(), std::move(ids));
   }
 
   void on_handoff(const envelope<schema::Handoff>& e) {
@@ -107,17 +121,17 @@ struct decode_state : engine_base {
   // DE buffer -> DE HBM through this engine's own CNIC (loopback), one Full Block per slot.
   void load_into_hbm(de_request r) {
     copy_batch batch{runtime::plan_hbm_load(geo(), slots(), setup.engine, r.info.de_slots, r.hbm.offset)};
-    ++admitting;
+    admitting[r.info.payload.request] = r.info.payload.tokens.size() + r.info.payload.gen;
     auto shared = std::make_shared<de_request>(std::move(r));
     self->request(view().traffic_queues[node()], data_plane_timeout(), atom::copy_v, encode(batch))
         .then(
             [this, shared](uint64_t) {
-              --admitting;
+              admitting.erase(shared->info.payload.request);
               release_de_slots(shared->info);
               start_decoding(std::move(*shared));
             },
             [this, shared](caf::error& err) {
-              --admitting;
+              admitting.erase(shared->info.payload.request);
               release_de_slots(shared->info);
               hbm->free(shared->hbm);
               reply_error(shared->info, "DE buffer to HBM copy failed: " + describe(err));

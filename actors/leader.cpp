@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include "protocol/runtime_codec.hpp"
+#include "protocol/scheduler_codec.hpp"
+#include "schedule/report_acks.hpp"
 
 namespace dualpath::actors {
 
@@ -18,24 +20,37 @@ struct leader_state {
   uint32_t node = 0;
   runtime::node_io* io = nullptr;
   schedule::node_snapshot group;
+  schedule::report_acks acks;  // which requests the engines' numbers count
   bool fetching = false;
 
   bool prefill() const { return view->is_prefill_node(node); }
 
-  void on_engine(uint32_t engine, uint32_t seq, uint64_t tok, uint64_t free_hbm) {
-    for (auto& e : group.engines) {
-      if (e.engine == engine) {
-        e.seq = seq;
-        e.tok = tok;
-        e.free_hbm = free_hbm;
-      }
+  void on_engine(uint32_t engine, uint32_t seq, uint64_t tok, uint64_t free_hbm, std::vector<uint64_t> ids) {
+    for (size_t i = 0; i < group.engines.size(); ++i) {
+      auto& e = group.engines[i];
+      if (e.engine != engine) continue;
+      e.seq = seq;
+      e.tok = tok;
+      e.free_hbm = free_hbm;
+      acks.on_engine(i, std::move(ids));
+      return;
     }
   }
 
+  // The report names the requests its numbers count, so the scheduler's fresh view drops exactly those
+  // charges and keeps the rest (docs/design.md §7.1).
+  schedule::group_report make_report() {
+    schedule::group_report r;
+    const auto reads = io->take_read_report();
+    r.read_acked = std::move(reads.requests);
+    group.read_q = reads.read_q;
+    r.node = group;
+    r.acked = acks.take();
+    return r;
+  }
+
   void on_tick() {
-    group.read_q = io->read_q();
-    const auto kind = prefill() ? schedule::role::prefill : schedule::role::decode;
-    self->send(view->scheduler, atom::report_v, encode_report(kind, group));
+    self->send(view->scheduler, atom::report_v, encode(make_report()));
     if (prefill() && !fetching) {
       fetching = true;
       self->request(view->scheduler, std::chrono::seconds(10), atom::fetch_v, encode_fetch(node))
@@ -68,6 +83,7 @@ leader_actor::behavior_type leader(leader_actor::stateful_pointer<leader_state> 
   st.io = io;
   st.group.node = node;
   st.group.kind = view->is_prefill_node(node) ? schedule::role::prefill : schedule::role::decode;
+  st.acks = schedule::report_acks(view->config.engines_per_node);
   for (uint32_t i = 0; i < view->config.engines_per_node; ++i) {
     schedule::engine_snapshot e;
     e.engine = node * view->config.engines_per_node + i;
@@ -76,9 +92,8 @@ leader_actor::behavior_type leader(leader_actor::stateful_pointer<leader_state> 
     st.group.engines.push_back(e);
   }
   return {
-      [=](atom::engine_st, uint32_t engine, uint32_t seq, uint64_t tok, uint64_t free_hbm) {
-        self->state.on_engine(engine, seq, tok, free_hbm);
-      },
+      [=](atom::engine_st, uint32_t engine, uint32_t seq, uint64_t tok, uint64_t free_hbm,
+          const std::vector<uint64_t>& ids) { self->state.on_engine(engine, seq, tok, free_hbm, ids); },
       [=](atom::tick) { self->state.on_tick(); },
   };
 }

@@ -34,15 +34,20 @@ void prefill_state::init(prefill_engine_actor::pointer s, engine_setup st) {
   report();
 }
 
+// The ids tell the scheduler which of its charges these numbers already count (docs/design.md §7.1): a
+// request counts from its assignment on.
 void prefill_state::report() {
   uint64_t tok = 0;
+  std::vector<uint64_t> ids;
+  ids.reserve(requests.size());
   for (auto& [id, r] : requests) {
+    ids.push_back(id);
     // Until its tokens arrive a request counts what the scheduler was told it appends.
     tok += r.payload.tokens.empty() ? r.asg.request.append_tokens
                                     : r.prompt() - std::min<uint64_t>(r.prompt(), r.src.valid * geo().block_tokens);
   }
   self->send(view().leaders[node()], atom::engine_st_v, setup.engine, uint32_t(requests.size()), tok,
-             hbm->free_bytes());
+             hbm->free_bytes(), std::move(ids));
 }
 
 void prefill_state::fail(pe_request& r, const std::string& why) {
@@ -151,7 +156,7 @@ void prefill_state::reserve_de_slots(pe_request& r, uint32_t count) {
 void prefill_state::load_hit(pe_request& r, uint32_t node, std::vector<block_key> keys, uint32_t first) {
   const uint64_t id = r.payload.request;
   const bool on_pe = node == r.asg.pe_node && first == 0;
-  self->request(view().traffic_queues[node], data_plane_timeout(), atom::load_v, encode_load(keys))
+  self->request(view().traffic_queues[node], data_plane_timeout(), atom::load_v, encode_load(keys, id))
       .then([this, id, node, first, on_pe](const envelope<schema::LoadResult>& e) {
               on_loaded(id, node, first, on_pe, decode(e));
             },

@@ -10,6 +10,7 @@
 
 #include "core/status.hpp"
 #include "protocol/scheduler_codec.hpp"
+#include "schedule/fresh_view.hpp"
 
 namespace dualpath::actors {
 
@@ -36,7 +37,8 @@ auto guarded(const char* what, F f) -> caf::result<decltype(f())> {
 struct scheduler_state {
   static inline const char* name = "scheduler";
 
-  sch::cluster_snapshot snap;
+  // What the policies read: the leaders' reports plus the charges they do not count yet (§7.1).
+  sch::fresh_view view{0};
   std::deque<sch::request_info> waiting;
   std::unique_ptr<sch::policy> active;
   sch::policy_params params;
@@ -47,6 +49,7 @@ struct scheduler_state {
     active = sch::make_policy(opts.policy);
     params = opts.params;
     switches = std::move(opts.switches);
+    view = sch::fresh_view(opts.charge_expiry_s);
   }
 
   uint64_t submit(const envelope<schema::Request>& e) {
@@ -55,21 +58,19 @@ struct scheduler_state {
     return waiting.size();
   }
 
-  void report(const envelope<schema::GroupReport>& e) {
+  void report(const envelope<schema::GroupReport>& e, double now_s) {
     try {
-      auto [kind, reported] = decode(e);
-      auto& node = snap.upsert(reported.node, kind);
-      node.read_q = reported.read_q;
-      node.engines = std::move(reported.engines);
+      view.report(decode(e), now_s);
     } catch (const kj::Exception& ex) {
       spdlog::warn("scheduler: malformed group report dropped: {}", ex.getDescription().cStr());
     }
   }
 
-  envelope<schema::Assignments> fetch(const envelope<schema::Fetch>& e) {
+  envelope<schema::Assignments> fetch(const envelope<schema::Fetch>& e, double now_s) {
     const uint32_t node = decode(e);
     ++counters.fetches;
-    const auto out = active->assign(snap, node, waiting, params);
+    const auto out = active->assign(view.snapshot(), node, waiting, params);
+    view.record(out, now_s);
     counters.assigned += out.size();
     for (const auto& a : out) {
       auto& n = a.path == sch::read_path::pe   ? counters.assigned_pe
@@ -100,8 +101,10 @@ struct scheduler_state {
     scheduler_counters c = counters;
     c.policy = std::string(active->name());
     c.waiting = waiting.size();
-    c.prefill_engines = uint32_t(snap.engine_count(sch::role::prefill));
-    c.decode_engines = uint32_t(snap.engine_count(sch::role::decode));
+    c.prefill_engines = uint32_t(view.snapshot().engine_count(sch::role::prefill));
+    c.decode_engines = uint32_t(view.snapshot().engine_count(sch::role::decode));
+    c.pending_charges = view.pending();
+    c.expired_charges = view.expired();
     return encode(c);
   }
 
@@ -109,6 +112,11 @@ struct scheduler_state {
     if (index < switches.size()) set_policy(switches[index].policy);
   }
 };
+
+// Seconds on the actor's clock (CAF's test clock in tests): the fresh view's charges age by it.
+double now_s(scheduler_actor::pointer self) {
+  return std::chrono::duration<double>(self->clock().now().time_since_epoch()).count();
+}
 
 scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<scheduler_state> self,
                                          scheduler_options opts) {
@@ -122,9 +130,9 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
       [=](atom::submit, const envelope<schema::Request>& e) {
         return guarded("request", [&] { return self->state.submit(e); });
       },
-      [=](atom::report, const envelope<schema::GroupReport>& e) { self->state.report(e); },
+      [=](atom::report, const envelope<schema::GroupReport>& e) { self->state.report(e, now_s(self)); },
       [=](atom::fetch, const envelope<schema::Fetch>& e) {
-        return guarded("fetch", [&] { return self->state.fetch(e); });
+        return guarded("fetch", [&] { return self->state.fetch(e, now_s(self)); });
       },
       [=](atom::policy, atom::set, const std::string& name) { return self->state.set_policy(name); },
       [=](atom::policy, atom::get) { return self->state.status(true, ""); },
@@ -141,6 +149,8 @@ scheduler_actor spawn_scheduler(caf::actor_system& sys, scheduler_options option
     if (!sch::is_policy_name(s.policy)) sch::make_policy(s.policy);  // throws with the known names
     if (!(s.at_s >= 0)) throw user_error("schedule.switch: at_s must be ≥ 0 seconds, got " + std::to_string(s.at_s));
   }
+  if (!(options.charge_expiry_s > 0))
+    throw user_error("scheduler: charge expiry must be > 0 seconds, got " + std::to_string(options.charge_expiry_s));
   std::stable_sort(options.switches.begin(), options.switches.end(),
                    [](const policy_switch& a, const policy_switch& b) { return a.at_s < b.at_s; });
   return sys.spawn(scheduler, std::move(options));

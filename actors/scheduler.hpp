@@ -1,6 +1,7 @@
 #pragma once
-// The scheduler actor (docs/design.md §3, §7): one per cluster. Owns the global waiting queue, the latest
-// snapshot of every engine and node, and the active policy, which can be swapped while it runs.
+// The scheduler actor (docs/design.md §3, §7): one per cluster. Owns the global waiting queue, the fresh view
+// of every engine and node (reports plus the charges they do not count yet, §7.1), and the active policy,
+// which can be swapped while it runs.
 // The decisions themselves are plain C++ in schedule/; this actor only feeds them messages.
 #include <caf/fwd.hpp>
 #include <caf/replies_to.hpp>
@@ -23,6 +24,9 @@ struct scheduler_options {
   std::string policy = "dualpath";
   schedule::policy_params params;
   std::vector<policy_switch> switches;  // applied via delayed messages, in at_s order
+  // A charge of the fresh view that no report acknowledges is dropped this long after its assignment
+  // (docs/design.md §7.1); the cluster sets 4 × timeout_s, by when its request has long failed.
+  double charge_expiry_s = 4 * 60.0;
 };
 
 // Spawns the scheduler. Throws user_error for an unknown policy name (also inside `switches`).

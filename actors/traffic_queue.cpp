@@ -33,7 +33,7 @@ struct traffic_queue_state {
         if (r.slots.empty() && !r.status.ok()) rp.deliver(to_error(r.status));
         else rp.deliver(encode(r));
       });
-    });
+    }, load_request(keys));
     return rp;
   }
 

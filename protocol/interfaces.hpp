@@ -28,8 +28,9 @@ using scheduler_actor = caf::typed_actor<
     // Client: queue one request (schema::Request) at the tail of the global FIFO; answers the number of
     // requests now waiting. Clients wait `timeout_s`.
     caf::replies_to<atom::submit, envelope<schema::Request>>::with<uint64_t>,
-    // Leader, every 2 ms: replace the snapshot of its group (engines' seq_e, tok_e, free HBM) and its
-    // node's read_q. No answer.
+    // Leader, every 2 ms: its group's engines (seq_e, tok_e, free HBM), its node's read_q, and the requests
+    // those numbers count; the scheduler's fresh view replaces the numbers and keeps charging the requests
+    // they do not count yet (docs/design.md §7.1). No answer.
     caf::reacts_to<atom::report, envelope<schema::GroupReport>>,
     // PE leader: ask for work for its group's engines; answers the assignments the active policy makes now
     // (possibly none): PE, DE, read path and, for split, the block ranges. Leaders wait 10 s.
@@ -127,8 +128,8 @@ using decode_engine_actor = caf::typed_actor<
 
 // ---- leader (one per node): its group's view, reported to the scheduler ----
 using leader_actor = caf::typed_actor<
-    // Engine -> leader: seq_e, tok_e, free HBM of one engine. No answer.
-    caf::reacts_to<atom::engine_st, uint32_t, uint32_t, uint64_t, uint64_t>,
+    // Engine -> leader: seq_e, tok_e, free HBM of one engine, and the requests they count. No answer.
+    caf::reacts_to<atom::engine_st, uint32_t, uint32_t, uint64_t, uint64_t, std::vector<uint64_t>>,
     // Internal, every 2 ms: report to the scheduler (and fetch, for a PE group).
     caf::reacts_to<atom::tick>>;
 

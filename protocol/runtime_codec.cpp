@@ -119,9 +119,15 @@ turn_result decode(const envelope<schema::TurnResult>& e) {
   });
 }
 
-envelope<schema::LoadBlocks> encode_load(const std::vector<block_key>& keys) {
-  return build_envelope<schema::LoadBlocks>(
-      [&](schema::LoadBlocks::Builder b) { put_list(b.initKeys(uint32_t(keys.size())), keys); });
+envelope<schema::LoadBlocks> encode_load(const std::vector<block_key>& keys, uint64_t request) {
+  return build_envelope<schema::LoadBlocks>([&](schema::LoadBlocks::Builder b) {
+    put_list(b.initKeys(uint32_t(keys.size())), keys);
+    b.setRequest(request);
+  });
+}
+
+uint64_t load_request(const envelope<schema::LoadBlocks>& e) {
+  return read_envelope(e, [](schema::LoadBlocks::Reader r) { return r.getRequest(); });
 }
 
 std::vector<block_key> decode(const envelope<schema::LoadBlocks>& e) {

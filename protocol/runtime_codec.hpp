@@ -67,8 +67,10 @@ envelope<schema::Handoff> encode(const handoff_info& x);
 handoff_info decode(const envelope<schema::Handoff>& e);
 envelope<schema::TurnResult> encode(const turn_result& x);
 turn_result decode(const envelope<schema::TurnResult>& e);
-envelope<schema::LoadBlocks> encode_load(const std::vector<block_key>& keys);
+// `request` (0: none) lets the node name the load in its leader's report (docs/design.md §7.1).
+envelope<schema::LoadBlocks> encode_load(const std::vector<block_key>& keys, uint64_t request = 0);
 std::vector<block_key> decode(const envelope<schema::LoadBlocks>& e);
+uint64_t load_request(const envelope<schema::LoadBlocks>& e);
 envelope<schema::LoadResult> encode(const runtime::load_result& x);
 runtime::load_result decode(const envelope<schema::LoadResult>& e);
 envelope<schema::Slots> encode(const slot_list& x);

@@ -34,7 +34,8 @@ struct counter_fields {
       DP_FIELD(policy, Policy), DP_FIELD(waiting, Waiting), DP_FIELD(submitted, Submitted),
       DP_FIELD(assigned, Assigned), DP_FIELD(fetches, Fetches), DP_FIELD(switches, Switches),
       DP_FIELD(prefill_engines, PrefillEngines), DP_FIELD(decode_engines, DecodeEngines),
-      DP_FIELD(assigned_pe, AssignedPe), DP_FIELD(assigned_de, AssignedDe), DP_FIELD(assigned_split, AssignedSplit));
+      DP_FIELD(assigned_pe, AssignedPe), DP_FIELD(assigned_de, AssignedDe), DP_FIELD(assigned_split, AssignedSplit),
+      DP_FIELD(pending_charges, PendingCharges), DP_FIELD(expired_charges, ExpiredCharges));
 };
 
 // The list of known policy names is not a mapped field.
@@ -57,9 +58,10 @@ sch::request_info decode(const envelope<schema::Request>& e) {
   return decode_fields<sch::request_info>(e, request_fields::all);
 }
 
-envelope<schema::GroupReport> encode_report(sch::role kind, const sch::node_snapshot& node) {
+envelope<schema::GroupReport> encode(const sch::group_report& r) {
   return build_envelope<schema::GroupReport>([&](schema::GroupReport::Builder b) {
-    b.setRole(to_schema(kind));
+    const auto& node = r.node;
+    b.setRole(to_schema(node.kind));
     auto s = b.initStats();
     s.setNode(node.node);
     s.setReadQ(node.read_q);
@@ -73,7 +75,17 @@ envelope<schema::GroupReport> encode_report(sch::role kind, const sch::node_snap
       x.setTokE(e.tok);
       x.setFreeHbm(e.free_hbm);
     }
+    auto acked = b.initAcked(unsigned(r.acked.size()));
+    for (unsigned i = 0; i < r.acked.size(); ++i) put_list(acked.init(i, unsigned(r.acked[i].size())), r.acked[i]);
+    put_list(b.initReadAcked(unsigned(r.read_acked.size())), r.read_acked);
   });
+}
+
+envelope<schema::GroupReport> encode_report(sch::role kind, const sch::node_snapshot& node) {
+  sch::group_report r;
+  r.node = node;
+  r.node.kind = kind;
+  return encode(r);
 }
 
 envelope<schema::Fetch> encode_fetch(uint32_t node) {
@@ -116,17 +128,19 @@ scheduler_counters decode(const envelope<schema::SchedulerStats>& e) {
   return decode_fields<scheduler_counters>(e, counter_fields::all);
 }
 
-std::pair<sch::role, sch::node_snapshot> decode(const envelope<schema::GroupReport>& e) {
+sch::group_report decode(const envelope<schema::GroupReport>& e) {
   return read_envelope(e, [](schema::GroupReport::Reader r) {
-    const auto kind = from_schema(r.getRole());
+    sch::group_report out;
     auto stats = r.getStats();
-    sch::node_snapshot node;
+    auto& node = out.node;
     node.node = stats.getNode();
-    node.kind = kind;
+    node.kind = from_schema(r.getRole());
     node.read_q = stats.getReadQ();
     for (auto x : stats.getEngines())
       node.engines.push_back({x.getEngine(), stats.getNode(), x.getSeqE(), x.getTokE(), x.getFreeHbm()});
-    return std::make_pair(kind, std::move(node));
+    for (auto ids : r.getAcked()) out.acked.push_back(get_list<uint64_t>(ids));
+    out.read_acked = get_list<uint64_t>(r.getReadAcked());
+    return out;
   });
 }
 

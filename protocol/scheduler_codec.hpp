@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "protocol/type_ids.hpp"
+#include "schedule/fresh_view.hpp"
 #include "schedule/policy.hpp"
 
 namespace dualpath::actors {
@@ -23,12 +24,15 @@ struct scheduler_counters {
   uint64_t waiting = 0, submitted = 0, assigned = 0, fetches = 0;
   uint32_t switches = 0, prefill_engines = 0, decode_engines = 0;
   uint64_t assigned_pe = 0, assigned_de = 0, assigned_split = 0;
+  uint64_t pending_charges = 0, expired_charges = 0;  // the fresh view's (docs/design.md §7.1)
 };
 
 envelope<schema::Request> encode(const schedule::request_info& r);
 schedule::request_info decode(const envelope<schema::Request>& e);
+envelope<schema::GroupReport> encode(const schedule::group_report& r);
+// A report that acknowledges no request (every charge of the scheduler's view stays).
 envelope<schema::GroupReport> encode_report(schedule::role kind, const schedule::node_snapshot& node);
-std::pair<schedule::role, schedule::node_snapshot> decode(const envelope<schema::GroupReport>& e);
+schedule::group_report decode(const envelope<schema::GroupReport>& e);
 envelope<schema::Fetch> encode_fetch(uint32_t node);
 uint32_t decode(const envelope<schema::Fetch>& e);  // the fetching node
 envelope<schema::Assignments> encode(const std::vector<schedule::assignment>& list);

@@ -98,4 +98,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(dualpath, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::NodeCounters>))
   CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::node_handles))
   CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::cluster_handles))
+  // Request ids an engine's numbers count (engine -> leader, docs/design.md §7.1).
+  CAF_ADD_TYPE_ID(dualpath, (std::vector<uint64_t>))
 CAF_END_TYPE_ID_BLOCK(dualpath)

@@ -105,19 +105,62 @@ void node_io::reserve(uint32_t count, std::function<void(result<std::vector<uint
   wake_.notify_all();
 }
 
-void node_io::load(std::vector<block_key> keys, std::function<void(load_result)> done) {
+void node_io::load(std::vector<block_key> keys, std::function<void(load_result)> done, uint64_t request) {
   const uint32_t n = uint32_t(keys.size());
+  // Counted in read_q from the moment it is asked for: the scheduler weighs the SNIC's whole backlog,
+  // and a load waiting for slots is part of it (docs/design.md §7.1). Bytes first, then the id: see
+  // take_read_report.
+  const uint64_t bytes = uint64_t(n) * slot_stride_;
+  waiting_bytes_ += bytes;
+  read_started(request);
+  auto answer = [this, request, done = std::move(done)](load_result r) {
+    read_finished(request);
+    done(std::move(r));
+  };
   // The reservation's callback runs on the progress thread (or here, when the request can never fit).
-  reserve(n, [this, keys = std::move(keys), done = std::move(done)](result<std::vector<uint32_t>> slots) mutable {
+  reserve(n, [this, bytes, keys = std::move(keys), answer = std::move(answer)](result<std::vector<uint32_t>> slots) mutable {
     load_result partial;
     if (!slots.ok()) {
+      waiting_bytes_ -= bytes;
       partial.status = slots.error();
-      return done(std::move(partial));
+      return answer(std::move(partial));
     }
     partial.slots = std::move(slots).value();
-    if (keys.empty()) return done(std::move(partial));
-    start_load(std::move(keys), std::move(partial), std::move(done));
+    if (keys.empty()) {
+      waiting_bytes_ -= bytes;
+      return answer(std::move(partial));
+    }
+    start_load(std::move(keys), std::move(partial), std::move(answer));
+    waiting_bytes_ -= bytes;  // after the gate counts them: never a moment where neither does
   });
+}
+
+void node_io::read_started(uint64_t request) {
+  if (request == 0) return;
+  std::lock_guard<std::mutex> g(reads_mutex_);
+  ++reading_[request];
+}
+
+void node_io::read_finished(uint64_t request) {
+  if (request == 0) return;
+  std::lock_guard<std::mutex> g(reads_mutex_);
+  auto it = reading_.find(request);
+  if (it == reading_.end() || --it->second > 0) return;
+  reading_.erase(it);
+  read_done_.push_back(request);
+}
+
+read_queue_report node_io::take_read_report() {
+  read_queue_report r;
+  {
+    std::lock_guard<std::mutex> g(reads_mutex_);
+    r.requests.reserve(reading_.size() + read_done_.size());
+    for (const auto& [id, n] : reading_) r.requests.push_back(id);
+    r.requests.insert(r.requests.end(), read_done_.begin(), read_done_.end());
+    read_done_.clear();
+  }
+  r.read_q = read_q();
+  return r;
 }
 
 void node_io::start_load(std::vector<block_key> keys, load_result partial, std::function<void(load_result)> done) {
@@ -173,7 +216,7 @@ void node_io::persist(block_key key, block_key parent, const std::byte* payload,
   });
 }
 
-uint64_t node_io::read_q() const { return gate_.read_q(); }
+uint64_t node_io::read_q() const { return gate_.read_q() + waiting_bytes_.load(); }
 
 node_io_stats node_io::stats() const {
   node_io_stats s;

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/kv_geometry.hpp"
@@ -48,6 +49,12 @@ struct node_io_options {
   bool bypass = false;
 };
 
+// The node's read_q and the requests whose reads it counts, for its leader's report (docs/design.md §7.1).
+struct read_queue_report {
+  uint64_t read_q = 0;
+  std::vector<uint64_t> requests;  // loads asked for now, or at some point since the previous report
+};
+
 struct node_io_stats {
   uint64_t snic_bytes = 0;       // bytes read from storage through this node's SNIC
   uint64_t snic_reads = 0;
@@ -77,8 +84,10 @@ class node_io {
   // Reserves `count` buffer slots, waiting (FIFO) while the buffer is full; `done` gets them, or an error
   // when the request alone is larger than the whole buffer or the wait exceeds the timeout.
   void reserve(uint32_t count, std::function<void(result<std::vector<uint32_t>>)> done);
-  // Reserves slots for `keys` and reads those Full Blocks through the SNIC gate into them.
-  void load(std::vector<block_key> keys, std::function<void(load_result)> done);
+  // Reserves slots for `keys` and reads those Full Blocks through the SNIC gate into them. The load's bytes
+  // count in read_q from this call on, also while it waits for slots; `request` (0: none) names it in
+  // take_read_report.
+  void load(std::vector<block_key> keys, std::function<void(load_result)> done, uint64_t request = 0);
   void release(const std::vector<uint32_t>& slots);
   // Posts copies (sliced, arbitrated, capped by the endpoints); `done` runs once all finished.
   void copy(std::vector<copy_op> ops, transport::traffic_class tc, std::function<void(status)> done);
@@ -86,7 +95,12 @@ class node_io {
   // runs on the writer thread afterwards, whether or not the write succeeded.
   void persist(block_key key, block_key parent, const std::byte* payload, std::function<void()> done = {});
 
+  // Bytes (block file bytes) of the loads asked for and not yet released by the SNIC: queued or in flight
+  // at the gate, or still waiting for DRAM slots.
   uint64_t read_q() const;
+  // read_q with the requests it counts. The ids are taken before the bytes, so a request named is either
+  // in the bytes or done. Meant for one caller, the leader: each call forgets the loads finished before it.
+  read_queue_report take_read_report();
   node_io_stats stats() const;
   uint32_t node() const { return options_.node; }
 
@@ -97,6 +111,8 @@ class node_io {
   void start_load(std::vector<block_key> keys, load_result partial, std::function<void(load_result)> done);
   void load_direct(std::vector<block_key> keys, load_result partial, std::function<void(load_result)> done);
   void post_command(std::function<void()> command);
+  void read_started(uint64_t request);
+  void read_finished(uint64_t request);
 
   node_io_options options_;
   storage::block_store& store_;
@@ -117,6 +133,10 @@ class node_io {
   std::condition_variable wake_;
   std::deque<std::function<void()>> commands_;  // run on the progress thread (endpoints are single-threaded)
   std::atomic<uint64_t> persisted_{0}, persist_errors_{0};
+  std::atomic<uint64_t> waiting_bytes_{0};  // loads waiting for slots, not yet at the gate
+  std::mutex reads_mutex_;
+  std::unordered_map<uint64_t, uint32_t> reading_;  // request -> its loads not yet answered
+  std::vector<uint64_t> read_done_;                 // requests whose loads all ended since the last report
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -60,6 +60,7 @@ struct TurnResult {
 # Node data plane: read Full Blocks through the SNIC into buffer slots.
 struct LoadBlocks {
   keys @0 :List(UInt64);
+  request @1 :UInt64;  # the request the blocks are for, named in the leader's report (0: none)
 }
 
 struct LoadResult {

@@ -29,10 +29,13 @@ struct Request {
   hitBlocks @6 :UInt32;     # Full Blocks of hit KV
 }
 
-# A leader's report: its group's engines and its node's read queue.
+# A leader's report: its group's engines and its node's read queue, and which requests those numbers count
+# (docs/design.md §7.1), so the scheduler keeps charging the ones they do not count yet.
 struct GroupReport {
   role @0 :Role;
   stats @1 :NodeStats;
+  acked @2 :List(List(UInt64));  # per engine, in stats.engines order: requests it counts (or counted since the last report)
+  readAcked @3 :List(UInt64);    # requests whose reads readQ counts (or counted since the last report)
 }
 
 # A PE leader asks for work for the engines of its group (node).
@@ -75,4 +78,6 @@ struct SchedulerStats {
   assignedPe @8 :UInt64;    # requests per read path, since start
   assignedDe @9 :UInt64;
   assignedSplit @10 :UInt64;
+  pendingCharges @11 :UInt64;  # charges of the fresh view no report acknowledges yet (docs/design.md §7.1)
+  expiredCharges @12 :UInt64;  # charges dropped unacknowledged after the bound, since start
 }

@@ -60,6 +60,8 @@ TEST_CASE_FIXTURE(decode_fixture, "two hand-offs share decode steps and each get
   }
   CHECK(steps().empty());
   CHECK(last_report(de_id).seq == 2);
+  // Being admitted, both count in the report and are named, which ends the scheduler's charges for them.
+  CHECK(last_report(de_id).ids == std::vector<uint64_t>{1, 2});
   CHECK(io[1]->hbm(de_id).free_bytes() == de_hbm - 2 * geo.block_bytes());
 
   // Both copies land together. The first starts a step on its own; the second joins the next one.

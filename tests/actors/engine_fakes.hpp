@@ -51,6 +51,7 @@ struct tq_script {
   std::string why = "injected fault";
   uint32_t next_slot = 0;  // slots handed out by reserve and load, counting up
   std::vector<std::vector<block_key>> loads;
+  std::vector<uint64_t> load_requests;  // the request each load names
   std::vector<uint32_t> reserves;
   std::vector<uint32_t> released;  // every slot given back, in order
   std::vector<copy_call> copies;
@@ -75,6 +76,7 @@ inline traffic_queue_actor::behavior_type fake_traffic_queue(traffic_queue_actor
       [=](atom::load, const envelope<schema::LoadBlocks>& e) -> caf::result<envelope<schema::LoadResult>> {
         auto keys = decode(e);
         s->loads.push_back(keys);
+        s->load_requests.push_back(load_request(e));
         if (s->load == answer::fail) return make_failure(errc::unavailable, s->why);
         runtime::load_result r;
         r.slots = s->take(keys.size());
@@ -202,6 +204,7 @@ inline fake_compute_actor::behavior_type fake_compute(fake_compute_actor::pointe
 struct engine_report {
   uint32_t engine = 0, seq = 0;
   uint64_t tok = 0, free_hbm = 0;
+  std::vector<uint64_t> ids;  // the requests the numbers count
 };
 struct recorder {
   std::vector<engine_report> reports;
@@ -213,8 +216,8 @@ struct recorder {
 
 inline leader_actor::behavior_type fake_leader(std::shared_ptr<recorder> r) {
   return {
-      [=](atom::engine_st, uint32_t e, uint32_t seq, uint64_t tok, uint64_t hbm) {
-        r->reports.push_back({e, seq, tok, hbm});
+      [=](atom::engine_st, uint32_t e, uint32_t seq, uint64_t tok, uint64_t hbm, const std::vector<uint64_t>& ids) {
+        r->reports.push_back({e, seq, tok, hbm, ids});
       },
       [](atom::tick) {},
   };

@@ -11,12 +11,14 @@ TEST_CASE_FIXTURE(engine_fixture, "prefill pipelines hit-KV fetches two layers d
   assign(1, 40, 2);
 
   CHECK(rec->turn_asks == std::vector<uint64_t>{1});
+  CHECK(last_report(pe_id).ids == std::vector<uint64_t>{1});  // counted, and named, from its assignment on
   // Every prompt block gets a DE buffer slot (none is read there); the hits are read into the PE buffer.
   CHECK(tq_s[1]->reserves == std::vector<uint32_t>{3});
   REQUIRE(tq_s[0]->loads.size() == 1);
   auto keys = block_keys(prompt_tokens(1, 40), geo.block_tokens);
   keys.resize(2);
   CHECK(tq_s[0]->loads[0] == keys);
+  CHECK(tq_s[0]->load_requests == std::vector<uint64_t>{1});  // so the PE node's read_q report can name it
   CHECK(tq_s[1]->loads.empty());
 
   // The pass started and exactly prefetch_layers = 2 fetches are out; nothing computes before a fetch lands.
@@ -85,6 +87,7 @@ TEST_CASE_FIXTURE(engine_fixture, "prefill pipelines hit-KV fetches two layers d
   CHECK(rec->results.empty());
   const auto r = last_report(pe_id);
   CHECK(r.seq == 0);
+  CHECK(r.ids.empty());
   CHECK(r.free_hbm == big_hbm);
   CHECK(tq_s[0]->copies.size() == 8);  // 4 fetches, 4 forwards: nothing else
   check_staging_reuse(0, 2);

@@ -30,14 +30,22 @@ struct fixture {
     sched.run();
   }
 
-  // A group with `engines` engines, all at `tok`, on node `node`.
+  // A group with `engines` engines, all at `tok`, on node `node`, whose numbers count the requests of
+  // `counted` that were assigned to them (and the reads of all of `counted`).
   void report(sch::role kind, uint32_t node, uint32_t engines, uint64_t tok, uint64_t read_q,
-              uint64_t free_hbm = uint64_t(1) << 40) {
-    sch::node_snapshot n;
-    n.node = node;
-    n.read_q = read_q;
-    for (uint32_t i = 0; i < engines; ++i) n.engines.push_back({node * 100 + i, node, 0, tok, free_hbm});
-    self->send(s, atom::report_v, encode_report(kind, n));
+              uint64_t free_hbm = uint64_t(1) << 40, const std::vector<sch::assignment>& counted = {}) {
+    sch::group_report r;
+    r.node.node = node;
+    r.node.kind = kind;
+    r.node.read_q = read_q;
+    for (uint32_t i = 0; i < engines; ++i) r.node.engines.push_back({node * 100 + i, node, 0, tok, free_hbm});
+    r.acked.resize(engines);
+    for (const auto& a : counted) {
+      for (uint32_t i = 0; i < engines; ++i)
+        if (a.pe == node * 100 + i || a.de == node * 100 + i) r.acked[i].push_back(a.request.id);
+      r.read_acked.push_back(a.request.id);
+    }
+    self->send(s, atom::report_v, encode(r));
     sched.run();
   }
 
@@ -115,7 +123,12 @@ TEST_CASE_FIXTURE(fixture, "fetch assigns FIFO within β and a later fetch waits
   CHECK(fetch(1).empty());
   CHECK(stats().waiting == 2);
 
-  report(sch::role::prefill, 1, 2, 0, 0);  // the engines finished their work
+  // A report that does not count them changes nothing: the charges stay (docs/design.md §7.1).
+  report(sch::role::prefill, 1, 2, 0, 0);
+  CHECK(fetch(1).empty());
+  CHECK(stats().pending_charges >= 2 * 6);
+  // The engines counted the requests since the last report and finished them.
+  report(sch::role::prefill, 1, 2, 0, 0, uint64_t(1) << 40, first);
   auto second = fetch(1);
   REQUIRE(second.size() == 2);
   std::set<uint64_t> ids;
@@ -126,7 +139,7 @@ TEST_CASE_FIXTURE(fixture, "fetch assigns FIFO within β and a later fetch waits
   CHECK(c.submitted == 8);
   CHECK(c.assigned == 8);
   CHECK(c.waiting == 0);
-  CHECK(c.fetches == 3);
+  CHECK(c.fetches == 4);
   CHECK(c.prefill_engines == 2);
   CHECK(c.decode_engines == 2);
   CHECK(c.policy == "dualpath");
@@ -187,6 +200,37 @@ TEST_CASE_FIXTURE(fixture, "a malformed request gets an error reply and the sche
   CHECK(stats().waiting == 1);
 }
 
+TEST_CASE_FIXTURE(fixture, "decode charges outlive stale reports, end when the engine names the request, expire on the clock") {
+  auto o = options(1u << 20);
+  o.charge_expiry_s = 10;
+  start(o);
+  report(sch::role::prefill, 1, 1, 0, 0);
+  report(sch::role::decode, 5, 2, 0, 0);
+  submit(1);
+  submit(2);
+  const auto a = fetch(1);
+  REQUIRE(a.size() == 2);
+  CHECK(a[0].de != a[1].de);  // level 2 spreads them over both engines
+  // The decode engines have not been told yet: their reports keep both charges, so a third request
+  // still sees both engines loaded and is charged on top.
+  report(sch::role::decode, 5, 2, 0, 0);
+  submit(3);
+  report(sch::role::prefill, 1, 1, 0, 0, uint64_t(1) << 40, a);
+  const auto b = fetch(1);
+  REQUIRE(b.size() == 1);
+  const auto before = stats().pending_charges;
+  // Hand-off of request 1: its decode engine names it, which ends every charge of that request.
+  report(sch::role::decode, 5, 2, 1100, 0, uint64_t(1) << 40, {a[0]});
+  CHECK(stats().pending_charges < before);
+  // The rest is never acknowledged: gone after the bound on the virtual clock, and counted.
+  sched.advance_time(std::chrono::seconds(11));
+  sched.run();
+  report(sch::role::decode, 5, 2, 0, 0);
+  const auto c = stats();
+  CHECK(c.pending_charges == 0);
+  CHECK(c.expired_charges > 0);
+}
+
 TEST_CASE("spawn_scheduler rejects unknown policy names, also in the switch list") {
   caf::actor_system_config cfg;
   cfg.set("logger.console-verbosity", caf::atom("quiet"));
@@ -199,5 +243,8 @@ TEST_CASE("spawn_scheduler rejects unknown policy names, also in the switch list
   o.switches = {{1.0, "nope"}};
   CHECK_THROWS_AS(spawn_scheduler(sys, o), user_error);
   o.switches = {{-1.0, "basic"}};
+  CHECK_THROWS_AS(spawn_scheduler(sys, o), user_error);
+  o.switches.clear();
+  o.charge_expiry_s = 0;
   CHECK_THROWS_AS(spawn_scheduler(sys, o), user_error);
 }

@@ -70,9 +70,17 @@ TEST_CASE("policy switch over the control port: new assignments follow it, nothi
 
   caf::scoped_actor self{server};
   const auto pe = group(1, 4, /*read_q*/ uint64_t(1) << 40);  // PE SNIC far behind: dualpath reads via DE
+  std::multiset<uint64_t> seen;
+  // The engines finished every request assigned so far and say so: their charges end (docs/design.md §7.1).
   auto report_all = [&] {
-    self->send(s, atom::report_v, encode_report(sch::role::prefill, pe));
-    self->send(s, atom::report_v, encode_report(sch::role::decode, group(5, 4, 0)));
+    for (auto [kind, node] : {std::pair{sch::role::prefill, pe}, std::pair{sch::role::decode, group(5, 4, 0)}}) {
+      sch::group_report r;
+      r.node = node;
+      r.node.kind = kind;
+      r.read_acked.assign(seen.begin(), seen.end());
+      r.acked.assign(node.engines.size(), r.read_acked);
+      self->send(s, atom::report_v, encode(r));
+    }
   };
   auto fetch = [&] {
     std::vector<sch::assignment> out;
@@ -98,7 +106,6 @@ TEST_CASE("policy switch over the control port: new assignments follow it, nothi
   control_client ctl(client_sys, "127.0.0.1", port, std::chrono::seconds(3));
   CHECK(ctl.get_policy().active == "dualpath");
 
-  std::multiset<uint64_t> seen;
   // One round: all four waiting requests come back, each on the read path the active policy picks.
   auto fetch_four_on = [&](sch::read_path path) {
     report_all();

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "schedule/fresh_view.hpp"
+#include "schedule/report_acks.hpp"
 #include "tests/schedule/helpers.hpp"
 
 using namespace dualpath::schedule;
@@ -244,4 +245,16 @@ TEST_CASE("charges no report acknowledges expire after the bound, and are counte
   CHECK(view.snapshot().find(2)->engines[0].free_hbm == 1000);
   view.report(measured(1, role::prefill, 0), 1.3);
   CHECK(view.snapshot().find(1)->engines[1].tok == 0);
+}
+
+TEST_CASE("a leader acknowledges every request its engines counted since its last report") {
+  report_acks acks(2);
+  acks.on_engine(0, {3, 1});
+  acks.on_engine(0, {1});     // request 3 came and went between two reports
+  acks.on_engine(1, {7});
+  acks.on_engine(5, {9});     // not an engine of the group: ignored
+  CHECK(acks.take() == std::vector<std::vector<uint64_t>>{{1, 3}, {7}});
+  acks.on_engine(1, {});  // it still counted 7 when the last report went out
+  CHECK(acks.take() == std::vector<std::vector<uint64_t>>{{1}, {7}});
+  CHECK(acks.take() == std::vector<std::vector<uint64_t>>{{1}, {}});
 }

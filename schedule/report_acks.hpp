@@ -1,0 +1,26 @@
+#pragma once
+// The request ids a leader's report acknowledges, per engine of its group (docs/design.md §7.1). An engine
+// tells its leader which requests its numbers count each time they change; the report names every request
+// the engine counted since the previous report, not only those it counts now, so a request that arrived
+// and left between two reports (a short prefill) is acknowledged too and its charge does not linger.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace dualpath::schedule {
+
+class report_acks {
+ public:
+  explicit report_acks(size_t engines = 0) : latest_(engines), seen_(engines) {}
+
+  // Engine `index` (its position in the group) now counts exactly `ids`.
+  void on_engine(size_t index, std::vector<uint64_t> ids);
+  // Per engine, sorted and without repeats: the requests counted since the last take(); afterwards
+  // only those each engine counts now are remembered.
+  std::vector<std::vector<uint64_t>> take();
+
+ private:
+  std::vector<std::vector<uint64_t>> latest_, seen_;
+};
+
+}  // namespace dualpath::schedule
