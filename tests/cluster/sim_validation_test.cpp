@@ -1,0 +1,88 @@
+// The simulator against the runtime (docs/design.md §17): the same storage-bound cluster (modeled DS 27B,
+// capped SNICs, real KV through libfabric) and the same agents, run for real and simulated. The two must
+// agree on JCT within 10%, on TTFT p50 within 15%, and on the share of turns that took the DE path.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "cluster/cluster.hpp"
+#include "core/trace.hpp"
+#include "sim/sim.hpp"
+#include "tests/common/scratch_dir.hpp"
+
+using namespace dualpath;
+
+namespace {
+
+cluster_config storage_bound(const std::string& store) {
+  cluster_config c;
+  c.model = "ds-27b";
+  c.backend = backend_kind::modeled;
+  c.gpu = "h800";
+  c.mfu = 0.013;
+  c.prefill_nodes = 1;
+  c.decode_nodes = 2;
+  c.block_tokens = 64;
+  c.snic_gb_per_s = 0.05;
+  c.dram_buffer_gb = 0.5;
+  c.hbm_gb = 0.5;
+  c.quota_scope = "forward";
+  c.store_dir = store;
+  return c;
+}
+
+// 16 agents of the storage-bound experiment's trace, 5 turns each.
+std::vector<std::vector<turn_shape>> workload() {
+  std::vector<std::vector<turn_shape>> out;
+  for (const auto& t : read_trajectories(DUALPATH_SOURCE_DIR "/bench/experiments/storage_bound.jsonl")) {
+    auto turns = t.turns();
+    turns.resize(std::min<size_t>(turns.size(), 5));
+    out.push_back(std::move(turns));
+    if (out.size() == 16) break;
+  }
+  return out;
+}
+
+double de_share(const actors::run_summary& s) {
+  const double all = double(s.path_pe + s.path_de + s.path_split);
+  return all > 0 ? double(s.path_de) / all : 0;
+}
+
+}  // namespace
+
+TEST_CASE("run and sim agree on JCT, TTFT p50 and the path split for basic, layerwise and dualpath") {
+  test::scratch_dir dir;
+  const auto turns = workload();
+  for (const std::string policy : {"basic", "layerwise", "dualpath"}) {
+    CAPTURE(policy);
+    actors::run_options ro;
+    ro.config = storage_bound((dir.path / policy).string());
+    ro.policy = policy;
+    sim::sim_options so;
+    so.config = ro.config;
+    so.policy = policy;
+    so.writes = sim::write_back::free;  // the runtime's background writer is not paced by the SNIC
+    for (uint32_t a = 0; a < turns.size(); ++a) {
+      actors::agent_script s;
+      s.agent = a;
+      s.turns = turns[a];
+      s.seed = 5;
+      ro.scripts.push_back(s);
+      sim::sim_agent g;
+      g.agent = a;
+      g.turns = turns[a];
+      so.agents.push_back(g);
+    }
+    const auto run = actors::run_cluster(ro);
+    const auto sim = sim::run_sim(so).summary;
+    REQUIRE(run.failed_turns == 0);
+    REQUIRE(sim.failed_turns == 0);
+    CHECK(sim.turns == run.turns);
+    MESSAGE(policy << ": JCT run " << run.jct_s << " s, sim " << sim.jct_s << " s; TTFT p50 run " << run.ttft.p50
+                   << " s, sim " << sim.ttft.p50 << " s; DE share run " << de_share(run) << ", sim " << de_share(sim));
+    CHECK(std::fabs(sim.jct_s / run.jct_s - 1) <= 0.10);
+    CHECK(std::fabs(sim.ttft.p50 / run.ttft.p50 - 1) <= 0.15);
+    CHECK(std::fabs(de_share(sim) - de_share(run)) <= 0.15);
+    CHECK(sim.hit_blocks == run.hit_blocks);  // the same blocks were found in storage
+  }
+}
