@@ -67,6 +67,8 @@ cluster_config sim_cluster(const std::string& cluster_file, const cluster_overri
 void add_sim_flags(CLI::App* cmd, sim_flags& f) {
   cmd->add_flag("--ep-lockstep", f.ep_lockstep,
                 "The prefill engines of a node run each pass together and wait for the slowest (EP all-to-all)");
+  cmd->add_flag("--stale-view", f.stale_view,
+                "Leader reports replace the scheduler's charges (the view before schedule/fresh_view), to compare");
   cmd->add_option("--write-back", f.write_back,
                   "snic: decode write-back leaves through the node's SNIC at its rate; free: costs nothing")
       ->capture_default_str();
@@ -80,6 +82,7 @@ sim::sim_result simulate(const cluster_config& c, const sim_flags& f, const std:
   o.config = c;
   o.policy = policy;
   o.ep_lockstep = f.ep_lockstep;
+  o.fresh_view = !f.stale_view;
   o.writes = f.write_back == "snic" ? sim::write_back::snic : sim::write_back::free;
   for (auto& a : build_workload(w, false)) {
     sim::sim_agent s;

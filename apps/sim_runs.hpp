@@ -27,6 +27,7 @@ cluster_config sim_cluster(const std::string& cluster_file, const cluster_overri
 
 struct sim_flags {
   bool ep_lockstep = false;
+  bool stale_view = false;
   std::string write_back = "snic";
 };
 void add_sim_flags(CLI::App* cmd, sim_flags& f);

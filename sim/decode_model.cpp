@@ -11,6 +11,7 @@ void simulator::handoff(uint32_t id) {
   agent_state& a = agents_[id];
   auto& de = de_of(a.asg.de);
   de.waiting.push_back(id);
+  unpromise(id);
   // What the engine reports from now on: the whole turn (prompt + generation), constant until it ends.
   de.tok += a.prompt + a.gen;
   de.seq += 1;

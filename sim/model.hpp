@@ -59,6 +59,7 @@ struct node_state {
     uint64_t read_bytes;
   };
   std::deque<waiter> slot_waiters;  // FIFO: a load takes its slots when the head fits
+  uint64_t waiting_read_bytes = 0;  // reads of the loads still waiting for slots (read_q counts them)
   uint64_t read_bytes = 0, write_bytes = 0;
 };
 
@@ -79,6 +80,9 @@ struct decode_engine {
   uint64_t hbm_free = 0;
   uint32_t seq = 0;
   uint64_t tok = 0;
+  // Assigned here, not yet handed off: what the scheduler's fresh view charges until the engine counts them.
+  uint32_t promised_seq = 0;
+  uint64_t promised_tok = 0, promised_hbm = 0;
   std::deque<uint32_t> waiting;  // handed off, waiting for HBM (FIFO)
   std::vector<uint32_t> active;  // decoding, in admission order
   bool stepping = false;
@@ -101,6 +105,7 @@ class simulator {
   void round();
   void refresh_snapshot();
   void start(const schedule::assignment& a);
+  void unpromise(uint32_t agent);  // the decode engine now counts the request itself (or it failed)
   // storage and DRAM (prefill_model.cpp)
   void take_slots(uint32_t node, uint32_t agent, uint32_t blocks, uint64_t read_bytes);
   void grant_slots(uint32_t node);

@@ -27,16 +27,18 @@ double simulator::write(uint32_t node, uint64_t bytes) {
   return n.write_free_at;
 }
 
-// Bytes still queued or in flight at the node's SNIC: what is left of its FIFO at its rate.
+// Bytes committed to the node's SNIC: what is left of its FIFO at its rate, and the reads of loads still
+// waiting for DRAM slots.
 uint64_t simulator::read_q(uint32_t node) const {
   const auto& n = nodes_[node];
-  if (snic_rate_ <= 0 || n.read_free_at <= now_) return 0;
-  return uint64_t((n.read_free_at - now_) * snic_rate_);
+  const uint64_t queued = snic_rate_ > 0 && n.read_free_at > now_ ? uint64_t((n.read_free_at - now_) * snic_rate_) : 0;
+  return queued + n.waiting_read_bytes;
 }
 
 // A load takes all its slots at once, in FIFO order per node, then its reads enter the SNIC's FIFO.
 void simulator::take_slots(uint32_t node, uint32_t agent, uint32_t blocks, uint64_t read_bytes) {
   nodes_[node].slot_waiters.push_back({agent, blocks, read_bytes});
+  nodes_[node].waiting_read_bytes += read_bytes;
   grant_slots(node);
 }
 
@@ -45,6 +47,7 @@ void simulator::grant_slots(uint32_t node) {
   while (!n.slot_waiters.empty() && n.slot_waiters.front().blocks <= n.slots_free) {
     const auto w = n.slot_waiters.front();
     n.slot_waiters.pop_front();
+    n.waiting_read_bytes -= w.read_bytes;
     n.slots_free -= w.blocks;
     agent_state& a = agents_[w.agent];
     (node == a.asg.pe_node ? a.pe_slots : a.de_slots) += w.blocks;
@@ -121,6 +124,7 @@ bool simulator::plan_pass(uint32_t e) {
     agent_state& a = agents_[id];
     pe.tok -= a.asg.request.append_tokens;
     pe.seq -= 1;
+    unpromise(id);
     release_slots(a.asg.pe_node, a.pe_slots);
     release_slots(a.asg.de_node, a.de_slots);
     fail(id, "request does not fit in the HBM of engine " + std::to_string(e) + " (" + std::to_string(hbm_bytes_) +

@@ -1,7 +1,10 @@
 // The scheduler in the simulator (docs/design.md §7.1, §17): the real policy over a snapshot that is what
-// the leaders' reports would say. Leaders report every 2 ms and each report replaces what the scheduler
-// charged, so a round refreshes the whole snapshot from the engines' own counters, exactly as a report
-// would, and then lets every prefill node fetch in turn.
+// the leaders' reports would say. Leaders report every 2 ms; a round refreshes the whole snapshot from the
+// engines' own counters, as the reports would, then lets every prefill node fetch in turn. The fresh view
+// (schedule/fresh_view) keeps a charge until the engine counts the request: a prefill engine and a node's
+// read queue count it from assignment, so only a decode engine's charges outlive a report, until hand-off.
+// The simulator keeps those as the engine's promised counters, which gives the fresh view's numbers in O(1).
+#include <algorithm>
 #include <cmath>
 
 #include "sim/model.hpp"
@@ -35,6 +38,11 @@ void simulator::refresh_snapshot() {
       } else {
         const auto& de = de_of(e.engine);
         e.seq = de.seq, e.tok = de.tok, e.free_hbm = de.hbm_free;
+        if (o_.fresh_view) {
+          e.seq += de.promised_seq;
+          e.tok += de.promised_tok;
+          e.free_hbm -= std::min(e.free_hbm, de.promised_hbm);
+        }
       }
     }
   }
@@ -74,6 +82,10 @@ void simulator::start(const schedule::assignment& asg) {
   auto& pe = pes_[asg.pe];
   pe.tok += asg.request.append_tokens;
   pe.seq += 1;
+  auto& de = de_of(asg.de);
+  de.promised_seq += 1;
+  de.promised_tok += asg.request.len;
+  de.promised_hbm += asg.request.kv_bytes;
   const uint32_t prompt_blocks = geo_.blocks_for(a.prompt);
   const uint32_t pe_blocks = std::min(asg.pe_blocks, a.hit);
   const uint32_t de_hits = a.hit - pe_blocks;
@@ -82,6 +94,7 @@ void simulator::start(const schedule::assignment& asg) {
     if (blocks > nodes_[node].slots) {
       pe.tok -= asg.request.append_tokens;
       pe.seq -= 1;
+      unpromise(id);
       fail(id, "turn needs " + std::to_string(blocks) + " DRAM buffer slots on node " + std::to_string(node) +
                    ", which has " + std::to_string(nodes_[node].slots) + " (hardware.dram_buffer_gb)");
       return;
@@ -93,6 +106,14 @@ void simulator::start(const schedule::assignment& asg) {
   if (pe_blocks_slots) take_slots(asg.pe_node, id, pe_blocks_slots, uint64_t(pe_blocks) * geo_.file_bytes);
   // The DE node holds one slot per prompt block: the hits it reads itself, the rest arrive from the PE.
   take_slots(asg.de_node, id, prompt_blocks, uint64_t(de_hits) * geo_.file_bytes);
+}
+
+void simulator::unpromise(uint32_t id) {
+  const auto& asg = agents_[id].asg;
+  auto& de = de_of(asg.de);
+  de.promised_seq -= 1;
+  de.promised_tok -= asg.request.len;
+  de.promised_hbm -= asg.request.kv_bytes;
 }
 
 }  // namespace dualpath::sim

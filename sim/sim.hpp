@@ -39,6 +39,9 @@ struct sim_options {
   std::vector<sim_agent> agents;
   bool ep_lockstep = false;         // the prefill engines of a node finish each pass together (EP all-to-all)
   write_back writes = write_back::snic;
+  // The scheduler's view keeps each charge until the engine counts the request (schedule/fresh_view, as the
+  // runtime's); false: every report replaces the charges (a decode engine is blind to requests until hand-off).
+  bool fresh_view = true;
   std::function<void(const sim_progress&)> on_progress;  // about once per wall second
 };
 
