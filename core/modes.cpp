@@ -17,8 +17,8 @@ struct mode_row {
 
 // The one table of run policies: name -> scheduler policy and data path.
 constexpr mode_row modes[] = {
-    {run_policy::basic, "basic", "basic", false, kv_loading::whole, io_mode::real},
-    {run_policy::layerwise, "layerwise", "basic", false, kv_loading::layerwise, io_mode::real},
+    {run_policy::basic, "basic", "framework", false, kv_loading::whole, io_mode::real},
+    {run_policy::layerwise, "layerwise", "framework", false, kv_loading::layerwise, io_mode::real},
     {run_policy::dualpath_nosched, "dualpath_nosched", "alternate", true, kv_loading::layerwise, io_mode::real},
     {run_policy::dualpath, "dualpath", "dualpath", true, kv_loading::layerwise, io_mode::real},
     {run_policy::round_robin, "round_robin", "round_robin", true, kv_loading::layerwise, io_mode::real},

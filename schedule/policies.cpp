@@ -1,5 +1,5 @@
-// The policies by name (docs/design.md §7.5, §7.7): dualpath, basic, round_robin, split, alternate. Each is a small class; the
-// rules themselves live in selection.cpp.
+// The policies by name (docs/design.md §7.5, §7.7): dualpath, basic, round_robin, split, alternate, framework. Each
+// is a small class; the rules themselves live in selection.cpp.
 #include <algorithm>
 #include <numeric>
 
@@ -254,10 +254,21 @@ class alternate_policy final : public round_robin_policy {
   bool next_de_ = false;
 };
 
+// The paper's Basic (docs/design.md §7.7): the unmodified framework's scheduling. Engines in turn as the
+// framework picks them (PEs of the fetching group, DEs over the cluster, skipping only engines that cannot
+// take work), and every hit block through the PE node's SNIC: no read queue, α or Z enters any choice.
+class framework_policy final : public round_robin_policy {
+ public:
+  std::string_view name() const override { return "framework"; }
+
+ protected:
+  read_path path_for(const node_snapshot&, const node_snapshot&) override { return read_path::pe; }
+};
+
 }  // namespace
 
 const std::vector<std::string>& policy_names() {
-  static const std::vector<std::string> names{"dualpath", "basic", "round_robin", "split", "alternate"};
+  static const std::vector<std::string> names{"dualpath", "basic", "round_robin", "split", "alternate", "framework"};
   return names;
 }
 
@@ -272,6 +283,7 @@ std::unique_ptr<policy> make_policy(std::string_view name) {
   if (name == "round_robin") return std::make_unique<round_robin_policy>();
   if (name == "split") return std::make_unique<split_policy>();
   if (name == "alternate") return std::make_unique<alternate_policy>();
+  if (name == "framework") return std::make_unique<framework_policy>();
   throw_unknown_name("scheduling policy", name, policy_names());
 }
 

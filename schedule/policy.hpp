@@ -91,7 +91,7 @@ class policy {
                                          std::deque<request_info>& waiting, const policy_params& params) = 0;
 };
 
-// The registered names, in display order: dualpath, basic, round_robin, split.
+// The registered names, in display order: dualpath, basic, round_robin, split, alternate, framework.
 const std::vector<std::string>& policy_names();
 bool is_policy_name(std::string_view name);
 // Throws user_error listing the known names when `name` is unknown.
