@@ -111,6 +111,11 @@ nlohmann::json to_json(const run_summary& s) {
                            {"prefill", dist(s.prefill)}};
   j["snic_bytes"] = s.snic_bytes;
   j["snic_max_over_avg"] = s.snic_max_over_avg;
+  j["store_read_bytes"] = s.store_read_bytes;
+  j["snic_write_bytes"] = s.snic_write_bytes;
+  j["snic_over_time"] = to_json(s.snic_time);
+  j["working_set"] = {{"lambda_agents_per_s", s.ws_lambda_per_s}, {"mean_agent_jct_s", s.ws_t_bar_s},
+                      {"final_context_tokens", s.ws_len_tokens}, {"tokens", s.ws_tokens}, {"bytes", s.ws_bytes}};
   j["path_requests"] = {{"pe", s.path_pe}, {"de", s.path_de}, {"split", s.path_split}};
   j["jct_lower_bound_s"] = s.jct_lower_bound_s;
   j["jct_over_bound"] = s.jct_over_bound;
@@ -150,14 +155,15 @@ nlohmann::json report_json(const std::vector<run_summary>& runs) {
 std::string report_table(const std::vector<run_summary>& runs) {
   size_t width = 12;  // the policy column grows with the longest name, so the columns stay aligned
   for (const auto& r : runs) width = std::max(width, r.policy.size());
-  std::string out = fmt::format("{:<{}} {:>8} {:>6} {:>9} {:>9} {:>9} {:>10} {:>9} {:>17} {:>9}\n", "policy", width,
-                                "jct_s", "turns", "ttft_p50", "ttft_p99", "tpot_p50", "kv_read_s", "snic_m/a",
-                                "paths pe/de/split", "verified");
+  std::string out = fmt::format("{:<{}} {:>8} {:>6} {:>9} {:>9} {:>9} {:>10} {:>9} {:>10} {:>17} {:>9}\n", "policy",
+                                width, "jct_s", "turns", "ttft_p50", "ttft_p99", "tpot_p50", "kv_read_s", "snic_m/a",
+                                "snic_1s_m/a", "paths pe/de/split", "verified");
   for (const auto& r : runs) {
     const std::string paths = fmt::format("{}/{}/{}", r.path_pe, r.path_de, r.path_split);
-    out += fmt::format("{:<{}} {:>8.2f} {:>6} {:>9.3f} {:>9.3f} {:>9.4f} {:>10.3f} {:>9.2f} {:>17} {:>5}/{:<3}\n",
+    out += fmt::format("{:<{}} {:>8.2f} {:>6} {:>9.3f} {:>9.3f} {:>9.4f} {:>10.3f} {:>9.2f} {:>10.2f} {:>17} {:>5}/{:<3}\n",
                        r.policy, width, r.jct_s, r.turns, r.ttft.p50, r.ttft.p99, r.tpot.p50, r.kv_read.mean,
-                       r.snic_max_over_avg, paths, r.verified_turns - r.mismatched_turns, r.verified_turns);
+                       r.snic_max_over_avg, r.snic_time.rate_max_over_avg_mean, paths,
+                       r.verified_turns - r.mismatched_turns, r.verified_turns);
   }
   const auto j = report_json(runs);
   for (auto& [k, v] : j["speedup"].items()) out += fmt::format("{} = {:.2f}\n", k, v.get<double>());

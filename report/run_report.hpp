@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/snic_over_time.hpp"
 #include "schedule/policy.hpp"
 
 namespace dualpath::actors {
@@ -24,6 +25,7 @@ struct turn_record {
   schedule::read_path path = schedule::read_path::pe;
   uint32_t hit_blocks = 0, corrupt_blocks = 0;
   uint32_t prompt_tokens = 0;
+  uint32_t generated_tokens = 0;  // tokens the turn generated (its context grows by them)
   uint64_t kv_verified = 0, kv_corrupt = 0;
   double done_s = 0;  // since run start
   std::string error;
@@ -49,6 +51,11 @@ struct run_summary {
   distribution queue, assign, kv_read, prefill;
   std::vector<uint64_t> snic_bytes;  // per node
   double snic_max_over_avg = 0;
+  uint64_t store_read_bytes = 0;           // bytes read from block files, summed over nodes (0 under oracle)
+  std::vector<uint64_t> snic_write_bytes;  // per node: write-back that left through its SNIC
+  snic_over_time snic_time;                // per 1 s window (snic_over_time.hpp)
+  // Working set λ·T̄·len/2 (working_set.hpp): tokens and bytes, with the λ, T̄ and len it used.
+  double ws_lambda_per_s = 0, ws_t_bar_s = 0, ws_len_tokens = 0, ws_tokens = 0, ws_bytes = 0;
   uint64_t path_pe = 0, path_de = 0, path_split = 0;
   double jct_lower_bound_s = 0, jct_over_bound = 0;
   uint64_t verified_turns = 0, mismatched_turns = 0;
