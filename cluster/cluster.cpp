@@ -18,8 +18,10 @@
 #include "protocol/system_config.hpp"
 #include "core/cost_model.hpp"
 #include "core/status.hpp"
+#include "report/working_set.hpp"
 #include "schedule/calibration.hpp"
 #include "storage/block_store.hpp"
+#include "storage/read_rate.hpp"
 
 namespace dualpath::actors {
 
@@ -49,6 +51,7 @@ turn_record record_of(const turn_result& r, int64_t t0) {
   rec.path = r.path;
   rec.hit_blocks = r.valid_hit_blocks;
   rec.prompt_tokens = r.prompt_tokens;
+  rec.generated_tokens = uint32_t(r.generated.size());
   rec.corrupt_blocks = r.corrupt_blocks;
   rec.kv_verified = r.kv_verified;
   rec.kv_corrupt = r.kv_corrupt;
@@ -69,10 +72,29 @@ std::string waiting_hint(caf::scoped_actor& self, const cluster_view& view) {
   return hint;
 }
 
+// The SNIC rate α stands for (docs/design.md §7.1): the cap, or, uncapped, the store's read rate measured now
+// with a few real block reads. The oracle reads no file, so it keeps the 2 GB/s default (α orders nothing
+// there: its read queues stay empty).
+double snic_rate(const run_base& base, const cluster_config& c, const run_mode& mode) {
+  if (c.snic_gb_per_s > 0) return c.snic_gb_per_s * 1e9;
+  const double fallback = schedule::calibration_input{}.snic_bytes_per_s;
+  if (mode.bypass()) return fallback;
+  const auto r = storage::measure_read_rate(*base.store);
+  if (!r.ok()) {
+    spdlog::warn("scheduler: store read rate not measured ({}); alpha assumes {:.2f} GB/s", r.error().message(),
+                 fallback / 1e9);
+    return fallback;
+  }
+  spdlog::info("scheduler: uncapped SNIC, store read rate {:.2f} GB/s ({} blocks, {} bytes in {:.1f} ms)",
+               r.value().bytes_per_s / 1e9, r.value().blocks, r.value().bytes, r.value().seconds * 1e3);
+  return r.value().bytes_per_s;
+}
+
 // α and β from the hardware and the compute fit (docs/design.md §7.2), unless the cluster file sets them.
 // β is calibrated at the workload's own mean turn (its hit context and append), since attention time grows
 // with the context; a workload without turns falls back to four cached blocks and one appended.
-schedule::policy_params scheduler_params(const run_base& base, const cluster_config& c, const mean_turn& turn) {
+schedule::policy_params scheduler_params(const run_base& base, const cluster_config& c, const mean_turn& turn,
+                                         const run_mode& mode) {
   const auto fit = base.first->fit();
   const auto& geo = base.geometry;
   schedule::calibration_input in;
@@ -80,7 +102,7 @@ schedule::policy_params scheduler_params(const run_base& base, const cluster_con
   in.fit = {fit.fixed_s, fit.seconds_per_flop};
   in.kv_bytes_per_token = geo.layers * geo.bytes_per_token_layer;
   in.block_tokens = geo.block_tokens;
-  if (c.snic_gb_per_s > 0) in.snic_bytes_per_s = c.snic_gb_per_s * 1e9;
+  in.snic_bytes_per_s = snic_rate(base, c, mode);
   in.alpha_s = c.alpha_s;
   in.beta_s = c.beta_s;
   in.alpha_tokens = c.alpha_tokens;
@@ -88,8 +110,9 @@ schedule::policy_params scheduler_params(const run_base& base, const cluster_con
   in.z_slack = c.z_slack;
   in.turn = turn;
   const auto cal = schedule::calibrate(in);
-  spdlog::info("scheduler: alpha {} tokens, beta {} tokens (at a mean turn of {} cached + {} appended tokens)",
-               cal.params.alpha_tokens, cal.params.beta_tokens, cal.cached, cal.append);
+  spdlog::info("scheduler: alpha {} tokens at {:.3g} GB/s, beta {} tokens (at a mean turn of {} cached + {} appended "
+               "tokens)", cal.params.alpha_tokens, in.snic_bytes_per_s / 1e9, cal.params.beta_tokens, cal.cached,
+               cal.append);
   return cal.params;
 }
 
@@ -98,8 +121,10 @@ schedule::policy_params scheduler_params(const run_base& base, const cluster_con
 std::vector<std::unique_ptr<runtime::node_io>> embedded_data_planes(const run_base& base, const cluster_config& c,
                                                                    const run_mode& mode) {
   std::vector<std::unique_ptr<runtime::node_io>> ios;
+  // The oracle's hit KV, in DRAM and shared: a block one node persists is what another node loads.
+  auto dram = mode.bypass() ? std::make_shared<runtime::dram_blocks>() : nullptr;
   for (uint32_t n = 0; n < c.total_nodes(); ++n)
-    ios.push_back(make_node_io(c, base.geometry, n, mode.bypass(), *base.store));
+    ios.push_back(make_node_io(c, base.geometry, n, mode.bypass(), *base.store, dram));
   runtime::fabric_directory directory(c.total_nodes() * c.engines_per_node);
   for (auto& io : ios)
     for (auto& e : io->entries()) directory[e.engine] = e;
@@ -135,11 +160,12 @@ struct turn_collector {
   turns_to_verify to_verify;
   run_progress progress;
   std::string stall;
+  int64_t t0 = 0;  // the run's start: just before the clients are started
 
   void run(caf::scoped_actor& self) {
     progress.agents_total = uint32_t(options.scripts.size());
     for (const auto& s : options.scripts) progress.turns_total += s.turns.size();
-    const int64_t t0 = now_ns();
+    t0 = now_ns();
     start_clients();
     int64_t last_report = t0;
     int64_t last_event = t0;
@@ -214,6 +240,14 @@ run_summary run_cluster(const run_options& o) {
   std::vector<turn_record> records;
   turns_to_verify to_verify;
   std::string stall;  // why the run stopped making progress, if it did
+  int64_t t0 = 0;     // the run's start
+  std::vector<std::vector<runtime::snic_sample>> samples;  // per node
+  auto count = [&](uint64_t snic_bytes, uint64_t persisted, uint64_t store_read, uint64_t snic_write) {
+    summary.snic_bytes.push_back(snic_bytes);
+    summary.persisted_blocks += persisted;
+    summary.store_read_bytes += store_read;
+    summary.snic_write_bytes.push_back(snic_write);
+  };
   {
     system_config cfg;
     caf::actor_system sys{cfg};
@@ -223,7 +257,7 @@ run_summary run_cluster(const run_options& o) {
     mean_turn turn;
     for (const auto& script : o.scripts)
       for (const auto& t : script.turns) turn.add(t);
-    sched.params = scheduler_params(base, c, turn);
+    sched.params = scheduler_params(base, c, turn, mode);
     for (const auto& s : c.switches) sched.switches.push_back({s.at_s, s.policy});
     sched.charge_expiry_s = 4 * c.timeout_s;  // a request unanswered by then has failed (docs/design.md §7.1)
     view->scheduler = spawn_scheduler(sys, sched);
@@ -260,12 +294,13 @@ run_summary run_cluster(const run_options& o) {
     records = std::move(collector.records);
     to_verify = std::move(collector.to_verify);
     stall = collector.stall;
+    t0 = collector.t0;
     if (nodes && stall.empty()) stall = nodes->check().message();  // a dead node cannot report its counters
     if (nodes && stall.empty()) {
       try {
-        for (const auto& s : nodes->stats()) {
-          summary.snic_bytes.push_back(s.snic_bytes);
-          summary.persisted_blocks += s.persisted_blocks;
+        for (auto& s : nodes->stats()) {
+          count(s.snic_bytes, s.persisted_blocks, s.store_read_bytes, s.snic_write_bytes);
+          samples.push_back(std::move(s.snic_samples));
         }
         nodes->stop();
       } catch (const user_error& e) {
@@ -279,10 +314,17 @@ run_summary run_cluster(const run_options& o) {
 
   for (auto& io : ios) {
     const auto s = io->stats();
-    summary.snic_bytes.push_back(s.snic_bytes);
-    summary.persisted_blocks += s.persisted_blocks;
+    count(s.snic_bytes, s.persisted_blocks, s.store_read_bytes, s.snic_write_bytes);
+    samples.push_back(io->snic_samples());
   }
   summarize_turns(summary, records);
+  std::vector<std::vector<snic_series_sample>> series;  // on the run's clock
+  for (const auto& node : samples) {
+    auto& out = series.emplace_back();
+    for (const auto& x : node) out.push_back({double(x.t_ns - t0) / 1e9, x.read_bytes, x.read_q});
+  }
+  summary.snic_time = snic_windows(series, summary.jct_s);
+  set_working_set(summary, records, uint64_t(base.geometry.layers) * base.geometry.bytes_per_token_layer);
   const auto fit = base.first->fit();
   set_jct_bound(summary, records,
                 {c.snic_gb_per_s, c.total_nodes(), c.prefill_nodes * c.engines_per_node, base.geometry.block_tokens,

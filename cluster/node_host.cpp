@@ -57,7 +57,8 @@ cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const 
 }
 
 std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const runtime::kv_geometry& geo,
-                                               uint32_t node, bool bypass, storage::block_store& store) {
+                                               uint32_t node, bool bypass, storage::block_store& store,
+                                               std::shared_ptr<runtime::dram_blocks> dram) {
   runtime::node_io_options no;
   no.node = node;
   for (uint32_t i = 0; i < c.engines_per_node; ++i) no.engines.push_back(node * c.engines_per_node + i);
@@ -72,6 +73,7 @@ std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const ru
   no.fabric.timeout = std::chrono::milliseconds(int64_t(c.timeout_s * 1000));
   no.timeout = no.fabric.timeout;
   no.bypass = bypass;
+  no.dram = std::move(dram);
   return std::make_unique<runtime::node_io>(no, store);
 }
 

@@ -29,9 +29,10 @@ run_base prepare_run(const cluster_config& c, const std::string& origin);
 // The view every actor of this process reads; actor handles are filled in by the caller.
 cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const run_mode& mode);
 
-// Node `node`'s data plane (bypass: the oracle's in-process I/O).
+// Node `node`'s data plane (bypass: the oracle's in-process I/O, its hit KV from `dram`, shared by the nodes).
 std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const runtime::kv_geometry& geo,
-                                               uint32_t node, bool bypass, storage::block_store& store);
+                                               uint32_t node, bool bypass, storage::block_store& store,
+                                               std::shared_ptr<runtime::dram_blocks> dram = nullptr);
 
 struct node_actors {
   traffic_queue_actor traffic_queue;

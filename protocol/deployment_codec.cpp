@@ -1,6 +1,8 @@
 // Cap'n Proto encodings of the start-up messages of a multi-process run.
 #include "protocol/deployment_codec.hpp"
 
+#include <algorithm>
+
 #include "protocol/field_codec.hpp"
 #include "schema/runtime.capnp.h"
 
@@ -18,7 +20,9 @@ struct counter_fields {
   using T = node_counters;
   using S = schema::NodeCounters;
   static inline const auto all = std::make_tuple(DP_FIELD(node, Node), DP_FIELD(snic_bytes, SnicBytes),
-                                                 DP_FIELD(persisted_blocks, PersistedBlocks));
+                                                 DP_FIELD(persisted_blocks, PersistedBlocks),
+                                                 DP_FIELD(store_read_bytes, StoreReadBytes),
+                                                 DP_FIELD(snic_write_bytes, SnicWriteBytes));
 };
 
 }  // namespace
@@ -69,11 +73,31 @@ std::vector<runtime::endpoint_entry> decode(const envelope<schema::FabricDirecto
 }
 
 envelope<schema::NodeCounters> encode(const node_counters& x) {
-  return encode_fields<schema::NodeCounters>(x, counter_fields::all);
+  return build_envelope<schema::NodeCounters>([&](schema::NodeCounters::Builder b) {
+    write_fields(b, x, counter_fields::all);
+    const auto n = uint32_t(x.snic_samples.size());
+    auto t = b.initSampleTimesNs(n);
+    auto bytes = b.initSampleReadBytes(n);
+    auto q = b.initSampleReadQ(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      t.set(i, x.snic_samples[i].t_ns);
+      bytes.set(i, x.snic_samples[i].read_bytes);
+      q.set(i, x.snic_samples[i].read_q);
+    }
+  });
 }
 
 node_counters decode(const envelope<schema::NodeCounters>& e) {
-  return decode_fields<node_counters>(e, counter_fields::all);
+  return read_envelope(e, [](schema::NodeCounters::Reader r) {
+    node_counters x;
+    read_fields(r, x, counter_fields::all);
+    const auto t = r.getSampleTimesNs();
+    const auto bytes = r.getSampleReadBytes();
+    const auto q = r.getSampleReadQ();
+    const uint32_t n = std::min({t.size(), bytes.size(), q.size()});
+    for (uint32_t i = 0; i < n; ++i) x.snic_samples.push_back({t[i], bytes[i], q[i]});
+    return x;
+  });
 }
 
 }  // namespace dualpath::actors

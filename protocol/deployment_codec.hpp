@@ -14,6 +14,8 @@ namespace dualpath::actors {
 struct node_counters {
   uint32_t node = 0;
   uint64_t snic_bytes = 0, persisted_blocks = 0;
+  uint64_t store_read_bytes = 0, snic_write_bytes = 0;
+  std::vector<runtime::snic_sample> snic_samples;
 };
 
 // Cluster-file text plus policy; the endpoints of one node or of all; a node's counters.

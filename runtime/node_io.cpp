@@ -28,7 +28,9 @@ node_io::node_io(const node_io_options& options, storage::block_store& store)
       slot_stride_(store.read_buffer_bytes()),
       buffer_memory_(std::make_unique<transport::host_buffer>(uint64_t(checked_slots(options, store)) * slot_stride_)),
       slots_(options.node, uint32_t(buffer_memory_->size() / slot_stride_), options.timeout),
-      gate_(store, options.snic_gb_per_s) {
+      gate_(store, options.snic_gb_per_s),
+      pacer_(options.snic_gb_per_s, store.read_buffer_bytes()) {
+  if (options_.bypass && !options_.dram) options_.dram = std::make_shared<dram_blocks>();
   fabric_.engines = options_.engines;
   fabric_.buffer = buffer_memory_->data();
   fabric_.buffer_bytes = uint64_t(slots_.total()) * slot_stride_;
@@ -175,16 +177,20 @@ void node_io::start_load(std::vector<block_key> keys, load_result partial, std::
   gate_.submit(std::move(reads).value());
 }
 
-// The oracle: read every layer from the store in place, on the background thread (no SNIC, no cap).
+// The oracle: copy every hit block from DRAM (the blocks persisted in this run), on the background thread: no
+// SNIC, no cap, no block file (docs/design.md §7.7). A block the run did not persist (left in the store by an
+// earlier run) is read from its file and counted in store_read_bytes, so the report shows it.
 void node_io::load_direct(std::vector<block_key> keys, load_result partial, std::function<void(load_result)> done) {
   writer_.post([this, keys = std::move(keys), r = std::move(partial), done = std::move(done)]() mutable {
     const auto& g = options_.geometry;
     for (size_t i = 0; i < keys.size() && r.status.ok(); ++i) {
-      for (uint32_t layer = 0; layer < g.layers; ++layer) {
-        std::byte* dst = slot_data(r.slots[i]) + layer * g.layer_bytes();
-        if (status s = store_.read_layer(keys[i], layer, dst); !s.ok()) {
-          r.status = std::move(s);
-          break;
+      std::byte* dst = slot_data(r.slots[i]);
+      if (auto p = options_.dram->get(keys[i])) {
+        std::memcpy(dst, p->data(), p->size());
+      } else {
+        for (uint32_t layer = 0; layer < g.layers && r.status.ok(); ++layer) {
+          if (status s = store_.read_layer(keys[i], layer, dst + layer * g.layer_bytes()); !s.ok()) r.status = std::move(s);
+          else direct_read_bytes_ += g.layer_bytes();
         }
       }
       if (r.status.ok()) r.valid = uint32_t(i + 1);
@@ -207,7 +213,11 @@ void node_io::copy(std::vector<copy_op> ops, transport::traffic_class tc, std::f
 
 void node_io::persist(block_key key, block_key parent, const std::byte* payload, std::function<void()> done) {
   auto copy = std::make_shared<std::vector<std::byte>>(payload, payload + options_.geometry.block_bytes());
+  // The oracle keeps the block in DRAM before the store indexes it, so a load that finds it indexed finds it
+  // here. Otherwise the write-back leaves through this node's SNIC at its cap (docs/design.md §4, §9).
+  if (options_.bypass) options_.dram->put(key, copy);
   writer_.post([this, key, parent, copy, done = std::move(done)] {
+    if (!options_.bypass) pacer_.pace(store_.read_buffer_bytes());
     const status r = store_.write(key, parent, copy->data());
     if (r.ok()) ++persisted_;
     else ++persist_errors_;
@@ -222,6 +232,8 @@ node_io_stats node_io::stats() const {
   node_io_stats s;
   const auto gs = gate_.stats();
   s.snic_bytes = gs.bytes_read;
+  s.store_read_bytes = gs.bytes_read + direct_read_bytes_.load();
+  s.snic_write_bytes = options_.bypass ? 0 : pacer_.stats().bytes;
   s.snic_reads = gs.reads;
   s.read_failures = gs.failed;
   s.copies = mover_->stats().copies;
@@ -243,6 +255,8 @@ void node_io::run() {
       commands.swap(commands_);
     }
     for (auto& c : commands) c();
+    if (const auto now = std::chrono::steady_clock::now(); sampler_.due(now))
+      sampler_.record(now, gate_.stats().bytes_read, read_q());
     bool worked = !commands.empty();
     worked |= slots_.progress();
     // Storage reads come back through the gate in the order the capped link releases them.

@@ -21,15 +21,18 @@
 
 #include "runtime/kv_geometry.hpp"
 #include "runtime/background_writer.hpp"
+#include "runtime/dram_blocks.hpp"
 #include "runtime/kv_mover.hpp"
 #include "runtime/kv_types.hpp"
 #include "runtime/load_tracker.hpp"
 #include "runtime/slot_pool.hpp"
+#include "runtime/snic_sampler.hpp"
 #include "core/block_key.hpp"
 #include "core/status.hpp"
 #include "gpu/hbm_arena.hpp"
 #include "storage/block_store.hpp"
 #include "storage/snic_gate.hpp"
+#include "storage/write_pacer.hpp"
 #include "transport/endpoint.hpp"
 #include "transport/host_buffer.hpp"
 
@@ -44,9 +47,11 @@ struct node_io_options {
   double snic_gb_per_s = 0;          // 0 = uncapped
   transport::fabric_options fabric;  // provider, CNIC cap, isolation
   std::chrono::milliseconds timeout{60000};
-  // The zero-I/O bound (`oracle`): loads read the store directly, bypassing the SNIC gate and its cap,
-  // and copies are plain memcpy in this process instead of fabric transfers (a memcpy kv_mover).
+  // The zero-I/O bound (`oracle`): loads copy hit KV from `dram` (the blocks persisted in this run, kept in
+  // memory), bypassing the SNIC gate, its cap and the block files; writes bypass the SNIC's write pacer; and
+  // copies are plain memcpy in this process instead of fabric transfers (a memcpy kv_mover).
   bool bypass = false;
+  std::shared_ptr<dram_blocks> dram;  // with bypass: shared by every node of the run
 };
 
 // The node's read_q and the requests whose reads it counts, for its leader's report (docs/design.md §7.1).
@@ -57,6 +62,8 @@ struct read_queue_report {
 
 struct node_io_stats {
   uint64_t snic_bytes = 0;       // bytes read from storage through this node's SNIC
+  uint64_t store_read_bytes = 0; // bytes read from block files by this node, by any path (0 for the oracle)
+  uint64_t snic_write_bytes = 0; // bytes written to storage through this node's SNIC (write-back, paced)
   uint64_t snic_reads = 0;
   uint64_t read_failures = 0;
   uint64_t copies = 0, copy_bytes = 0, copy_errors = 0;
@@ -102,6 +109,8 @@ class node_io {
   // in the bytes or done. Meant for one caller, the leader: each call forgets the loads finished before it.
   read_queue_report take_read_report();
   node_io_stats stats() const;
+  // read bytes and read_q of the SNIC every 20 ms since the node started (docs/design.md §15).
+  std::vector<snic_sample> snic_samples() const { return sampler_.samples(); }
   uint32_t node() const { return options_.node; }
 
  private:
@@ -127,6 +136,9 @@ class node_io {
   storage::snic_gate gate_;
   load_tracker loads_;  // progress thread only
   std::unique_ptr<kv_mover> mover_;
+  storage::write_pacer pacer_;  // the SNIC's write direction, in front of the writer
+  snic_sampler sampler_;        // sampled by the progress thread
+  std::atomic<uint64_t> direct_read_bytes_{0};  // oracle loads of blocks missing from `dram` (files read)
   background_writer writer_;  // persists and direct loads; destroyed (drained) before the memory above
 
   mutable std::mutex mutex_;

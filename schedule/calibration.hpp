@@ -37,7 +37,7 @@ struct calibration_input {
   flops_fit fit;
   uint64_t kv_bytes_per_token = 1;
   uint32_t block_tokens = 64;
-  double snic_bytes_per_s = 2e9;  // an uncapped SNIC counts as 2 GB/s
+  double snic_bytes_per_s = 2e9;  // the SNIC cap, or uncapped the store's measured read rate; 2 GB/s unknown
   double alpha_s = 3.0, beta_s = 5.0;
   uint64_t alpha_tokens = 0, beta_tokens = 0;  // overrides (0: calibrate)
   double z_slack = 1.05;

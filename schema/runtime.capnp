@@ -135,4 +135,9 @@ struct NodeCounters {
   node @0 :UInt32;
   snicBytes @1 :UInt64;
   persistedBlocks @2 :UInt64;
+  storeReadBytes @3 :UInt64;     # bytes read from block files by the node
+  snicWriteBytes @4 :UInt64;     # write-back through the node's SNIC
+  sampleTimesNs @5 :List(Int64); # the SNIC's samples (steady clock), docs/design.md §15
+  sampleReadBytes @6 :List(UInt64);
+  sampleReadQ @7 :List(UInt64);
 }

@@ -1,0 +1,17 @@
+#include "runtime/snic_sampler.hpp"
+
+namespace dualpath::runtime {
+
+void snic_sampler::record(std::chrono::steady_clock::time_point now, uint64_t read_bytes, uint64_t read_q) {
+  next_ = now + period_;
+  const int64_t t = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+  std::lock_guard<std::mutex> g(mutex_);
+  samples_.push_back({t, read_bytes, read_q});
+}
+
+std::vector<snic_sample> snic_sampler::samples() const {
+  std::lock_guard<std::mutex> g(mutex_);
+  return samples_;
+}
+
+}  // namespace dualpath::runtime
