@@ -9,17 +9,20 @@ namespace dualpath {
 
 double gpu_profile::seconds_for(double flops, double mfu) const {
   if (!(mfu > 0 && mfu <= 1)) throw user_error(fmt::format("MFU must be in (0, 1], got {}", mfu));
-  return flops / (dense_tflops * 1e12 * mfu);
+  return flops / (peak_flops * mfu);
 }
 
 const std::vector<gpu_profile>& gpu_profiles() {
-  // Peak dense (no sparsity) tensor throughput from the vendors' data sheets.
+  // Peak dense (no sparsity) BF16 tensor throughput, HBM size and bandwidth from the vendors' data sheets.
+  // The FLOP rate is the BF16 one on every GPU (docs/design.md §6: 989 TFLOP/s on H800), so MFU means the
+  // same everywhere; the weights are FP8 (1 byte) where the GPU has FP8 tensor cores, BF16 (2 bytes) on A100.
+  constexpr uint64_t gib = 1ull << 30;
   static const std::vector<gpu_profile> gpus = {
-      {"h800", "NVIDIA H800 SXM (the paper's cluster)", 989, "fp8", 80, 3350},
-      {"h100", "NVIDIA H100 SXM", 989, "fp8", 80, 3350},
-      {"h200", "NVIDIA H200 SXM", 989, "fp8", 141, 4800},
-      {"h20", "NVIDIA H20", 296, "fp8", 96, 4000},
-      {"a100", "NVIDIA A100 SXM 80GB (no FP8)", 312, "bf16", 80, 2039},
+      {"h800", "NVIDIA H800 SXM (the paper's cluster)", 989e12, "fp8", 1, 80 * gib, 3350e9},
+      {"h100", "NVIDIA H100 SXM", 989e12, "fp8", 1, 80 * gib, 3350e9},
+      {"h200", "NVIDIA H200 SXM", 989e12, "fp8", 1, 141 * gib, 4800e9},
+      {"h20", "NVIDIA H20", 148e12, "fp8", 1, 96 * gib, 4000e9},
+      {"a100", "NVIDIA A100 SXM 80GB (no FP8)", 312e12, "bf16", 2, 80 * gib, 2039e9},
   };
   return gpus;
 }

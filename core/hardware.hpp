@@ -1,6 +1,7 @@
 #pragma once
-// Hardware profiles: what a GPU computes and what a node's links carry. The modeled backend turns
-// FLOPs into time with them, the scheduler calibrates α/β (docs/design.md §7.2), `dualpath bounds` checks §5.
+// Hardware profiles: what a GPU computes and what a node's links carry. The one GPU table: the modeled backend
+// and the roofline (core/roofline.hpp, docs/design.md §6, §10) turn FLOPs and bytes into time with it, the
+// scheduler calibrates α/β (§7.2), `dualpath bounds` checks §5.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,10 +11,13 @@ namespace dualpath {
 struct gpu_profile {
   std::string name;
   std::string description;
-  double dense_tflops = 0;  // peak dense tensor FLOP/s in TFLOP/s at the precision below
-  std::string precision;    // "fp8" or "bf16"
-  double hbm_gb = 0;        // HBM capacity
-  double hbm_gb_per_s = 0;  // HBM bandwidth
+  double peak_flops = 0;              // dense tensor FLOP/s the design's arithmetic uses (BF16 rate, §6)
+  std::string precision;              // of the weights: "fp8" or "bf16"
+  double weight_bytes_per_param = 1;  // bytes one weight occupies in HBM at that precision
+  uint64_t hbm_bytes = 0;             // HBM capacity of one GPU
+  double hbm_bytes_per_s = 0;         // HBM bandwidth
+
+  double dense_tflops() const { return peak_flops / 1e12; }
 
   // Seconds to execute `flops` at model FLOPs utilisation `mfu` (0 < mfu <= 1).
   double seconds_for(double flops, double mfu) const;

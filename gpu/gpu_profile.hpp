@@ -1,20 +1,17 @@
 #pragma once
-// GPU profiles for the modeled backend (docs/design.md §10): peak dense FLOP/s and HBM size of one GPU.
-#include <cstdint>
+// GPU profiles for the modeled backend (docs/design.md §10): the one table of core/hardware.hpp (peak dense
+// FLOP/s, HBM size and bandwidth, weight precision), under the names the gpu/ code and its users know.
 #include <string>
 #include <vector>
 
+#include "core/hardware.hpp"
+
 namespace dualpath::gpu {
 
-struct gpu_profile {
-  std::string name;
-  double peak_flops = 0;   // dense FLOP/s the design's arithmetic uses (H800/H100: ~989e12, §10)
-  uint64_t hbm_bytes = 0;  // memory of one GPU
-};
-
-const std::vector<gpu_profile>& gpu_profiles();
+using dualpath::gpu_profile;
+using dualpath::gpu_profiles;
 
 // Throws user_error listing the known names when absent.
-const gpu_profile& find_gpu_profile(const std::string& name);
+inline const gpu_profile& find_gpu_profile(const std::string& name) { return find_gpu(name); }
 
 }  // namespace dualpath::gpu

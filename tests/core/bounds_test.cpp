@@ -91,8 +91,13 @@ TEST_CASE("zero, negative and half-given inputs are user errors") {
 
 TEST_CASE("hardware profiles give the modeled timing and the scheduler thresholds") {
   const auto& h800 = find_gpu("h800");
-  CHECK(h800.dense_tflops == 989);
-  CHECK(find_gpu("h100").dense_tflops == 989);
+  CHECK(h800.dense_tflops() == 989);
+  CHECK(find_gpu("h100").dense_tflops() == 989);
+  // One table for the roofline too: HBM bandwidth and the weights' bytes per parameter (docs/design.md §6).
+  CHECK(h800.hbm_bytes_per_s == 3350e9);
+  CHECK(h800.weight_bytes_per_param == 1);
+  CHECK(find_gpu("a100").weight_bytes_per_param == 2);
+  CHECK(gpu_profiles().size() == 5);
   CHECK(h800.seconds_for(989e12, 0.5) == doctest::Approx(2.0));
   CHECK_THROWS_AS(h800.seconds_for(1e12, 0), user_error);
   CHECK_THROWS_AS(find_gpu("tpu"), user_error);
