@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/cost_model.hpp"
+#include "core/roofline.hpp"
 #include "core/status.hpp"
 #include "gpu/batched_pass.hpp"
 
@@ -34,12 +34,15 @@ uint64_t span_tokens(const std::vector<kv_span>& spans) {
   return n;
 }
 
-// The modeled work of one pass: sleeps for the predicted time of each layer and emits modeled KV.
+// The modeled work of one pass: sleeps for the roofline time of each layer (docs/design.md §6) and emits
+// modeled KV.
 class modeled_batch {
  public:
-  modeled_batch(const model_spec& m, flops_fit fit, std::vector<prefill_item> items)
-      : m_(m), fit_(fit), items_(std::move(items)) {
-    for (const auto& it : items_) flops_ += prefill_flops(m_, it.cached, it.tokens.size());
+  modeled_batch(const model_spec& m, const roofline& roof, std::vector<prefill_item> items)
+      : m_(m), items_(std::move(items)) {
+    std::vector<prefill_chunk> chunks;
+    for (const auto& it : items_) chunks.push_back({it.cached, it.tokens.size()});
+    layer_s_ = prefill_layer_seconds(m_, roof, chunks);
   }
 
   const std::vector<prefill_item>& items() const { return items_; }
@@ -50,7 +53,7 @@ class modeled_batch {
     // that starts late (the caller waited for KV) starts a fresh deadline.
     const auto start = std::chrono::steady_clock::now();
     const auto per_layer = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(fit_.seconds(flops_) / m_.layers));
+        std::chrono::duration<double>(layer_s_));
     const bool back_to_back = start - deadline_ < std::chrono::milliseconds(1);  // late only by our oversleep
     deadline_ = (back_to_back ? deadline_ : start) + per_layer;
     const uint32_t bpt = uint32_t(m_.kv_bytes_per_token_layer);
@@ -77,15 +80,17 @@ class modeled_batch {
 
  private:
   model_spec m_;
-  flops_fit fit_;
   std::vector<prefill_item> items_;
-  double flops_ = 0;
+  double layer_s_ = 0;
   std::chrono::steady_clock::time_point deadline_{};
 };
 
 class modeled_backend : public compute_backend {
  public:
-  modeled_backend(const model_spec& m, const gpu_profile& p, double mfu) : m_(m) {
+  // fit() is the roofline's compute roof, FLOPs / (peak · MFU) with no fixed part: what every pass above the
+  // memory roof takes, less its launches (docs/design.md §10). β's calibration and the batcher's quota
+  // estimate with it, so they see a large prefill's time; the sleeps add the memory roof and the launches.
+  modeled_backend(const model_spec& m, const gpu_profile& p, double mfu) : m_(m), roof_(make_roofline(p, mfu)) {
     fit_.seconds_per_flop = 1.0 / (p.peak_flops * mfu);
   }
   const model_spec& model() const override { return m_; }
@@ -93,13 +98,13 @@ class modeled_backend : public compute_backend {
   flops_fit fit() const override { return fit_; }
 
   std::unique_ptr<prefill_pass> begin_prefill(std::vector<prefill_item> items) override {
-    return std::make_unique<batched_pass<modeled_batch>>(m_.layers, m_, fit_, std::move(items));
+    return std::make_unique<batched_pass<modeled_batch>>(m_.layers, m_, roof_, std::move(items));
   }
 
   std::vector<int32_t> decode_step(std::vector<decode_item>& items) override {
     const auto start = std::chrono::steady_clock::now();
     const uint32_t bpt = uint32_t(m_.kv_bytes_per_token_layer);
-    double flops = 0;
+    std::vector<uint64_t> positions;
     std::vector<int32_t> out;
     for (auto& it : items) {
       if (it.kv.size() != m_.layers)
@@ -111,16 +116,17 @@ class modeled_backend : public compute_backend {
                                                   it.request_id, l, span_tokens(it.kv[l]), it.position));
         modeled_kv_fill(l, it.position, it.token, it.new_kv + uint64_t(l) * bpt, bpt);
       }
-      flops += flops_per_token(m_, it.position + 1);
+      positions.push_back(it.position);
       out.push_back(modeled_next_token(it.token, it.position, m_.vocab));
     }
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!items.empty()) sleep_seconds(fit_.seconds(flops) - elapsed);
+    if (!items.empty()) sleep_seconds(decode_step_seconds(m_, roof_, positions) - elapsed);
     return out;
   }
 
  private:
   model_spec m_;
+  roofline roof_;
   flops_fit fit_;
 };
 

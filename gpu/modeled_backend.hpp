@@ -1,6 +1,7 @@
 #pragma once
-// The modeled backend: no math. Each layer of a prefill pass and each decode step sleeps for the time the cost
-// model (docs/design.md §6) predicts on a GPU profile at a given MFU, and emits deterministic KV bytes and tokens.
+// The modeled backend: no math. Each layer of a prefill pass and each decode step sleeps for the time the
+// roofline (core/roofline.hpp, docs/design.md §6) predicts on a GPU profile at a given MFU, and emits
+// deterministic KV bytes and tokens.
 #include <memory>
 
 #include "gpu/backend.hpp"

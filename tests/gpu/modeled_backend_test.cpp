@@ -4,8 +4,10 @@
 #include <vector>
 
 #include "core/cost_model.hpp"
+#include "core/roofline.hpp"
 #include "core/status.hpp"
 #include "gpu/backend.hpp"
+#include "gpu/gpu_profile.hpp"
 
 using namespace dualpath;
 using namespace dualpath::gpu;
@@ -78,7 +80,8 @@ TEST_CASE("modeled prefill takes about the predicted time") {
   o.mfu = 0.5;
   auto be = make_backend(o);
   const auto& m = be->model();
-  const double predicted = be->fit().seconds(prefill_flops(m, 0, 64));
+  const double predicted = prefill_pass_seconds(m, find_gpu_profile("h800"), 0.5, {{0, 64}});
+  CHECK(predicted >= be->fit().seconds(prefill_flops(m, 0, 64)));  // the roofline is never below the compute roof
   std::vector<std::byte> out(uint64_t(64) * m.kv_bytes_per_token_layer);
   prefill_item item{1, 0, std::vector<int32_t>(64, 3), false};
   auto pass = be->begin_prefill({item});
@@ -87,4 +90,38 @@ TEST_CASE("modeled prefill takes about the predicted time") {
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(took >= predicted * 0.99);
   CHECK(pass->finish()[0] == -1);
+}
+
+TEST_CASE("modeled decode sleeps for the roofline, not for its FLOPs") {
+  // A memory-bound step: 8 qwen2.5-32b requests at 32K tokens read ~69 GB of KV and 32.5 GB of weights, about
+  // 30 ms on an H800, while their FLOPs take ~2 ms. Sleeping at least the roofline's time shows the backend
+  // calls it; the loose upper bound only catches a sleep of the wrong order.
+  backend_options o;
+  o.kind = backend_kind::modeled;
+  o.model = "qwen2.5-32b";
+  o.gpu_profile = "h800";
+  o.mfu = 0.4;
+  auto be = make_backend(o);
+  const auto& m = be->model();
+  const uint32_t position = 32768;
+  const std::vector<uint64_t> positions(8, position);
+  const double predicted = decode_step_seconds(m, find_gpu_profile("h800"), 0.4, positions);
+  double flops = 0;
+  for (auto p : positions) flops += flops_per_token(m, p + 1);
+  CHECK(predicted >= 10 * be->fit().seconds(flops));
+  // The modeled backend only counts span tokens, so every layer's span may point at the same small buffer.
+  std::vector<std::byte> kv(m.kv_bytes_per_token_layer), out(uint64_t(8) * m.layers * m.kv_bytes_per_token_layer);
+  std::vector<decode_item> batch(8);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    batch[i].request_id = i;
+    batch[i].token = 1;
+    batch[i].position = position;
+    batch[i].kv.assign(m.layers, {kv_span{kv.data(), position}});
+    batch[i].new_kv = out.data() + i * m.layers * m.kv_bytes_per_token_layer;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(be->decode_step(batch).size() == 8);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(took >= predicted * 0.99);
+  CHECK(took < predicted * 20 + 1.0);
 }
