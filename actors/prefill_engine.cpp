@@ -22,15 +22,13 @@ void prefill_state::init(prefill_engine_actor::pointer s, engine_setup st) {
   self = s;
   bind(std::move(st));
   const auto fit = setup.backend->fit();
-  const model_spec m = setup.backend->model();
-  if (view().config.quota_scope == "forward") {
-    // One GPU per engine: the whole forward pass is this engine's own time, not only its attention.
-    batcher = std::make_unique<schedule::prefill_batcher>(
-        [m, fit](uint64_t cached, uint64_t bsz) { return fit.seconds(prefill_flops(m, cached, bsz)); }, view().quota_s());
-  } else {
-    batcher = std::make_unique<schedule::prefill_batcher>(m, schedule::flops_fit{fit.fixed_s, fit.seconds_per_flop},
-                                                          view().quota_s());
-  }
+  // docs/design.md §7.6-7.7: DualPath's modes bound a pass by the quota in its configured scope; the
+  // framework baselines take every ready request (only the HBM budget of try_pass bounds them).
+  const double quota_s = view().mode.compute_quota ? view().quota_s() : schedule::no_quota_s;
+  batcher = std::make_unique<schedule::prefill_batcher>(
+      schedule::quota_estimate(view().config.quota_scope, setup.backend->model(),
+                               schedule::flops_fit{fit.fixed_s, fit.seconds_per_flop}),
+      quota_s);
   report();
 }
 

@@ -15,11 +15,19 @@ namespace dualpath::actors {
 void prefill_state::try_pass() {
   if (pass || ready.empty()) return;
   auto saved = ready;
-  auto batch = batcher->next_batch(ready);
+  // docs/design.md §7.6: the batch stops before its new KV and staging exceed the free HBM, so a request that
+  // fits alone never fails because of its batch-mates.
+  const schedule::hbm_budget budget{hbm->free_bytes(), [this](const schedule::prefill_work& w) {
+                                      const auto& r = requests.at(w.request);
+                                      const uint64_t fresh = r.new_kv ? 0 : runtime::new_kv_bytes(geo(), r.prompt(), r.src.valid);
+                                      return fresh + runtime::plan_staging(geo(), {r.src.valid}, staging_depth()).bytes();
+                                    }};
+  auto batch = batcher->next_batch(ready, &budget);
   auto p = std::make_unique<pass_state>();
   bool fits = allocate_pass(*p, batch);
   if (!fits && batch.size() > 1) {
-    // Together they do not fit, but the head alone may: it runs now, the others wait for the HBM.
+    // The free bytes are not one hole (first-fit arena, rounded allocations): the head alone may still fit.
+    // It runs now, the others wait for the HBM.
     ready = saved;
     std::deque<schedule::prefill_work> head{ready.front()};
     batch = batcher->next_batch(head);
@@ -74,6 +82,10 @@ void prefill_state::try_pass() {
   for (uint32_t i = 0; i < pass->staging.depth; ++i) fetch_layer();
 }
 
+uint32_t prefill_state::staging_depth() const {
+  return view().mode.loading == kv_loading::layerwise ? view().config.prefetch_layers : geo().layers;
+}
+
 // New-KV space for every request of the batch that has none yet, and the staging area of the pass. All or
 // nothing: on failure everything allocated here is freed again.
 bool prefill_state::allocate_pass(pass_state& p, const std::vector<schedule::batch_entry>& batch) {
@@ -95,8 +107,7 @@ bool prefill_state::allocate_pass(pass_state& p, const std::vector<schedule::bat
     valid.push_back(r.src.valid);
     p.entries.push_back({&r, b.cached, b.bsz, !r.hit_forwarded});
   }
-  const uint32_t depth = view().mode.loading == kv_loading::layerwise ? view().config.prefetch_layers : g.layers;
-  p.staging = runtime::plan_staging(g, valid, depth);
+  p.staging = runtime::plan_staging(g, valid, staging_depth());
   std::optional<gpu::hbm_allocation> staging;
   if (fits) {
     staging = hbm->try_allocate(p.staging.bytes());

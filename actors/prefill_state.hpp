@@ -86,6 +86,7 @@ struct prefill_state : engine_base {
   // ---- forward passes (prefill_pass.cpp) ----
   void try_pass();
   bool allocate_pass(pass_state& p, const std::vector<schedule::batch_entry>& batch);
+  uint32_t staging_depth() const;  // layers of hit KV staged at once: all of them in `basic` (docs/design.md §7.7)
   void fetch_layer();
   void verify_staged(uint32_t layer);
   void step();

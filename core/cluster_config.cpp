@@ -7,9 +7,27 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "core/names.hpp"
 #include "core/status.hpp"
 
 namespace dualpath {
+
+namespace {
+constexpr const char* quota_scopes[] = {"layer", "attention", "forward"};
+}  // namespace
+
+const std::vector<std::string>& quota_scope_names() {
+  static const std::vector<std::string> names(std::begin(quota_scopes), std::end(quota_scopes));
+  return names;
+}
+
+const char* to_string(quota_scope_kind k) { return quota_scopes[int(k)]; }
+
+result<quota_scope_kind> parse_quota_scope(std::string_view name) {
+  for (int i = 0; i < 3; ++i)
+    if (name == quota_scopes[i]) return quota_scope_kind(i);
+  return status(errc::bad_input, unknown_name("quota scope", name, quota_scope_names()));
+}
 
 namespace {
 
@@ -123,7 +141,10 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
   r.get(sc, "schedule", "beta_tokens", c.beta_tokens);
   r.get(sc, "schedule", "z_slack", c.z_slack);
   r.get(sc, "schedule", "quota_ms", c.quota_ms);
-  r.get(sc, "schedule", "quota_scope", c.quota_scope);
+  std::string scope = to_string(c.quota_scope);
+  r.get(sc, "schedule", "quota_scope", scope);
+  if (auto k = parse_quota_scope(scope)) c.quota_scope = *k;
+  else r.fail("schedule.quota_scope", "must be layer, attention or forward (got '" + scope + "')");
   if (sc) {
     if (const toml::node* sw = sc->get("switch")) {
       const toml::array* arr = sw->as_array();
@@ -173,8 +194,6 @@ void validate_cluster_config(const cluster_config& c, const std::string& origin)
   if (c.beta_s <= 0) fail("schedule.beta_s", "must be positive");
   if (c.quota_ms <= 0) fail("schedule.quota_ms", "must be positive");
   if (c.z_slack < 1) fail("schedule.z_slack", "must be at least 1");
-  if (c.quota_scope != "attention" && c.quota_scope != "forward")
-    fail("schedule.quota_scope", "must be attention or forward (got '" + c.quota_scope + "')");
   if (c.prefetch_layers < 1) fail("runtime.prefetch_layers", "must be at least 1");
   if (c.max_decode_batch < 1) fail("runtime.max_decode_batch", "must be at least 1");
   if (c.timeout_s <= 0) fail("runtime.timeout_s", "must be positive");
@@ -203,7 +222,7 @@ std::string format_cluster_config(const cluster_config& c) {
                        {"beta_tokens", integer(c.beta_tokens)},
                        {"z_slack", c.z_slack},
                        {"quota_ms", c.quota_ms},
-                       {"quota_scope", c.quota_scope}};
+                       {"quota_scope", to_string(c.quota_scope)}};
   if (!c.switches.empty()) {
     toml::array switches;
     for (const auto& s : c.switches) switches.push_back(toml::table{{"at_s", s.at_s}, {"policy", s.policy}});

@@ -3,11 +3,22 @@
 // Unknown keys, wrong types and impossible values are refused with file, key and reason.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/modes.hpp"
 
 namespace dualpath {
+
+// What the prefill compute quota bounds (docs/design.md §7.6), parsed once from `schedule.quota_scope`.
+enum class quota_scope_kind : uint8_t {
+  layer,      // the attention time of ONE layer for the whole batch (the paper's per-layer quota)
+  attention,  // the attention time of all layers together
+  forward,    // the whole forward pass (one GPU per engine: the pass is the engine's own time)
+};
+const std::vector<std::string>& quota_scope_names();
+const char* to_string(quota_scope_kind k);
+result<quota_scope_kind> parse_quota_scope(std::string_view name);
 
 struct policy_switch {
   double at_s = 0;
@@ -45,8 +56,8 @@ struct cluster_config {
   uint64_t alpha_tokens = 0;       // overrides α when set (0 = calibrate from the SNIC rate)
   uint64_t beta_tokens = 0;        // overrides β when set (0 = calibrate from the compute fit)
   double z_slack = 1.05;           // decode level-2 threshold Z = z_slack × mean load (docs/design.md §7.3)
-  double quota_ms = 300.0;         // intra-engine compute quota per forward pass
-  std::string quota_scope = "attention";  // attention (docs/design.md §7.6) | forward (whole pass, one GPU per engine)
+  double quota_ms = 300.0;         // intra-engine compute quota per forward pass (docs/design.md §7.6)
+  quota_scope_kind quota_scope = quota_scope_kind::layer;
   std::vector<policy_switch> switches;
   // [runtime]
   uint32_t prefetch_layers = 2;    // layers of hit KV in flight ahead of the one computing

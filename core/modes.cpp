@@ -13,17 +13,18 @@ struct mode_row {
   bool de_read;
   kv_loading loading;
   io_mode io;
+  bool compute_quota;
 };
 
-// The one table of run policies: name -> scheduler policy and data path.
+// The one table of run policies: name -> scheduler policy, data path and batching (docs/design.md §7.7).
 constexpr mode_row modes[] = {
-    {run_policy::basic, "basic", "framework", false, kv_loading::whole, io_mode::real},
-    {run_policy::layerwise, "layerwise", "framework", false, kv_loading::layerwise, io_mode::real},
-    {run_policy::dualpath_nosched, "dualpath_nosched", "alternate", true, kv_loading::layerwise, io_mode::real},
-    {run_policy::dualpath, "dualpath", "dualpath", true, kv_loading::layerwise, io_mode::real},
-    {run_policy::round_robin, "round_robin", "round_robin", true, kv_loading::layerwise, io_mode::real},
-    {run_policy::split, "split", "split", true, kv_loading::layerwise, io_mode::real},
-    {run_policy::oracle, "oracle", "basic", false, kv_loading::layerwise, io_mode::bypass},
+    {run_policy::basic, "basic", "framework", false, kv_loading::whole, io_mode::real, false},
+    {run_policy::layerwise, "layerwise", "framework", false, kv_loading::layerwise, io_mode::real, false},
+    {run_policy::dualpath_nosched, "dualpath_nosched", "alternate", true, kv_loading::layerwise, io_mode::real, false},
+    {run_policy::dualpath, "dualpath", "dualpath", true, kv_loading::layerwise, io_mode::real, true},
+    {run_policy::round_robin, "round_robin", "round_robin", true, kv_loading::layerwise, io_mode::real, true},
+    {run_policy::split, "split", "split", true, kv_loading::layerwise, io_mode::real, true},
+    {run_policy::oracle, "oracle", "basic", false, kv_loading::layerwise, io_mode::bypass, true},
 };
 
 constexpr const char* backends[] = {"cpu", "cuda", "modeled"};
@@ -46,7 +47,7 @@ const std::vector<std::string>& run_policy_names() {
 result<run_mode> parse_run_mode(std::string_view name) {
   for (const auto& m : modes) {
     if (name != m.name) continue;
-    return run_mode{m.policy, m.scheduler, m.de_read, m.loading, m.io};
+    return run_mode{m.policy, m.scheduler, m.de_read, m.loading, m.io, m.compute_quota};
   }
   return status(errc::bad_input, unknown_name("policy", name, run_policy_names()));
 }

@@ -28,6 +28,9 @@ struct run_mode {
   bool de_read_path = true;                   // the DE node's SNIC may read hit KV
   kv_loading loading = kv_loading::layerwise;
   io_mode io = io_mode::real;
+  // Prefill batches under the compute quota (docs/design.md §7.6). The ablation's framework baselines
+  // (basic, layerwise, dualpath_nosched) batch as the unmodified framework does: no quota, only HBM bounds a pass.
+  bool compute_quota = true;
 
   const char* name() const;
   bool bypass() const { return io == io_mode::bypass; }

@@ -21,14 +21,36 @@ prefill_batcher::prefill_batcher(const model_spec& m, flops_fit fit, double quot
     : prefill_batcher([m, fit](uint64_t cached, uint64_t bsz) { return fit.seconds(attention_prefill_flops(m, cached, bsz)); },
                       quota_s) {}
 
-std::vector<batch_entry> prefill_batcher::next_batch(std::deque<prefill_work>& queue) const {
+prefill_batcher::time_estimate quota_estimate(quota_scope_kind scope, const model_spec& m, flops_fit fit) {
+  switch (scope) {
+    case quota_scope_kind::layer: {
+      const double layers = std::max<uint32_t>(1, m.layers);
+      return [m, fit, layers](uint64_t cached, uint64_t bsz) {
+        return fit.b * attention_prefill_flops(m, cached, bsz) / layers;
+      };
+    }
+    case quota_scope_kind::attention:
+      return [m, fit](uint64_t cached, uint64_t bsz) { return fit.seconds(attention_prefill_flops(m, cached, bsz)); };
+    case quota_scope_kind::forward:
+      return [m, fit](uint64_t cached, uint64_t bsz) { return fit.seconds(prefill_flops(m, cached, bsz)); };
+  }
+  throw user_error("prefill batcher: unknown quota scope");
+}
+
+std::vector<batch_entry> prefill_batcher::next_batch(std::deque<prefill_work>& queue, const hbm_budget* hbm) const {
   std::vector<batch_entry> batch;
   double used = 0;
+  uint64_t hbm_used = 0;
   while (!queue.empty()) {
     prefill_work& w = queue.front();
     if (w.remaining == 0) {
       queue.pop_front();
       continue;
+    }
+    if (hbm && hbm->bytes) {
+      const uint64_t need = hbm->bytes(w);
+      if (!batch.empty() && hbm_used + need > hbm->free_bytes) break;  // FIFO: it waits for the next pass
+      hbm_used += need;
     }
     const double whole = estimate_(w.cached, w.remaining);
     if (used + whole <= quota_s_) {

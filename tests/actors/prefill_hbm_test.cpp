@@ -59,3 +59,23 @@ TEST_CASE_FIXTURE(engine_fixture, "a request that can never fit in HBM fails nam
   check_only_handoff(2, 1);
   CHECK(last_report(pe_id).free_hbm == 16 << 10);
 }
+
+TEST_CASE_FIXTURE(engine_fixture, "a pass takes ready requests while their HBM fits what is free (docs/design.md §7.6)") {
+  // 56 KiB: once pass 1 ends, requests 2 and 3 (24 KiB each) fit together and run as one pass; request 4
+  // would make 72 KiB, so the batch stops before it instead of failing its allocation as a whole.
+  start(56 << 10, 1 << 20, false);
+  tq_s[0]->copy = answer::hold;
+  assign(1, 40, 2);
+  REQUIRE(pe_cs->count(work::start) == 1);
+  assign(2, 40, 2);
+  assign(3, 40, 2);
+  assign(4, 40, 2);
+  drain(0);
+  CHECK(rec->results.empty());
+  REQUIRE(rec->handoffs.size() == 4);
+  std::vector<std::vector<uint64_t>> starts;
+  for (auto& c : pe_cs->calls)
+    if (c.kind == work::start) starts.push_back(c.ids);
+  CHECK(starts == std::vector<std::vector<uint64_t>>{{1}, {2, 3}, {4}});
+  CHECK(last_report(pe_id).free_hbm == 56 << 10);
+}

@@ -54,7 +54,7 @@ prefetch_layers = 3
   CHECK(c.store_dir == "/mnt/kv");
   CHECK(c.policy == "split");
   CHECK(c.alpha_tokens == 1000);
-  CHECK(c.quota_scope == "forward");
+  CHECK(c.quota_scope == quota_scope_kind::forward);
   REQUIRE(c.switches.size() == 2);
   CHECK(c.switches[1].at_s == doctest::Approx(60));
   CHECK(c.switches[1].policy == "dualpath");
@@ -77,6 +77,8 @@ TEST_CASE("cluster file: unknown keys, wrong types and impossible values name fi
                        doctest::Contains("schedule.switch[0].policy"), user_error);
   CHECK_THROWS_WITH_AS(parse_cluster_config("[model\n", "a.toml"), doctest::Contains("a.toml:1"), user_error);
   CHECK_THROWS_AS(load_cluster_config("/nonexistent/cluster.toml"), user_error);
+  CHECK_THROWS_WITH_AS(parse_cluster_config("[schedule]\nquota_scope = \"pass\"\n", "a.toml"),
+                       doctest::Contains("schedule.quota_scope"), user_error);
 }
 
 TEST_CASE("cluster file: format_cluster_config parses back to the same configuration, every key") {
@@ -107,7 +109,7 @@ TEST_CASE("cluster file: format_cluster_config parses back to the same configura
   c.beta_tokens = 5678;
   c.z_slack = 1.2;
   c.quota_ms = 123.456;
-  c.quota_scope = "forward";
+  c.quota_scope = quota_scope_kind::forward;
   c.switches = {{0.5, "basic"}, {9.75, "split"}};
   c.prefetch_layers = 4;
   c.max_decode_batch = 17;
@@ -152,4 +154,18 @@ TEST_CASE("cluster file: format_cluster_config parses back to the same configura
   CHECK(d.model_traffic_kb == c.model_traffic_kb);
   CHECK(d.timeout_s == c.timeout_s);
   CHECK(format_cluster_config(d) == text);
+}
+
+TEST_CASE("cluster file: the compute quota bounds one layer's attention unless told otherwise (docs/design.md §7.6)") {
+  CHECK(parse_cluster_config("", "a.toml").quota_scope == quota_scope_kind::layer);
+  CHECK(parse_cluster_config("[schedule]\nquota_scope = \"attention\"\n", "a.toml").quota_scope ==
+        quota_scope_kind::attention);
+  CHECK(parse_cluster_config("[schedule]\nquota_scope = \"layer\"\n", "a.toml").quota_scope == quota_scope_kind::layer);
+  for (const auto& name : quota_scope_names()) CHECK(to_string(value_or_throw(parse_quota_scope(name))) == std::string(name));
+  CHECK_FALSE(parse_quota_scope("forwards").ok());
+}
+
+TEST_CASE("run modes: only DualPath's own modes (and the oracle) batch under the compute quota (docs/design.md §7.7)") {
+  for (const char* name : {"dualpath", "round_robin", "split", "oracle"}) CHECK(run_mode_of(name).compute_quota);
+  for (const char* name : {"basic", "layerwise", "dualpath_nosched"}) CHECK_FALSE(run_mode_of(name).compute_quota);
 }
