@@ -11,13 +11,13 @@
 namespace dualpath {
 
 // What a run policy names. Each picks a scheduler policy and a data path:
-//   basic       PE read path only, every hit layer in HBM before the prefill starts
+//   basic       the framework's engine choice, PE read path only, every hit layer in HBM before the prefill starts
 //   layerwise   PE read path only, layer-wise prefill
 //   dualpath    both read paths, the DualPath scheduler (§7.2-7.4)
 //   dualpath_nosched  both read paths without DualPath's scheduling: engines in turn, paths alternating
 //   round_robin engines round robin, path by shorter read queue
 //   split       one request's hit blocks divided between both SNICs
-//   oracle      no SNIC reads and no fabric copies (store reads in place, memcpy): the zero-I/O bound
+//   oracle      no SNIC and no fabric: hit KV from the blocks persisted in DRAM, no block file read, memcpy
 enum class run_policy : uint8_t { basic, layerwise, dualpath_nosched, dualpath, round_robin, split, oracle };
 enum class kv_loading : uint8_t { whole, layerwise };  // all hit layers in HBM first, or one layer at a time
 enum class io_mode : uint8_t { real, bypass };         // SNIC gate + fabric, or direct reads + memcpy
