@@ -89,13 +89,16 @@ class dualpath_policy : public group_policy {
     // Pass 2.
     de_groups_.clear();
     totals_.clear();
+    max_free_.clear();
     for (auto& n : snap.nodes) {
       if (n.kind != role::decode || n.engines.empty()) continue;
       de_groups_.push_back(&n);
       totals_.push_back(n.total_tok());
+      max_free_.push_back(max_free_hbm(n));
     }
     for (auto& c : cands) {
-      c.de_group = select_decode_group(de_groups_, totals_, c.r);
+      // Pass 2 charges no HBM, so each group's largest free HBM holds for the whole pass.
+      c.de_group = select_decode_group(totals_, max_free_, c.r);
       if (c.de_group >= 0) totals_[size_t(c.de_group)] += c.r.len;
     }
 
@@ -144,6 +147,7 @@ class dualpath_policy : public group_policy {
  private:
   std::vector<node_snapshot*> de_groups_;  // reused between calls: no allocation per fetch
   std::vector<uint64_t> totals_;
+  std::vector<uint64_t> max_free_;
 };
 
 // Baseline: the same engine choices, every hit block read through the PE node's SNIC.

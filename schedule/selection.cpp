@@ -1,6 +1,7 @@
 // docs/design.md §7.2–§7.5, one function per rule.
 #include "schedule/selection.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace dualpath::schedule {
@@ -18,19 +19,27 @@ prefill_choice select_prefill(const std::vector<node_snapshot*>& group, const po
   return c2.engine ? c2 : c3;
 }
 
-int select_decode_group(const std::vector<node_snapshot*>& groups, const std::vector<uint64_t>& totals,
+uint64_t max_free_hbm(const node_snapshot& group) {
+  uint64_t best = 0;
+  for (const auto& e : group.engines) best = std::max(best, e.free_hbm);
+  return best;
+}
+
+int select_decode_group(const std::vector<uint64_t>& totals, const std::vector<uint64_t>& max_free,
                         const request_info& r) {
   int best = -1;
-  for (size_t i = 0; i < groups.size(); ++i) {
-    if (best >= 0 && totals[i] >= totals[size_t(best)]) continue;
-    for (const auto& e : groups[i]->engines) {
-      if (e.free_hbm >= r.kv_bytes) {
-        best = int(i);
-        break;
-      }
-    }
+  for (size_t i = 0; i < totals.size(); ++i) {
+    if (max_free[i] < r.kv_bytes) continue;  // no engine of the group can hold it
+    if (best < 0 || totals[i] < totals[size_t(best)]) best = int(i);
   }
   return best;
+}
+
+int select_decode_group(const std::vector<node_snapshot*>& groups, const std::vector<uint64_t>& totals,
+                        const request_info& r) {
+  std::vector<uint64_t> max_free;
+  for (const auto* g : groups) max_free.push_back(max_free_hbm(*g));
+  return select_decode_group(totals, max_free, r);
 }
 
 double decode_threshold(const node_snapshot& group, const std::vector<const request_info*>& queue,

@@ -22,6 +22,11 @@ prefill_choice select_prefill(const std::vector<node_snapshot*>& group, const po
 // `totals[i]` is Σ tok_e of `groups[i]`. Returns the index into `groups`, or -1.
 int select_decode_group(const std::vector<node_snapshot*>& groups, const std::vector<uint64_t>& totals,
                         const request_info& r);
+// The same rule when the caller already knows each group's largest free HBM (`max_free[i]`, of any engine
+// of `groups[i]`): O(groups) per request, however full the engines are.
+int select_decode_group(const std::vector<uint64_t>& totals, const std::vector<uint64_t>& max_free,
+                        const request_info& r);
+uint64_t max_free_hbm(const node_snapshot& group);
 
 // §7.3 level 2: R = the largest prefix of `queue` whose kv_bytes fit in the group's free HBM;
 // Z = z_slack × (Σ_{r∈R} len_r + Σ_e tok_e) / |E|.

@@ -49,36 +49,63 @@ void simulator::admitted(uint32_t id) {
     return;
   }
   de_of(a.asg.de).active.push_back(id);
+  join_steps(a.asg.de);
   try_step(a.asg.de);
 }
 
+// Seconds of the first `n` steps of the run in flight: Σ_{j<n} fit(flops0 + slope·j).
+double simulator::steps_seconds(const decode_engine& de, uint64_t n) const {
+  const double k = double(n);
+  return k * fit_.a + fit_.b * (k * de.flops0 + de.slope * k * (k - 1) / 2);
+}
+
+// The next steps of the batch, as one event: up to the first step after which an item finishes, and
+// never past a DSA item reaching top_k (where its cost stops growing), so each step's FLOPs are linear in
+// the step index and the run's time is a closed-form sum.
 void simulator::try_step(uint32_t engine) {
   auto& de = de_of(engine);
   if (de.stepping || de.active.empty()) return;
   de.step_items = std::min<size_t>(de.active.size(), cfg_.max_decode_batch);
-  double flops = 0;
-  for (size_t k = 0; k < de.step_items; ++k) flops += flops_per_token(model_, agents_[de.active[k]].position + 1);
+  uint64_t steps = UINT64_MAX;
+  double flops = 0, slope = 0;
+  const bool dsa = model_.attention == attention_kind::dsa;
+  for (size_t k = 0; k < de.step_items; ++k) {
+    const agent_state& a = agents_[de.active[k]];
+    steps = std::min<uint64_t>(steps, a.gen - a.generated);
+    const uint64_t ctx = a.position + 1;
+    if (dsa && ctx < model_.dsa_top_k) steps = std::min<uint64_t>(steps, model_.dsa_top_k - ctx);
+    const double f = flops_per_token(model_, ctx);
+    flops += f;
+    slope += flops_per_token(model_, ctx + 1) - f;
+  }
+  de.steps = std::max<uint64_t>(1, steps);
+  de.flops0 = flops;
+  de.slope = slope;
+  de.start = now_;
   de.stepping = true;
-  ++counters_.decode_steps;
-  events_.push(now_ + fit_.seconds(flops), event_kind::step_done, engine);
+  ++de.version;
+  events_.push(now_ + steps_seconds(de, de.steps), event_kind::step_done, engine, uint32_t(de.version));
 }
 
-void simulator::step_done(uint32_t engine) {
+void simulator::step_done(uint32_t engine, uint32_t version) {
   auto& de = de_of(engine);
+  if (version != uint32_t(de.version)) return;  // cut short by an admission; a later event stands
   de.stepping = false;
+  counters_.decode_steps += de.steps;
   const uint32_t node = de.node;
+  const double second = de.start + steps_seconds(de, 1);
   size_t kept = 0;
   for (size_t k = 0; k < de.active.size(); ++k) {
     const uint32_t id = de.active[k];
     agent_state& a = agents_[id];
     if (k < de.step_items) {
-      ++a.position;
-      ++a.generated;
-      if (a.generated == 2) a.second_token = now_;
-      if (a.position % geo_.block_tokens == 0) {  // the step completed a block: it is written back
-        a.writes_done = std::max(a.writes_done, write(node, geo_.file_bytes));
-        ++a.written_blocks;
-      }
+      if (a.generated == 1) a.second_token = second;
+      // Blocks the steps completed are written back (at the end of the run of steps).
+      const uint64_t filled = (a.position + de.steps) / geo_.block_tokens - a.position / geo_.block_tokens;
+      for (uint64_t b = 0; b < filled; ++b) a.writes_done = std::max(a.writes_done, write(node, geo_.file_bytes));
+      a.written_blocks += filled;
+      a.position += de.steps;
+      a.generated += uint32_t(de.steps);
       if (a.generated >= a.gen) {
         a.last_token = now_;
         finish(id);
@@ -89,6 +116,24 @@ void simulator::step_done(uint32_t engine) {
   }
   de.active.resize(kept);
   try_step(engine);
+}
+
+// A request admitted while steps run joins at the next step boundary: the run in flight is cut after the
+// step now executing.
+void simulator::join_steps(uint32_t engine) {
+  auto& de = de_of(engine);
+  if (!de.stepping || de.step_items >= cfg_.max_decode_batch) return;
+  uint64_t lo = 0, hi = de.steps;  // the smallest n with start + seconds(n) >= now
+  while (lo < hi) {
+    const uint64_t mid = (lo + hi) / 2;
+    if (de.start + steps_seconds(de, mid) >= now_) hi = mid;
+    else lo = mid + 1;
+  }
+  const uint64_t n = std::max<uint64_t>(1, lo);
+  if (n >= de.steps) return;
+  de.steps = n;
+  ++de.version;
+  events_.push(de.start + steps_seconds(de, n), event_kind::step_done, engine, uint32_t(de.version));
 }
 
 // The last token: HBM is freed at once, the answer goes out when the turn's writes are done.

@@ -23,12 +23,13 @@ struct event {
   uint64_t seq = 0;
   event_kind kind = event_kind::arrival;
   uint32_t id = 0;  // agent or engine
+  uint32_t tag = 0;  // step_done: the engine's step version
   bool operator>(const event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
 class event_queue {
  public:
-  void push(double t, event_kind kind, uint32_t id) { heap_.push({t, next_++, kind, id}); }
+  void push(double t, event_kind kind, uint32_t id, uint32_t tag = 0) { heap_.push({t, next_++, kind, id, tag}); }
   bool empty() const { return heap_.empty(); }
   event pop() {
     event e = heap_.top();

@@ -85,8 +85,12 @@ struct decode_engine {
   uint64_t promised_tok = 0, promised_hbm = 0;
   std::deque<uint32_t> waiting;  // handed off, waiting for HBM (FIFO)
   std::vector<uint32_t> active;  // decoding, in admission order
+  // The steps in flight run as one event while the batch stays the same: `steps` steps from `start`, each
+  // costing a + b·(flops0 + slope·j) (docs/design.md §17). `version` voids an event cut short by an admission.
   bool stepping = false;
   size_t step_items = 0;
+  uint64_t steps = 0, version = 0;
+  double start = 0, flops0 = 0, slope = 0;
 };
 
 class simulator {
@@ -125,7 +129,9 @@ class simulator {
   void admit(uint32_t de);
   void admitted(uint32_t agent);
   void try_step(uint32_t de);
-  void step_done(uint32_t de);
+  void step_done(uint32_t de, uint32_t version);
+  double steps_seconds(const decode_engine& de, uint64_t steps) const;
+  void join_steps(uint32_t de);
   void finish(uint32_t agent);
 
   decode_engine& de_of(uint32_t engine) { return des_[engine - first_de_]; }

@@ -57,15 +57,9 @@ simulator::simulator(const sim_options& o) : o_(o), cfg_(o.config), mode_(run_mo
   policy_ = schedule::make_policy(mode_.scheduler_policy);
   for (const auto& s : cfg_.switches) run_mode_of(s.policy);  // every name checked before the run
 
-  const double quota_s = cfg_.quota_ms / 1000.0;
-  if (cfg_.quota_scope == "forward") {
-    const model_spec m = model_;
-    const auto fit = fit_;
-    batcher_ = std::make_unique<schedule::prefill_batcher>(
-        [m, fit](uint64_t cached, uint64_t bsz) { return fit.seconds(prefill_flops(m, cached, bsz)); }, quota_s);
-  } else {
-    batcher_ = std::make_unique<schedule::prefill_batcher>(model_, fit_, quota_s);
-  }
+  // The prefill engine's batcher, built as the runtime builds it (docs/design.md §7.6-7.7).
+  const double quota_s = mode_.compute_quota ? cfg_.quota_ms / 1000.0 : schedule::no_quota_s;
+  batcher_ = std::make_unique<schedule::prefill_batcher>(schedule::quota_estimate(cfg_.quota_scope, model_, fit_), quota_s);
 
   const uint32_t g = cfg_.engines_per_node;
   const uint64_t slots = uint64_t(cfg_.dram_buffer_gb * 1e9) / geo_.file_bytes;
@@ -122,7 +116,7 @@ sim_result simulator::run() {
       case event_kind::pass_done: pass_done(e.id); break;
       case event_kind::round: round(); break;
       case event_kind::admitted: admitted(e.id); break;
-      case event_kind::step_done: step_done(e.id); break;
+      case event_kind::step_done: step_done(e.id, e.tag); break;
       case event_kind::turn_done: turn_done(e.id); break;
       case event_kind::policy_switch: policy_ = schedule::make_policy(run_mode_of(cfg_.switches[e.id].policy).scheduler_policy); break;
     }

@@ -26,7 +26,7 @@ cluster_config storage_bound(const std::string& store) {
   c.snic_gb_per_s = 0.05;
   c.dram_buffer_gb = 0.5;
   c.hbm_gb = 0.5;
-  c.quota_scope = "forward";
+  c.quota_scope = quota_scope_kind::forward;
   c.store_dir = store;
   return c;
 }
