@@ -1,8 +1,10 @@
 // The decode engines in the simulator (docs/design.md §4, §17): FIFO admission under HBM, one event per
 // decode step over the held batch, write-back of every filled block through the node's SNIC.
 #include <algorithm>
+#include <cmath>
 
-#include "core/cost_model.hpp"
+#include "core/roofline.hpp"
+#include "sim/step_run.hpp"
 #include "sim/model.hpp"
 
 namespace dualpath::sim {
@@ -53,38 +55,30 @@ void simulator::admitted(uint32_t id) {
   try_step(a.asg.de);
 }
 
-// Seconds of the first `n` steps of the run in flight: Σ_{j<n} fit(flops0 + slope·j).
-double simulator::steps_seconds(const decode_engine& de, uint64_t n) const {
-  const double k = double(n);
-  return k * fit_.a + fit_.b * (k * de.flops0 + de.slope * k * (k - 1) / 2);
-}
-
 // The next steps of the batch, as one event: up to the first step after which an item finishes, and
-// never past a DSA item reaching top_k (where its cost stops growing), so each step's FLOPs are linear in
+// never past a DSA item reaching top_k (where its cost stops growing), so each step's work is linear in
 // the step index and the run's time is a closed-form sum.
 void simulator::try_step(uint32_t engine) {
   auto& de = de_of(engine);
   if (de.stepping || de.active.empty()) return;
   de.step_items = std::min<size_t>(de.active.size(), cfg_.max_decode_batch);
   uint64_t steps = UINT64_MAX;
-  double flops = 0, slope = 0;
+  std::vector<uint64_t> positions;
+  positions.reserve(de.step_items);
   const bool dsa = model_.attention == attention_kind::dsa;
   for (size_t k = 0; k < de.step_items; ++k) {
     const agent_state& a = agents_[de.active[k]];
     steps = std::min<uint64_t>(steps, a.gen - a.generated);
     const uint64_t ctx = a.position + 1;
     if (dsa && ctx < model_.dsa_top_k) steps = std::min<uint64_t>(steps, model_.dsa_top_k - ctx);
-    const double f = flops_per_token(model_, ctx);
-    flops += f;
-    slope += flops_per_token(model_, ctx + 1) - f;
+    positions.push_back(a.position);
   }
+  de.run = step_run::of(model_, roof_, positions);
   de.steps = std::max<uint64_t>(1, steps);
-  de.flops0 = flops;
-  de.slope = slope;
   de.start = now_;
   de.stepping = true;
   ++de.version;
-  events_.push(now_ + steps_seconds(de, de.steps), event_kind::step_done, engine, uint32_t(de.version));
+  events_.push(now_ + de.run.seconds(de.steps), event_kind::step_done, engine, uint32_t(de.version));
 }
 
 void simulator::step_done(uint32_t engine, uint32_t version) {
@@ -93,7 +87,7 @@ void simulator::step_done(uint32_t engine, uint32_t version) {
   de.stepping = false;
   counters_.decode_steps += de.steps;
   const uint32_t node = de.node;
-  const double second = de.start + steps_seconds(de, 1);
+  const double second = de.start + de.run.seconds(1);
   size_t kept = 0;
   for (size_t k = 0; k < de.active.size(); ++k) {
     const uint32_t id = de.active[k];
@@ -126,14 +120,14 @@ void simulator::join_steps(uint32_t engine) {
   uint64_t lo = 0, hi = de.steps;  // the smallest n with start + seconds(n) >= now
   while (lo < hi) {
     const uint64_t mid = (lo + hi) / 2;
-    if (de.start + steps_seconds(de, mid) >= now_) hi = mid;
+    if (de.start + de.run.seconds(mid) >= now_) hi = mid;
     else lo = mid + 1;
   }
   const uint64_t n = std::max<uint64_t>(1, lo);
   if (n >= de.steps) return;
   de.steps = n;
   ++de.version;
-  events_.push(de.start + steps_seconds(de, n), event_kind::step_done, engine, uint32_t(de.version));
+  events_.push(de.start + de.run.seconds(n), event_kind::step_done, engine, uint32_t(de.version));
 }
 
 // The last token: HBM is freed at once, the answer goes out when the turn's writes are done.

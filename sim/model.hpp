@@ -11,10 +11,12 @@
 
 #include "core/model_catalog.hpp"
 #include "core/modes.hpp"
+#include "core/roofline.hpp"
 #include "schedule/batcher.hpp"
 #include "schedule/policy.hpp"
 #include "sim/event_queue.hpp"
 #include "sim/sim.hpp"
+#include "sim/step_run.hpp"
 
 namespace dualpath::sim {
 
@@ -85,12 +87,14 @@ struct decode_engine {
   uint64_t promised_tok = 0, promised_hbm = 0;
   std::deque<uint32_t> waiting;  // handed off, waiting for HBM (FIFO)
   std::vector<uint32_t> active;  // decoding, in admission order
-  // The steps in flight run as one event while the batch stays the same: `steps` steps from `start`, each
-  // costing a + b·(flops0 + slope·j) (docs/design.md §17). `version` voids an event cut short by an admission.
+  // The steps in flight run as one event while the batch stays the same: `steps` steps from `start`, each a
+  // roofline whose two roofs grow linearly with the step index j (docs/design.md §17). `version` voids an
+  // event cut short by an admission.
   bool stepping = false;
   size_t step_items = 0;
   uint64_t steps = 0, version = 0;
-  double start = 0, flops0 = 0, slope = 0;
+  double start = 0;
+  step_run run;
 };
 
 class simulator {
@@ -130,7 +134,6 @@ class simulator {
   void admitted(uint32_t agent);
   void try_step(uint32_t de);
   void step_done(uint32_t de, uint32_t version);
-  double steps_seconds(const decode_engine& de, uint64_t steps) const;
   void join_steps(uint32_t de);
   void finish(uint32_t agent);
 
@@ -143,7 +146,8 @@ class simulator {
   run_mode mode_;
   model_spec model_;
   geometry geo_;
-  schedule::flops_fit fit_;
+  schedule::flops_fit fit_;  // the compute roof: β's calibration and the batcher's estimates
+  roofline roof_;            // what a pass and a step take (core/roofline.hpp), as the modeled backend sleeps
   schedule::policy_params params_;
   std::unique_ptr<schedule::policy> policy_;
   std::unique_ptr<schedule::prefill_batcher> batcher_;

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/cost_model.hpp"
+#include "core/roofline.hpp"
 #include "sim/model.hpp"
 
 namespace dualpath::sim {
@@ -137,17 +138,18 @@ bool simulator::plan_pass(uint32_t e) {
 // CNIC) and is forwarded (f per layer) while the next computes, so the pass takes one fetch, the slowest of
 // compute, fetch and forward for every further layer, and the last layer's compute and forward.
 double simulator::pass_seconds(const prefill_engine& pe) const {
-  double flops = 0;
+  std::vector<prefill_chunk> chunks;
+  chunks.reserve(pe.batch.size());
   uint64_t staged = 0, forward = 0;
   for (const auto& b : pe.batch) {
     const agent_state& a = agents_[b.request];
-    flops += prefill_flops(model_, b.cached, b.bsz);
+    chunks.push_back({b.cached, b.bsz});
     staged += uint64_t(a.hit) * geo_.layer_bytes();
     forward += b.bsz * geo_.bytes_per_token_layer;
     if (!a.hit_forwarded) forward += uint64_t(std::min(a.asg.pe_blocks, a.hit)) * geo_.layer_bytes();
   }
   const double layers = geo_.layers;
-  const double c = fit_.seconds(flops) / layers;
+  const double c = prefill_layer_seconds(model_, roof_, chunks);
   const double x = cnic_seconds(staged), f = cnic_seconds(forward);
   return x + (layers - 1) * std::max({c, x, f}) + c + f;
 }

@@ -6,7 +6,7 @@
 
 #include "core/cost_model.hpp"
 #include "core/status.hpp"
-#include "gpu/gpu_profile.hpp"
+#include "core/hardware.hpp"
 #include "schedule/calibration.hpp"
 #include "sim/model.hpp"
 #include "storage/block_format.hpp"
@@ -33,8 +33,10 @@ simulator::simulator(const sim_options& o) : o_(o), cfg_(o.config), mode_(run_mo
   format.bytes_per_token_layer = uint32_t(geo_.bytes_per_token_layer);
   geo_.file_bytes = format.file_bytes();
 
-  // Compute as the modeled backend does it: FLOPs at the GPU profile's peak times the MFU.
-  const auto& gpu = gpu::find_gpu_profile(cfg_.gpu);
+  // Compute as the modeled backend does it: the roofline of the GPU profile at the MFU, and its compute
+  // roof as the FLOPs→time fit.
+  const auto& gpu = find_gpu(cfg_.gpu);
+  roof_ = make_roofline(gpu, cfg_.mfu);
   fit_ = {0.0, 1.0 / (gpu.peak_flops * cfg_.mfu)};
   snic_rate_ = cfg_.snic_gb_per_s * 1e9;
   cnic_rate_ = cfg_.cnic_gb_per_s * 1e9;

@@ -31,14 +31,14 @@ cluster_config storage_bound(const std::string& store) {
   return c;
 }
 
-// 16 agents of the storage-bound experiment's trace, 5 turns each.
+// 24 agents of the storage-bound experiment's trace, 6 turns each.
 std::vector<std::vector<turn_shape>> workload() {
   std::vector<std::vector<turn_shape>> out;
   for (const auto& t : read_trajectories(DUALPATH_SOURCE_DIR "/bench/experiments/storage_bound.jsonl")) {
     auto turns = t.turns();
-    turns.resize(std::min<size_t>(turns.size(), 5));
+    turns.resize(std::min<size_t>(turns.size(), 6));
     out.push_back(std::move(turns));
-    if (out.size() == 16) break;
+    if (out.size() == 24) break;
   }
   return out;
 }

@@ -6,8 +6,10 @@
 
 #include "core/cost_model.hpp"
 #include "core/status.hpp"
-#include "gpu/gpu_profile.hpp"
+#include "core/hardware.hpp"
+#include "core/roofline.hpp"
 #include "sim/sim.hpp"
+#include "sim/step_run.hpp"
 #include "storage/block_format.hpp"
 
 using namespace dualpath;
@@ -65,9 +67,10 @@ uint64_t file_bytes(const cluster_config& c) {
 
 }  // namespace
 
-TEST_CASE("one turn alone: TTFT is its prefill and TPOT its decode steps, as the cost model gives them") {
+TEST_CASE("one turn alone: TTFT is its prefill and TPOT its decode steps, as the roofline gives them") {
   cluster_config c = storage_bound();
   c.snic_gb_per_s = 0;
+  c.quota_ms = 1e6;  // one pass, not chunks
   sim::sim_agent a;
   turn_shape t;
   t.prompt = 1000;
@@ -76,15 +79,63 @@ TEST_CASE("one turn alone: TTFT is its prefill and TPOT its decode steps, as the
   a.turns = {t};
   const auto r = simulate(c, "dualpath", {a});
   const auto& m = find_model(c.model);
-  const double s_per_flop = 1.0 / (gpu::find_gpu_profile(c.gpu).peak_flops * c.mfu);
-  const double prefill = prefill_flops(m, 0, 1000) * s_per_flop;
+  const auto roof = make_roofline(find_gpu(c.gpu), c.mfu);
+  const double prefill = prefill_pass_seconds(m, roof, {{0, 1000}});
   // Submitted at 0, assigned at the first 2 ms report tick.
   CHECK(r.summary.ttft.p50 == doctest::Approx(0.002 + prefill).epsilon(1e-6));
-  double steps = 0;
-  for (uint64_t pos = 1000; pos < 1004; ++pos) steps += flops_per_token(m, pos + 1) * s_per_flop;
+  std::vector<double> step;
+  for (uint64_t pos = 1000; pos < 1004; ++pos) step.push_back(decode_step_seconds(m, roof, {pos}));
+  const double steps = std::accumulate(step.begin(), step.end(), 0.0);
   CHECK(r.summary.jct_s == doctest::Approx(0.002 + prefill + steps).epsilon(1e-6));
-  CHECK(r.summary.tpot.p50 == doctest::Approx((steps - flops_per_token(m, 1001) * s_per_flop) / 3).epsilon(1e-6));
+  CHECK(r.summary.tpot.p50 == doctest::Approx((steps - step[0]) / 3).epsilon(1e-6));
   CHECK(r.summary.turns == 1);
+}
+
+TEST_CASE("a run of decode steps in closed form equals the roofline step by step, on either roof and across") {
+  struct case_ {
+    const char* model;
+    double mfu;
+    std::vector<uint64_t> batch;
+  };
+  // ds-27b is DSA (top_k 1024): its batches stay on one side of top_k for the 400 steps, as the simulator
+  // guarantees. The last case is searched for: a qwen2.5-32b batch that changes roof within 400 steps.
+  std::vector<case_> cases{{"ds-27b", 0.4, {300}},
+                                 {"ds-27b", 0.013, {100, 600, 200, 40}},
+                                 {"ds-27b", 0.4, std::vector<uint64_t>(64, 1500)},
+                                 {"ds-27b", 0.013, {1100, 2000, 30000}},
+                                 {"qwen2.5-32b", 0.4, {8000, 16000}},
+                                 {"qwen2.5-32b", 0.013, {57500, 57500, 57500}}};
+  const auto cross_within = [](const sim::step_run& r, double steps) {
+    const double d0 = r.flop_s0 - r.byte_s0, d1 = d0 + steps * (r.flop_ds - r.byte_ds);
+    return (d0 < 0) != (d1 < 0);
+  };
+  bool found = false;
+  for (double mfu : {0.013, 0.05, 0.4})
+    for (size_t n = 1; n <= 8 && !found; ++n)
+      for (uint64_t p = 64; p < 131072 && !found; p += 61) {
+        const std::vector<uint64_t> batch(n, p);
+        if (cross_within(sim::step_run::of(find_model("qwen2.5-32b"), make_roofline(find_gpu("h800"), mfu), batch), 399)) {
+          cases.push_back({"qwen2.5-32b", mfu, batch});
+          found = true;
+        }
+      }
+  REQUIRE(found);
+  int crossings = 0;
+  for (const auto& k : cases) {
+    CAPTURE(k.model);
+    const auto& m = find_model(k.model);
+    const auto roof = make_roofline(find_gpu("h800"), k.mfu);
+    const auto run = sim::step_run::of(m, roof, k.batch);
+    crossings += cross_within(run, 399);
+    double by_step = 0;
+    for (uint64_t j = 0; j < 400; ++j) {
+      std::vector<uint64_t> at;
+      for (uint64_t p : k.batch) at.push_back(p + j);
+      by_step += decode_step_seconds(m, roof, at);
+      if (j % 57 == 0 || j == 399) CHECK(run.seconds(j + 1) == doctest::Approx(by_step).epsilon(1e-9));
+    }
+  }
+  CHECK(crossings >= 1);
 }
 
 TEST_CASE("every hit block is read once, through the path the scheduler chose") {
