@@ -73,7 +73,9 @@ void plan_command(const plan_args& a) {
     o.prefill_nodes = p;
     o.decode_nodes = a.nodes - p;
     const cluster_config c = cli::sim_cluster(a.cluster_file, o);
-    layout_row row{p, a.nodes - p};
+    layout_row row;
+    row.p = p;
+    row.d = a.nodes - p;
     check_bounds(row, c, a.dram_gb_per_s);
     if (row.feasible) {
       const std::string label = fmt::format("{}P{}D", p, a.nodes - p);

@@ -14,7 +14,7 @@ cluster_config paper_cluster() {
 name = "deepseek-v3.2"
 backend = "modeled"
 gpu = "h800"
-mfu = 0.4
+mfu = 0.28
 
 [cluster]
 prefill_nodes = 2
@@ -23,7 +23,7 @@ gpus_per_node = 8
 block_tokens = 64
 
 [hardware]
-snic_gb_per_s = 50
+snic_gb_per_s = 22
 cnic_gb_per_s = 50
 dram_buffer_gb = 80
 hbm_gb = 40

@@ -12,8 +12,9 @@
 
 namespace dualpath::cli {
 
-// DS 660B on 2P4D nodes of 8 H800s (docs/design.md §12): B = 50 GB/s CNIC per GPU, s = 1 (50 GB/s SNIC per
-// node), 80 GB of DRAM for KV per node, 40 GB of HBM for KV per GPU.
+// DS 660B on 2P4D nodes of 8 H800s (docs/design.md §12, §17): B = 50 GB/s CNIC per GPU, 80 GB of DRAM for KV
+// per node, and what the paper does not give, as bench/experiments/paper/ assumes it: a 22 GB/s effective
+// SNIC read rate per node, MFU 0.28, 40 GB of HBM for KV per GPU.
 cluster_config paper_cluster();
 
 struct cluster_overrides {

@@ -16,6 +16,7 @@ enum class event_kind : uint8_t {
   step_done,    // engine e's decode step ended
   turn_done,    // agent a's turn answered (its writes done)
   policy_switch,  // [[schedule.switch]] entry id takes effect
+  sample,         // every node's SNIC is sampled for snic_over_time
 };
 
 struct event {

@@ -62,7 +62,7 @@ struct node_state {
   };
   std::deque<waiter> slot_waiters;  // FIFO: a load takes its slots when the head fits
   uint64_t waiting_read_bytes = 0;  // reads of the loads still waiting for slots (read_q counts them)
-  uint64_t read_bytes = 0, write_bytes = 0;
+  uint64_t read_bytes = 0, write_bytes = 0;  // submitted to the SNIC (reads: delivered = this − what is queued)
 };
 
 struct prefill_engine {
@@ -167,6 +167,9 @@ class simulator {
   std::deque<schedule::request_info> waiting_;
   bool round_pending_ = false;
   uint32_t round_start_ = 0;  // prefill node that fetches first, rotating
+
+  std::vector<std::vector<actors::snic_series_sample>> snic_samples_;  // per node, one per window boundary
+  void sample();
 
   std::vector<actors::turn_record> records_;
   uint64_t turns_total_ = 0;

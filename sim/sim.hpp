@@ -42,6 +42,7 @@ struct sim_options {
   // The scheduler's view keeps each charge until the engine counts the request (schedule/fresh_view, as the
   // runtime's); false: every report replaces the charges (a decode engine is blind to requests until hand-off).
   bool fresh_view = true;
+  double window_s = 1.0;  // snic_over_time windows (docs/design.md §15)
   std::function<void(const sim_progress&)> on_progress;  // about once per wall second
 };
 

@@ -107,6 +107,8 @@ sim_result simulator::run() {
     else events_.push(agents_[a].script->start_s, event_kind::arrival, a);
   }
   for (uint32_t i = 0; i < cfg_.switches.size(); ++i) events_.push(cfg_.switches[i].at_s, event_kind::policy_switch, i);
+  snic_samples_.assign(nodes_.size(), {});
+  if (o_.window_s > 0) events_.push(0, event_kind::sample, 0);
   double last_progress = 0;
   while (!events_.empty() && agents_done_ < agents_.size()) {
     const event e = events_.pop();
@@ -120,6 +122,7 @@ sim_result simulator::run() {
       case event_kind::admitted: admitted(e.id); break;
       case event_kind::step_done: step_done(e.id, e.tag); break;
       case event_kind::turn_done: turn_done(e.id); break;
+      case event_kind::sample: sample(); break;
       case event_kind::policy_switch: policy_ = schedule::make_policy(run_mode_of(cfg_.switches[e.id].policy).scheduler_policy); break;
     }
     if (o_.on_progress && (counters_.events & 0xffff) == 0) {
@@ -146,6 +149,8 @@ sim_result simulator::run() {
   }
   for (const auto& a : agents_) s.persisted_blocks += a.written_blocks;
   actors::summarize_turns(s, records_);
+  sample();  // the end of the last window
+  s.snic_time = actors::snic_windows(snic_samples_, s.jct_s, o_.window_s);
   const model_spec m = model_;
   const auto fit = fit_;
   actors::set_jct_bound(s, records_,
@@ -248,6 +253,16 @@ void simulator::turn_done(uint32_t id) {
   const double tool_s = a.script->replay_tool_time ? a.script->turns[a.turn].tool_ms / 1000.0 : 0.0;
   if (++a.turn < a.script->turns.size()) events_.push(now_ + tool_s, event_kind::arrival, id);
   else ++agents_done_;
+}
+
+// Each node's SNIC at a window boundary: the bytes its FIFO has delivered so far and its read_q. Samples stop
+// with the last turn, and when nothing else is left to happen (a stalled run must still end).
+void simulator::sample() {
+  for (uint32_t n = 0; n < nodes_.size(); ++n) {
+    const uint64_t queued = read_q(n) - nodes_[n].waiting_read_bytes;
+    snic_samples_[n].push_back({now_, nodes_[n].read_bytes - std::min(queued, nodes_[n].read_bytes), read_q(n)});
+  }
+  if (agents_done_ < agents_.size() && !events_.empty()) events_.push(now_ + o_.window_s, event_kind::sample, 0);
 }
 
 void add_counters(nlohmann::json& run, const sim_result& r) {

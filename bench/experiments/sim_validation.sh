@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The simulator against the runtime on the storage-bound experiment (docs/design.md §17): the same cluster
 # file and trace run for real (`dualpath run`, modeled DS 27B, real KV through capped SNICs and libfabric)
-# and simulated (`dualpath sim --write-back free`, the runtime's writer is not paced). Prints the table and
-# writes sim_validation.result.json (or $1). About 2 minutes.
+# and simulated (`dualpath sim`, write-back through the SNIC as the runtime's pacer does). Prints the table
+# and writes sim_validation.result.json (or $1). About 2 minutes.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bin="${DUALPATH_BIN:-$here/../../build/apps/dualpath}"
@@ -13,7 +13,7 @@ policies=basic,layerwise,dualpath_nosched,dualpath,oracle
 "$bin" run --cluster "$here/storage_bound.toml" --trace "$here/storage_bound.jsonl" --compare "$policies" \
   --quiet --report "$tmp/run.json"
 "$bin" sim --cluster "$here/storage_bound.toml" --trace "$here/storage_bound.jsonl" --compare "$policies" \
-  --write-back free --quiet --report "$tmp/sim.json"
+  --quiet --report "$tmp/sim.json"
 python3 - "$tmp/run.json" "$tmp/sim.json" "$out" <<'PY'
 import json, sys
 run = {r["policy"]: r for r in json.load(open(sys.argv[1]))["runs"]}

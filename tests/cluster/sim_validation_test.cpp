@@ -61,7 +61,7 @@ TEST_CASE("run and sim agree on JCT, TTFT p50 and the path split for basic, laye
     sim::sim_options so;
     so.config = ro.config;
     so.policy = policy;
-    so.writes = sim::write_back::free;  // the runtime's background writer is not paced by the SNIC
+    so.writes = sim::write_back::snic;  // the runtime paces write-back through the decode node's SNIC
     for (uint32_t a = 0; a < turns.size(); ++a) {
       actors::agent_script s;
       s.agent = a;

@@ -167,6 +167,10 @@ TEST_CASE("storage-bound: basic runs at the PE SNIC's rate, both paths beat it, 
   CHECK(oracle.summary.jct_s <= dual.summary.jct_s * 1.001);
   CHECK(std::accumulate(oracle.summary.snic_bytes.begin(), oracle.summary.snic_bytes.end(), uint64_t(0)) == 0);
   CHECK(dual.summary.snic_max_over_avg < 1.3);
+  // Over time too (per 1 s window): basic reads through one SNIC of three, dualpath through all of them.
+  CHECK(basic.summary.snic_time.rate_max_over_avg_mean == doctest::Approx(3.0).epsilon(0.01));
+  CHECK(dual.summary.snic_time.rate_max_over_avg_mean < 1.5);
+  CHECK(dual.summary.snic_time.rate_windows > 0);
 }
 
 TEST_CASE("the same input gives the same run, event for event") {
