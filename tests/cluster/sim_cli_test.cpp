@@ -1,0 +1,110 @@
+// `dualpath sim`, `dualpath plan` and `dualpath bench sim` from the command line: reports with the run's
+// fields and the simulator's counters, and one clear message with exit code 2 on bad input.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/common/scratch_dir.hpp"
+
+namespace {
+
+struct cli_result {
+  int rc = -1;
+  std::string out, err;
+};
+
+cli_result run_cli(const dualpath::test::scratch_dir& w, const std::string& args) {
+  const char* env = std::getenv("DUALPATH_BINARY");
+  const std::string bin = env && *env ? env : DUALPATH_BINARY_DEFAULT;
+  const std::string out = (w.path / "stdout.txt").string(), err = (w.path / "stderr.txt").string();
+  // The bound only guards against a hang; no assertion here is about speed.
+  const std::string cmd =
+      "cd '" + w.path.string() + "' && timeout 240 '" + bin + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  auto slurp = [](const std::string& p) {
+    std::stringstream ss;
+    ss << std::ifstream(p).rdbuf();
+    return ss.str();
+  };
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+}  // namespace
+
+TEST_CASE("sim: the paper's cluster by default, run's report plus the simulator's counters") {
+  dualpath::test::scratch_dir w;
+  const auto r = run_cli(w, "sim --preset 64k --agents 24 --max-turns 20 --compare basic,dualpath --report r.json");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("dualpath_vs_basic") != std::string::npos);
+  const auto j = read_json((w.path / "r.json").string());
+  REQUIRE(j["runs"].size() == 2);
+  for (const auto& run : j["runs"]) {
+    CHECK(run["turns"].get<uint64_t>() == 24 * 20);
+    CHECK(run["sim"]["events"].get<uint64_t>() > 0);
+    CHECK(run["sim"]["decisions"].get<uint64_t>() == 24 * 20);
+  }
+  CHECK(j["speedup"]["dualpath_vs_basic"].get<double>() > 1.0);
+}
+
+TEST_CASE("sim and run: --time-scale stretches a Mooncake trace's recorded gaps") {
+  dualpath::test::scratch_dir w;
+  const auto trace = w.write("m.jsonl",
+                             "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 4, \"hash_ids\": [1, 2]}\n"
+                             "{\"timestamp\": 10000, \"input_length\": 600, \"output_length\": 4, \"hash_ids\": [1, 2]}\n");
+  double jct[2] = {0, 0};
+  int k = 0;
+  for (const char* scale : {"1", "0.1"}) {
+    const auto r = run_cli(w, std::string("sim --trace ") + trace + " --time-scale " + scale + " --report t.json");
+    REQUIRE(r.rc == 0);
+    jct[k++] = read_json((w.path / "t.json").string())["runs"][0]["jct_s"].get<double>();
+  }
+  CHECK(jct[0] > 10.0);  // the second request arrives 10 s in
+  CHECK(jct[1] < 2.0);   // and 1 s in at a tenth of the gaps
+  CHECK(run_cli(w, "sim --trace " + trace + " --time-scale 0").rc == 2);
+  CHECK(run_cli(w, "run --quiet --trace " + trace + " --time-scale -1").rc == 2);
+}
+
+TEST_CASE("plan: every split inside the bounds simulated, one recommended; bench sim reports its speed") {
+  dualpath::test::scratch_dir w;
+  const auto r = run_cli(w, "plan --nodes 3 --preset 64k --agents 16 --max-turns 10 --quiet --json");
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["layouts"].size() == 2);
+  const auto p = j["recommended"]["prefill_nodes"].get<uint32_t>();
+  CHECK((p == 1 || p == 2));
+  for (const auto& l : j["layouts"]) CHECK(l["jct_s"].get<double>() > 0);
+  const auto b = run_cli(w, "bench sim --agents 16 --json");
+  REQUIRE(b.rc == 0);
+  const auto bj = nlohmann::json::parse(b.out);
+  CHECK(bj["turns"].get<uint64_t>() > 0);
+  CHECK(bj["peak_rss_gb"].get<double>() > 0);
+}
+
+TEST_CASE("sim, plan: bad input is one message and exit 2") {
+  dualpath::test::scratch_dir w;
+  const std::pair<std::string, std::string> cases[] = {
+      {"sim --model gpt-9", "unknown model 'gpt-9'"},
+      {"sim --policy fastest", "known: basic"},
+      {"sim --trace " + w.write("bad.jsonl", "{\"id\":\"a\",\"rounds\":[{\"append\":3}]}\n"), "bad.jsonl:1"},
+      {"sim --trace no-such.jsonl", "no-such.jsonl"},
+      {"sim --write-back later", "--write-back"},
+      {"sim --prefill-nodes 0", "cluster.prefill_nodes"},
+      {"plan --nodes 1", "--nodes must be at least 2"},
+      {"plan --nodes 4 --snic-gbps 400 --cnic-gbps 50", "infeasible hardware"},
+  };
+  for (const auto& [args, message] : cases) {
+    CAPTURE(args);
+    const auto r = run_cli(w, args);
+    CHECK(r.rc == 2);
+    CHECK(r.err.find(message) != std::string::npos);
+  }
+}
