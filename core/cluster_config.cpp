@@ -108,7 +108,7 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
   r.get(model, "model", "mfu", c.mfu);
   r.get(model, "model", "seed", c.seed);
   const auto* cluster = r.section("cluster", {"prefill_nodes", "decode_nodes", "engines_per_node", "gpus_per_node",
-                                                    "block_tokens"});
+                                                    "block_tokens", "ep_sync"});
   r.get(cluster, "cluster", "prefill_nodes", c.prefill_nodes);
   r.get(cluster, "cluster", "decode_nodes", c.decode_nodes);
   r.get(cluster, "cluster", "engines_per_node", c.engines_per_node);
@@ -119,6 +119,7 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
     r.get(cluster, "cluster", "gpus_per_node", c.engines_per_node);
   }
   r.get(cluster, "cluster", "block_tokens", c.block_tokens);
+  r.get(cluster, "cluster", "ep_sync", c.ep_sync);
   const auto* hw = r.section("hardware", {"snic_gb_per_s", "cnic_gb_per_s", "dram_buffer_gb", "hbm_gb", "provider",
                                           "kv_share", "isolation"});
   r.get(hw, "hardware", "snic_gb_per_s", c.snic_gb_per_s);
@@ -209,7 +210,8 @@ std::string format_cluster_config(const cluster_config& c) {
   root.insert("cluster", toml::table{{"prefill_nodes", integer(c.prefill_nodes)},
                                      {"decode_nodes", integer(c.decode_nodes)},
                                      {"engines_per_node", integer(c.engines_per_node)},
-                                     {"block_tokens", integer(c.block_tokens)}});
+                                     {"block_tokens", integer(c.block_tokens)},
+                                     {"ep_sync", c.ep_sync}});
   root.insert("hardware", toml::table{{"snic_gb_per_s", c.snic_gb_per_s}, {"cnic_gb_per_s", c.cnic_gb_per_s},
                                       {"dram_buffer_gb", c.dram_buffer_gb}, {"hbm_gb", c.hbm_gb},
                                       {"provider", c.provider}, {"kv_share", c.kv_share},

@@ -37,6 +37,7 @@ struct cluster_config {
   uint32_t decode_nodes = 2;
   uint32_t engines_per_node = 1;
   uint32_t block_tokens = 0;       // 0 = the model's own block size
+  bool ep_sync = false;            // a PE group's engines finish every layer together (docs/design.md §7.6)
   // [hardware]
   double snic_gb_per_s = 0;        // per node; 0 = uncapped
   double cnic_gb_per_s = 0;        // per engine and direction; 0 = uncapped

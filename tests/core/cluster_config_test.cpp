@@ -17,6 +17,7 @@ prefill_nodes = 2
 decode_nodes = 4
 engines_per_node = 8
 block_tokens = 64
+ep_sync = true
 [hardware]
 snic_gb_per_s = 50
 cnic_gb_per_s = 50
@@ -48,6 +49,7 @@ prefetch_layers = 3
   CHECK(c.mfu == doctest::Approx(0.35));
   CHECK(c.total_nodes() == 6);
   CHECK(c.engines_per_node == 8);
+  CHECK(c.ep_sync);
   CHECK(c.snic_gb_per_s == doctest::Approx(50));
   CHECK(c.provider == "tcp");
   CHECK_FALSE(c.isolation);
@@ -92,6 +94,7 @@ TEST_CASE("cluster file: format_cluster_config parses back to the same configura
   c.decode_nodes = 5;
   c.engines_per_node = 7;
   c.block_tokens = 48;
+  c.ep_sync = true;
   c.snic_gb_per_s = 0.1 + 0.2;
   c.cnic_gb_per_s = 12.5;
   c.dram_buffer_gb = 0.064;
@@ -128,6 +131,7 @@ TEST_CASE("cluster file: format_cluster_config parses back to the same configura
   CHECK(d.decode_nodes == c.decode_nodes);
   CHECK(d.engines_per_node == c.engines_per_node);
   CHECK(d.block_tokens == c.block_tokens);
+  CHECK(d.ep_sync == c.ep_sync);
   CHECK(d.snic_gb_per_s == c.snic_gb_per_s);
   CHECK(d.cnic_gb_per_s == c.cnic_gb_per_s);
   CHECK(d.dram_buffer_gb == c.dram_buffer_gb);
