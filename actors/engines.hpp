@@ -18,6 +18,7 @@ struct engine_setup {
   runtime::node_io* io = nullptr;             // this engine's node (same process)
   compute_actor worker;
   std::shared_ptr<gpu::compute_backend> backend;
+  ep_group_actor ep_group;                    // prefill, `ep_sync`: its PE group's lockstep (else empty)
 };
 
 prefill_engine_actor spawn_prefill_engine(caf::actor_system& sys, engine_setup setup);

@@ -80,6 +80,49 @@ void prefill_state::try_pass() {
             if (returned()) abort_pass("prefill pass refused: " + describe(err));
           });
   for (uint32_t i = 0; i < pass->staging.depth; ++i) fetch_layer();
+  ep_join();
+}
+
+// docs/design.md §7.6: under ep_sync a pass computes nothing before its EP round starts (the hit KV of its
+// first layers is fetched meanwhile). The group answers within its own deadlines: at most the remaining
+// layers of the round in progress, each `3·timeout_s + 20 ×` the slowest member's layer time; the engine
+// waits that for its own pass, twice over.
+void prefill_state::ep_join() {
+  if (!setup.ep_group) {
+    pass->ep_admitted = true;
+    return;
+  }
+  const double round_s = geo().layers * (3 * view().config.timeout_s + 20 * pass->layer_expected_s);
+  ++pass->in_flight;
+  self->request(setup.ep_group, seconds(view().config.timeout_s + 2 * round_s), atom::join_v, setup.engine,
+                pass->layer_expected_s)
+      .then(
+          [this](double deadline_s) {
+            if (!returned()) return;
+            pass->ep_admitted = true;
+            pass->ep_deadline_s = deadline_s;
+            step();
+          },
+          [this](caf::error& err) {
+            if (returned()) abort_pass("EP round not joined: " + describe(err));
+          });
+}
+
+// The layer ends for this engine when it ended for every member of its round (the MoE all-to-all).
+void prefill_state::ep_barrier(uint32_t layer, double attention_s) {
+  if (!setup.ep_group) {
+    layer_computed(layer);
+    return;
+  }
+  ++pass->in_flight;
+  self->request(setup.ep_group, seconds(2 * pass->ep_deadline_s), atom::layer_v, setup.engine, layer, attention_s)
+      .then(
+          [this, layer](uint32_t) {
+            if (returned()) layer_computed(layer);
+          },
+          [this, layer](caf::error& err) {
+            if (returned()) abort_pass("EP barrier of layer " + std::to_string(layer) + " failed: " + describe(err));
+          });
 }
 
 uint32_t prefill_state::staging_depth() const {
@@ -177,7 +220,7 @@ void prefill_state::verify_staged(uint32_t layer) {
 void prefill_state::step() {
   auto& p = *pass;
   const auto& g = geo();
-  if (!p.started || p.computing || p.finishing) return;
+  if (!p.started || !p.ep_admitted || p.computing || p.finishing) return;
   if (p.computed == g.layers) {
     if (p.forwards_pending == 0) finish_pass();
     return;
@@ -206,15 +249,20 @@ void prefill_state::step() {
       .then(
           [this, layer](uint32_t) {
             if (!returned()) return;
-            pass->compute_ns += now_ns() - pass->layer_sent_ns;
-            pass->computing = false;
-            pass->computed = layer + 1;
-            forward_layer(layer);
-            step();
+            const int64_t took = now_ns() - pass->layer_sent_ns;
+            pass->compute_ns += took;
+            ep_barrier(layer, double(took) / 1e9);
           },
           [this, layer](caf::error& err) {
             if (returned()) abort_pass("layer " + std::to_string(layer) + " failed: " + describe(err));
           });
+}
+
+void prefill_state::layer_computed(uint32_t layer) {
+  pass->computing = false;
+  pass->computed = layer + 1;
+  forward_layer(layer);
+  step();
 }
 
 // Layer `layer` to the DE buffer: hit KV too on the PE path (first pass only), new KV always.
@@ -262,6 +310,8 @@ void prefill_state::finish_pass() {
             hand_off(*p, t);
             report();
             try_pass();
+            // No next pass: the group's next EP round need not wait for this engine.
+            if (!pass && setup.ep_group) self->send(setup.ep_group, atom::idle_v, setup.engine);
           },
           [this](caf::error& err) {
             if (returned()) abort_pass("prefill pass could not finish: " + describe(err));
@@ -297,6 +347,8 @@ void prefill_state::hand_off(pass_state& p, int64_t first_token_ns) {
 void prefill_state::abort_pass(const std::string& why) {
   if (!pass || pass->aborted) return;
   pass->aborted = true;
+  // Out of its EP round, so the others' layers go on (its own waits there fail and settle this pass).
+  if (setup.ep_group) self->send(setup.ep_group, atom::leave_v, setup.engine);
   for (auto& e : pass->entries) {
     auto it = requests.find(e.req->payload.request);
     if (it == requests.end()) continue;

@@ -58,6 +58,10 @@ struct pass_state {
   int64_t began_ns = 0;
   int64_t compute_ns = 0;  // time the compute worker spent on this pass's layers
   int64_t layer_sent_ns = 0;
+  // `ep_sync` (docs/design.md §7.6): no layer is computed before the pass's EP round started, and each
+  // layer ends when every member of the round computed it.
+  bool ep_admitted = false;
+  double ep_deadline_s = 0;  // the round's layer deadline, as the EP group answered the join
 };
 
 struct prefill_state : engine_base {
@@ -90,7 +94,11 @@ struct prefill_state : engine_base {
   void fetch_layer();
   void verify_staged(uint32_t layer);
   void step();
+  void layer_computed(uint32_t layer);
   void forward_layer(uint32_t layer);
+  // EP lockstep (prefill_pass.cpp): join the group's round, wait at each layer; no-ops without ep_sync.
+  void ep_join();
+  void ep_barrier(uint32_t layer, double attention_s);
   void finish_pass();
   void hand_off(pass_state& p, int64_t first_token_ns);
   void abort_pass(const std::string& why);

@@ -133,14 +133,17 @@ std::vector<std::unique_ptr<runtime::node_io>> embedded_data_planes(const run_ba
 }
 
 // Spawns every node's actors in this process; returns them (to stop at the end).
+// `ep` gets each prefill node's EP rounds under ep_sync (read once the actor system has stopped).
 std::vector<caf::actor> spawn_embedded_nodes(caf::actor_system& sys, const run_base& base, const cluster_view_ptr& view,
-                                             std::vector<std::unique_ptr<runtime::node_io>>& ios) {
+                                             std::vector<std::unique_ptr<runtime::node_io>>& ios,
+                                             std::vector<std::shared_ptr<runtime::ep_rounds>>& ep) {
   std::vector<caf::actor> all;
   const auto& c = view->config;
   for (uint32_t n = 0; n < c.total_nodes(); ++n) {
     node_actors na = spawn_node_actors(sys, base, view, *ios[n], n, n == 0 ? base.first : nullptr);
     view->traffic_queues[n] = na.traffic_queue;
     view->leaders[n] = na.leader;
+    if (na.ep_rounds) ep.push_back(na.ep_rounds);
     for (size_t i = 0; i < na.engines.size(); ++i) view->set_engine(uint32_t(n * c.engines_per_node + i), na.engines[i]);
     all.insert(all.end(), na.all.begin(), na.all.end());
   }
@@ -229,6 +232,10 @@ run_summary run_cluster(const run_options& o) {
   const auto& c = o.config;
   if (o.processes && mode.bypass())
     throw user_error("the oracle policy copies KV with memcpy inside one process; run it without --processes");
+  // docs/design.md §7.6: the EP lockstep's group actor and its engines share one process.
+  if (o.processes && c.ep_sync)
+    throw user_error("cluster.ep_sync runs a PE group's engines in lockstep inside one process; run it without "
+                     "--processes");
   if (o.processes && o.node_program.empty() && o.node_registry.empty())
     throw user_error("a multi-process run needs the dualpath executable or a node registry address");
   const run_base base = prepare_run(c, "cluster configuration");
@@ -242,6 +249,7 @@ run_summary run_cluster(const run_options& o) {
   std::string stall;  // why the run stopped making progress, if it did
   int64_t t0 = 0;     // the run's start
   std::vector<std::vector<runtime::snic_sample>> samples;  // per node
+  std::vector<std::shared_ptr<runtime::ep_rounds>> ep;      // per prefill node, under ep_sync
   auto count = [&](uint64_t snic_bytes, uint64_t persisted, uint64_t store_read, uint64_t snic_write) {
     summary.snic_bytes.push_back(snic_bytes);
     summary.persisted_blocks += persisted;
@@ -285,7 +293,7 @@ run_summary run_cluster(const run_options& o) {
       }
       if (o.on_nodes_started) o.on_nodes_started(nodes->pids());
     } else {
-      const auto spawned = spawn_embedded_nodes(sys, base, view, ios);
+      const auto spawned = spawn_embedded_nodes(sys, base, view, ios, ep);
       all.insert(all.end(), spawned.begin(), spawned.end());
     }
 
@@ -324,6 +332,13 @@ run_summary run_cluster(const run_options& o) {
     for (const auto& x : node) out.push_back({double(x.t_ns - t0) / 1e9, x.read_bytes, x.read_q});
   }
   summary.snic_time = snic_windows(series, summary.jct_s);
+  if (c.ep_sync) {
+    std::vector<ep_round_point> points;
+    for (uint32_t g = 0; g < ep.size(); ++g)
+      for (const auto& r : ep[g]->records())
+        points.push_back({double(r.start_ns - t0) / 1e9, g, r.members, r.max_over_avg()});
+    summary.ep = make_ep_round_series(std::move(points));
+  }
   set_working_set(summary, records, uint64_t(base.geometry.layers) * base.geometry.bytes_per_token_layer);
   const auto fit = base.first->fit();
   set_jct_bound(summary, records,

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "actors/engines.hpp"
+#include "actors/ep_group.hpp"
 #include "actors/leader.hpp"
 #include "actors/node_actors.hpp"
 #include "core/status.hpp"
@@ -84,11 +85,19 @@ node_actors spawn_node_actors(caf::actor_system& sys, const run_base& base, cons
   out.traffic_queue = spawn_traffic_queue(sys, io);
   out.all.push_back(caf::actor_cast<caf::actor>(out.traffic_queue));
   const uint32_t per_node = view->config.engines_per_node;
+  // docs/design.md §7.6: under ep_sync a PE group (today: one node's engines) runs in lockstep.
+  ep_group_actor ep;
+  if (view->config.ep_sync && view->is_prefill_node(node)) {
+    out.ep_rounds = std::make_shared<runtime::ep_rounds>(per_node, view->geometry.layers);
+    ep = spawn_ep_group(sys, out.ep_rounds, view->config.timeout_s);
+    out.all.push_back(caf::actor_cast<caf::actor>(ep));
+  }
   for (uint32_t i = 0; i < per_node; ++i) {
     engine_setup es;
     es.engine = node * per_node + i;
     es.view = view;
     es.io = &io;
+    es.ep_group = ep;
     es.backend = i == 0 && first_backend ? first_backend
                                          : std::shared_ptr<gpu::compute_backend>(gpu::make_backend(base.backend_options));
     es.worker = spawn_compute_worker(sys, es.backend);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actors/cluster_view.hpp"
+#include "runtime/ep_rounds.hpp"
 #include "runtime/node_io.hpp"
 #include "core/cluster_config.hpp"
 #include "gpu/backend.hpp"
@@ -39,6 +40,7 @@ struct node_actors {
   leader_actor leader;
   std::vector<caf::actor> engines;  // this node's, in global engine order (cluster_view::set_engine types them)
   std::vector<caf::actor> all;        // everything spawned, to stop at the end
+  std::shared_ptr<runtime::ep_rounds> ep_rounds;  // `ep_sync`, prefill node: its group's rounds (else null)
 };
 
 // Spawns node `node`'s traffic queue, compute workers, engines and leader over `io`. Engine backends are

@@ -34,6 +34,11 @@ CAF_ADD_ATOM(dualpath, dualpath::atom, stop, "stop")
 CAF_ADD_ATOM(dualpath, dualpath::atom, persisted, "persisted")
 CAF_ADD_ATOM(dualpath, dualpath::atom, complete, "complete")
 
+// Expert-parallel lockstep of a PE group (ep_group, docs/design.md §7.6).
+CAF_ADD_ATOM(dualpath, dualpath::atom, leave, "leave")
+CAF_ADD_ATOM(dualpath, dualpath::atom, idle, "idle")
+CAF_ADD_ATOM(dualpath, dualpath::atom, expire, "expire")
+
 // Multi-process runs: node processes joining the launcher's registry.
 CAF_ADD_ATOM(dualpath, dualpath::atom, join, "join")
 CAF_ADD_ATOM(dualpath, dualpath::atom, wire, "wire")

@@ -126,6 +126,28 @@ using decode_engine_actor = caf::typed_actor<
     // Internal (from the background writer): one Full Block of this request reached storage.
     caf::reacts_to<atom::persisted, uint64_t>>;
 
+// ---- EP group (one per PE group under `[cluster] ep_sync`, docs/design.md §7.6) ----
+// The group's prefill engines run their passes in rounds and end every layer together (the MoE
+// all-to-all), so the slowest member sets each layer's pace. Logic: runtime/ep_rounds.hpp. In-process only.
+// Every wait is bounded by the group's own deadlines: a layer (or the gather between rounds) that is not
+// complete within `3·timeout_s + 20 ×` the largest expected layer time of the round's members goes on
+// without the members that did not report it, and their waits fail.
+using ep_group_actor = caf::typed_actor<
+    // PE with a pass ready (engine, expected seconds per layer): answered when the round it joins starts,
+    // with that round's layer deadline in seconds. Fails (timeout) if the engine leaves meanwhile. PEs wait
+    // the group's round bound for their own pass (actors/prefill_pass.cpp).
+    caf::replies_to<atom::join, uint32_t, double>::with<double>,
+    // PE computed a layer of its pass (engine, layer, its compute seconds): answered with the layer once
+    // every member reported it. Fails (timeout) for an engine dropped at a deadline or not in the round.
+    // PEs wait twice the layer deadline the join answered.
+    caf::replies_to<atom::layer, uint32_t, uint32_t, double>::with<uint32_t>,
+    // PE: its pass ended early (failed, aborted); out of the round or the queue, its waits fail. No answer.
+    caf::reacts_to<atom::leave, uint32_t>,
+    // PE: it finished a pass and has no next one ready, so the next round does not wait for it. No answer.
+    caf::reacts_to<atom::idle, uint32_t>,
+    // Internal: the deadline of (round, layer) passed; layer = layers is the gather after that round.
+    caf::reacts_to<atom::expire, uint64_t, uint32_t>>;
+
 // ---- leader (one per node): its group's view, reported to the scheduler ----
 using leader_actor = caf::typed_actor<
     // Engine -> leader: seq_e, tok_e, free HBM of one engine, and the requests they count. No answer.
