@@ -108,7 +108,7 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
   r.get(model, "model", "mfu", c.mfu);
   r.get(model, "model", "seed", c.seed);
   const auto* cluster = r.section("cluster", {"prefill_nodes", "decode_nodes", "engines_per_node", "gpus_per_node",
-                                                    "block_tokens", "ep_sync"});
+                                                    "block_tokens", "pe_group_nodes", "de_group_nodes", "ep_sync"});
   r.get(cluster, "cluster", "prefill_nodes", c.prefill_nodes);
   r.get(cluster, "cluster", "decode_nodes", c.decode_nodes);
   r.get(cluster, "cluster", "engines_per_node", c.engines_per_node);
@@ -119,6 +119,8 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
     r.get(cluster, "cluster", "gpus_per_node", c.engines_per_node);
   }
   r.get(cluster, "cluster", "block_tokens", c.block_tokens);
+  r.get(cluster, "cluster", "pe_group_nodes", c.pe_group_nodes);
+  r.get(cluster, "cluster", "de_group_nodes", c.de_group_nodes);
   r.get(cluster, "cluster", "ep_sync", c.ep_sync);
   const auto* hw = r.section("hardware", {"snic_gb_per_s", "cnic_gb_per_s", "dram_buffer_gb", "hbm_gb", "provider",
                                           "kv_share", "isolation"});
@@ -182,6 +184,15 @@ void validate_cluster_config(const cluster_config& c, const std::string& origin)
   if (c.prefill_nodes < 1) fail("cluster.prefill_nodes", "must be at least 1");
   if (c.decode_nodes < 1) fail("cluster.decode_nodes", "must be at least 1");
   if (c.engines_per_node < 1 || c.engines_per_node > 64) fail("cluster.engines_per_node", "must be in 1..64");
+  // A group is whole nodes of one role (docs/design.md §7.2, §7.3): a remainder would be a group of another size.
+  if (c.pe_group_nodes < 1) fail("cluster.pe_group_nodes", "must be at least 1");
+  if (c.prefill_nodes % c.pe_group_nodes != 0)
+    fail("cluster.pe_group_nodes", fmt::format("must divide prefill_nodes ({}), got {}", c.prefill_nodes,
+                                                c.pe_group_nodes));
+  if (c.de_group_nodes < 1) fail("cluster.de_group_nodes", "must be at least 1");
+  if (c.decode_nodes % c.de_group_nodes != 0)
+    fail("cluster.de_group_nodes", fmt::format("must divide decode_nodes ({}), got {}", c.decode_nodes,
+                                                c.de_group_nodes));
   if (c.block_tokens != 0 && (c.block_tokens < 4 || c.block_tokens > 4096))
     fail("cluster.block_tokens", "must be in 4..4096 (or 0 for the model's own)");
   if (c.snic_gb_per_s < 0) fail("hardware.snic_gb_per_s", "must not be negative");
@@ -210,6 +221,8 @@ std::string format_cluster_config(const cluster_config& c) {
   root.insert("cluster", toml::table{{"prefill_nodes", integer(c.prefill_nodes)},
                                      {"decode_nodes", integer(c.decode_nodes)},
                                      {"engines_per_node", integer(c.engines_per_node)},
+                                     {"pe_group_nodes", integer(c.pe_group_nodes)},
+                                     {"de_group_nodes", integer(c.de_group_nodes)},
                                      {"block_tokens", integer(c.block_tokens)},
                                      {"ep_sync", c.ep_sync}});
   root.insert("hardware", toml::table{{"snic_gb_per_s", c.snic_gb_per_s}, {"cnic_gb_per_s", c.cnic_gb_per_s},

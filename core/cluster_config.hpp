@@ -37,6 +37,10 @@ struct cluster_config {
   uint32_t decode_nodes = 2;
   uint32_t engines_per_node = 1;
   uint32_t block_tokens = 0;       // 0 = the model's own block size
+  // Nodes per scheduling group (docs/design.md §7.2, §7.3): prefill group g = prefill nodes [g·k, g·k + k),
+  // decode groups likewise over the decode nodes. Each divides its node count.
+  uint32_t pe_group_nodes = 1;
+  uint32_t de_group_nodes = 1;
   bool ep_sync = false;            // a PE group's engines finish every layer together (docs/design.md §7.6)
   // [hardware]
   double snic_gb_per_s = 0;        // per node; 0 = uncapped

@@ -1,0 +1,52 @@
+// docs/design.md §13: [cluster] pe_group_nodes and de_group_nodes, the nodes of one scheduling group (§7.2, §7.3).
+#include <doctest/doctest.h>
+
+#include "core/cluster_config.hpp"
+#include "core/status.hpp"
+
+using namespace dualpath;
+
+TEST_CASE("cluster file: group sizes default to one node and parse when they divide the node counts") {
+  const cluster_config d = parse_cluster_config("", "empty.toml");
+  CHECK(d.pe_group_nodes == 1);
+  CHECK(d.de_group_nodes == 1);
+
+  const cluster_config c = parse_cluster_config(
+      "[cluster]\nprefill_nodes = 4\ndecode_nodes = 6\npe_group_nodes = 2\nde_group_nodes = 3\n", "g.toml");
+  CHECK(c.pe_group_nodes == 2);
+  CHECK(c.de_group_nodes == 3);
+}
+
+TEST_CASE("cluster file: a group size that does not divide its node count is refused with key and reason") {
+  CHECK_THROWS_WITH_AS(parse_cluster_config("[cluster]\nprefill_nodes = 3\npe_group_nodes = 2\n", "g.toml"),
+                       doctest::Contains("g.toml: key 'cluster.pe_group_nodes': must divide prefill_nodes (3), got 2"),
+                       user_error);
+  CHECK_THROWS_WITH_AS(parse_cluster_config("[cluster]\ndecode_nodes = 2\nde_group_nodes = 4\n", "g.toml"),
+                       doctest::Contains("key 'cluster.de_group_nodes': must divide decode_nodes (2), got 4"),
+                       user_error);
+  CHECK_THROWS_WITH_AS(parse_cluster_config("[cluster]\npe_group_nodes = 0\n", "g.toml"),
+                       doctest::Contains("key 'cluster.pe_group_nodes': must be at least 1"), user_error);
+  CHECK_THROWS_WITH_AS(parse_cluster_config("[cluster]\nde_group_nodes = 0\n", "g.toml"),
+                       doctest::Contains("key 'cluster.de_group_nodes': must be at least 1"), user_error);
+  CHECK_THROWS_WITH_AS(parse_cluster_config("[cluster]\nde_group_nodes = -2\n", "g.toml"),
+                       doctest::Contains("cluster.de_group_nodes"), user_error);
+  // validate_cluster_config is what a launcher's edited configuration goes through too.
+  cluster_config c;
+  c.prefill_nodes = 2;
+  c.pe_group_nodes = 4;
+  CHECK_THROWS_WITH_AS(validate_cluster_config(c, "edited"), doctest::Contains("cluster.pe_group_nodes"), user_error);
+}
+
+TEST_CASE("cluster file: group sizes survive format_cluster_config (how node processes learn them)") {
+  cluster_config c;
+  c.prefill_nodes = 4;
+  c.decode_nodes = 6;
+  c.pe_group_nodes = 4;
+  c.de_group_nodes = 3;
+  const std::string text = format_cluster_config(c);
+  CAPTURE(text);
+  const cluster_config d = parse_cluster_config(text, "formatted");
+  CHECK(d.pe_group_nodes == 4);
+  CHECK(d.de_group_nodes == 3);
+  CHECK(format_cluster_config(d) == text);
+}
