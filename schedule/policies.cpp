@@ -22,12 +22,19 @@ assignment make_assignment(const request_info& r, const node_snapshot& pe_node, 
   return a;
 }
 
-// The prefill group that fetches, when it can take work: a known prefill node with engines, and requests
-// waiting.
-node_snapshot* fetching_group(cluster_snapshot& snap, uint32_t node, const std::deque<request_info>& waiting) {
-  node_snapshot* n = snap.find(node);
-  if (!n || n->kind != role::prefill || n->engines.empty() || waiting.empty()) return nullptr;
-  return n;
+// The prefill group that fetches, when it can take work: the known prefill nodes with engines of the
+// fetching node's group (group_layout; today's one node by default), and requests waiting. The fetching
+// node itself must be known: a leader fetches only after its first report.
+void fetching_group(cluster_snapshot& snap, uint32_t node, const std::deque<request_info>& waiting,
+                    const group_layout& layout, std::vector<node_snapshot*>& group) {
+  group.clear();
+  const node_snapshot* self = snap.find(node);
+  if (!self || self->kind != role::prefill || waiting.empty()) return;
+  const uint32_t first = layout.pe_group_first(node);
+  for (uint32_t id = first; id < first + std::max(layout.pe_group_nodes, 1u); ++id) {
+    node_snapshot* n = snap.find(id);
+    if (n && n->kind == role::prefill && !n->engines.empty()) group.push_back(n);
+  }
 }
 
 void set_path(assignment& a, read_path p) {
@@ -40,14 +47,17 @@ class group_policy : public policy {
  public:
   std::vector<assignment> assign(cluster_snapshot& snap, uint32_t pe_node_id, std::deque<request_info>& waiting,
                                  const policy_params& params) final {
-    node_snapshot* pe_node = fetching_group(snap, pe_node_id, waiting);
-    if (!pe_node) return {};
-    return assign_group(snap, pe_node, waiting, params);
+    fetching_group(snap, pe_node_id, waiting, params.groups, group_);
+    if (group_.empty()) return {};
+    return assign_group(snap, group_, waiting, params);
   }
 
  protected:
-  virtual std::vector<assignment> assign_group(cluster_snapshot& snap, node_snapshot* pe_node,
+  virtual std::vector<assignment> assign_group(cluster_snapshot& snap, const std::vector<node_snapshot*>& pe_group,
                                                std::deque<request_info>& waiting, const policy_params& params) = 0;
+
+ private:
+  std::vector<node_snapshot*> group_;  // reused between calls
 };
 
 // §7.2 then §7.3 (both levels) then a read-path rule. Passes over the fetched requests:
@@ -56,21 +66,24 @@ class group_policy : public policy {
 //  3. level 2: inside each DE group in private-queue order; a request that finds no HBM, and the
 //     rest of its private queue, go back to the head of the global queue (order kept, PE load undone).
 //  4. read path in FIFO order, charging read_q as it goes.
-// With one node per PE group every engine of the group shares one read_q, so C2/C3 does not change
-// during pass 1 and charging read_q in pass 4 gives the same choices as charging it per request.
+// The read path needs the DE (pass 3), so pass 1 cannot charge a request's reads where they will go. When a
+// PE group spans nodes their read_q differ and C2/C3 must see this fetch's reads, so pass 1 charges each
+// request's hit bytes to its PE node as if read there (the most that node can get) and removes that
+// estimate before pass 4 charges the real paths. With one node per group C2/C3 holds one node, so the
+// estimate changes no choice (docs/design.md §7.2).
 class dualpath_policy : public group_policy {
  public:
   std::string_view name() const override { return "dualpath"; }
 
  protected:
-  std::vector<assignment> assign_group(cluster_snapshot& snap, node_snapshot* pe_node, std::deque<request_info>& waiting,
-                                       const policy_params& params) override {
+  std::vector<assignment> assign_group(cluster_snapshot& snap, const std::vector<node_snapshot*>& group,
+                                       std::deque<request_info>& waiting, const policy_params& params) override {
     std::vector<assignment> out;
 
     // Pass 1.
-    const std::vector<node_snapshot*> group{pe_node};
     struct candidate {
       request_info r;
+      node_snapshot* pe_node;
       engine_snapshot* pe;
       int de_group = -1, de_index = -1;
     };
@@ -81,20 +94,31 @@ class dualpath_policy : public group_policy {
       const request_info& r = waiting.front();
       c.engine->tok += r.append_tokens;
       c.engine->seq += 1;
-      cands.push_back({r, c.engine});
+      c.node->read_q += r.hit_bytes;  // the estimate, removed below
+      cands.push_back({r, c.node, c.engine});
       waiting.pop_front();
     }
+    for (auto& c : cands) c.pe_node->read_q -= c.r.hit_bytes;
     if (cands.empty()) return out;
 
-    // Pass 2.
-    de_groups_.clear();
+    // Pass 2: decode nodes are sorted by id, so the nodes of one group (group_layout) are adjacent.
+    groups_used_ = 0;
     totals_.clear();
     max_free_.clear();
+    uint32_t last = 0;
     for (auto& n : snap.nodes) {
       if (n.kind != role::decode || n.engines.empty()) continue;
-      de_groups_.push_back(&n);
-      totals_.push_back(n.total_tok());
-      max_free_.push_back(max_free_hbm(n));
+      const uint32_t g = params.groups.de_group(n.node);
+      if (groups_used_ == 0 || g != last) {
+        if (de_groups_.size() == groups_used_) de_groups_.emplace_back();
+        de_groups_[groups_used_++].clear();
+        last = g;
+      }
+      de_groups_[groups_used_ - 1].push_back(&n);
+    }
+    for (size_t i = 0; i < groups_used_; ++i) {
+      totals_.push_back(total_tok(de_groups_[i]));
+      max_free_.push_back(max_free_hbm(de_groups_[i]));
     }
     for (auto& c : cands) {
       // Pass 2 charges no HBM, so each group's largest free HBM holds for the whole pass.
@@ -114,7 +138,7 @@ class dualpath_policy : public group_policy {
       queue.clear();
       while (j < order.size() && cands[order[j]].de_group == g) queue.push_back(&cands[order[j++]].r);
       if (g >= 0) {
-        const auto placed = place_in_decode_group(*de_groups_[size_t(g)], queue, params.z_slack);
+        const auto placed = place_in_decode_group(de_groups_[size_t(g)], queue, params.z_slack);
         for (size_t k = 0; k < placed.size(); ++k) cands[order[i + k]].de_index = placed[k];
       }
       i = j;
@@ -129,10 +153,10 @@ class dualpath_policy : public group_policy {
         back.push_back(c.r);
         continue;
       }
-      node_snapshot& de_node = *de_groups_[size_t(c.de_group)];
-      assignment a = make_assignment(c.r, *pe_node, c.pe->engine, de_node, de_node.engines[size_t(c.de_index)].engine);
-      choose_path(a, *pe_node, de_node);
-      charge_reads(a, *pe_node, de_node);
+      const engine_ref de = engine_at(de_groups_[size_t(c.de_group)], c.de_index);
+      assignment a = make_assignment(c.r, *c.pe_node, c.pe->engine, *de.node, de.engine->engine);
+      choose_path(a, *c.pe_node, *de.node);
+      charge_reads(a, *c.pe_node, *de.node);
       out.push_back(a);
     }
     waiting.insert(waiting.begin(), back.begin(), back.end());
@@ -145,7 +169,9 @@ class dualpath_policy : public group_policy {
   }
 
  private:
-  std::vector<node_snapshot*> de_groups_;  // reused between calls: no allocation per fetch
+  // Reused between calls: no allocation per fetch once warm. The first groups_used_ entries are live.
+  std::vector<std::vector<node_snapshot*>> de_groups_;
+  size_t groups_used_ = 0;
   std::vector<uint64_t> totals_;
   std::vector<uint64_t> max_free_;
 };
@@ -181,23 +207,30 @@ class round_robin_policy : public group_policy {
   std::string_view name() const override { return "round_robin"; }
 
  protected:
-  std::vector<assignment> assign_group(cluster_snapshot& snap, node_snapshot* pe_node, std::deque<request_info>& waiting,
-                                       const policy_params& params) override {
+  std::vector<assignment> assign_group(cluster_snapshot& snap, const std::vector<node_snapshot*>& group,
+                                       std::deque<request_info>& waiting, const policy_params& params) override {
     std::vector<assignment> out;
     std::vector<std::pair<node_snapshot*, size_t>> des;
     for (auto& n : snap.nodes)
       if (n.kind == role::decode)
         for (size_t i = 0; i < n.engines.size(); ++i) des.emplace_back(&n, i);
     if (des.empty()) return out;
-    auto& pe_cursor = pe_cursor_[pe_node->node];
+    // The group's PEs in turn, node after node (one cursor per group, kept by its first node).
+    std::vector<std::pair<node_snapshot*, size_t>> pes;
+    for (auto* n : group)
+      for (size_t i = 0; i < n->engines.size(); ++i) pes.emplace_back(n, i);
+    auto& pe_cursor = pe_cursor_[group.front()->node];
     while (!waiting.empty()) {
       const request_info& r = waiting.front();
       engine_snapshot* pe = nullptr;
-      for (size_t k = 0; k < pe_node->engines.size() && !pe; ++k) {
-        auto& e = pe_node->engines[(pe_cursor + k) % pe_node->engines.size()];
+      node_snapshot* pe_node = nullptr;
+      for (size_t k = 0; k < pes.size() && !pe; ++k) {
+        const auto& cand = pes[(pe_cursor + k) % pes.size()];
+        auto& e = cand.first->engines[cand.second];
         if (e.tok <= params.beta_tokens) {
           pe = &e;
-          pe_cursor = (pe_cursor + k + 1) % pe_node->engines.size();
+          pe_node = cand.first;
+          pe_cursor = (pe_cursor + k + 1) % pes.size();
         }
       }
       if (!pe) break;

@@ -21,7 +21,8 @@ struct engine_snapshot {
   uint64_t free_hbm = 0;   // free KV bytes in the engine's HBM
 };
 
-// One node = one group (8 engines, rank 0 the leader) with its storage NIC queue.
+// One node (8 engines, rank 0 the leader) with its storage NIC queue; a group is one or more of them
+// (group_layout).
 struct node_snapshot {
   uint32_t node = 0;
   role kind = role::prefill;
@@ -69,12 +70,30 @@ struct assignment {
   uint32_t pe_blocks = 0;
 };
 
+// Which nodes form one group (docs/design.md §7.2, §7.3; the paper's Figure 5). Prefill group g is the
+// prefill nodes [g·k, g·k + k) with k = pe_group_nodes; decode group j is the decode nodes
+// [first_decode_node + j·k, first_decode_node + j·k + k) with k = de_group_nodes. The default (one node
+// per group) is the layout every caller had before groups could span nodes.
+struct group_layout {
+  uint32_t pe_group_nodes = 1;
+  uint32_t de_group_nodes = 1;
+  uint32_t first_decode_node = 0;  // id of the first decode node (= prefill_nodes); read only when de_group_nodes > 1
+
+  // The first node of `node`'s prefill group: the one whose leader fetches for the whole group.
+  uint32_t pe_group_first(uint32_t node) const { return node - node % pe_group_nodes; }
+  bool fetches(uint32_t prefill_node) const { return prefill_node % pe_group_nodes == 0; }
+  uint32_t de_group(uint32_t decode_node) const {
+    return de_group_nodes <= 1 ? decode_node : (decode_node - first_decode_node) / de_group_nodes;
+  }
+};
+
 // Thresholds of §7.2/§7.3; see calibration.hpp for α and β from the hardware profile.
 struct policy_params {
   uint64_t alpha_tokens = 0;        // α: tokens a SNIC reads in 3 s (compared with read_q in tokens)
   uint64_t beta_tokens = 0;         // β: tokens one engine prefills in 5 s
   uint64_t kv_bytes_per_token = 1;  // converts read_q (bytes) into tokens
   double z_slack = 1.05;            // Z = z_slack × mean load (§7.3)
+  group_layout groups;              // one node per group unless the cluster file says otherwise
 
   uint64_t alpha_bytes() const { return alpha_tokens * kv_bytes_per_token; }
 };
@@ -83,8 +102,9 @@ class policy {
  public:
   virtual ~policy() = default;
   virtual std::string_view name() const = 0;
-  // The PE group on node `pe_node` fetches work: assign requests FIFO from the head of `waiting`, choosing
-  // for each its PE (in that group), its DE (anywhere) and its read path. Assigned requests are popped;
+  // The PE group of node `pe_node` (params.groups: every prefill node of that group, whichever of them
+  // is named) fetches work: assign requests FIFO from the head of `waiting`, choosing for each its PE (in
+  // that group), its DE (anywhere) and its read path. Assigned requests are popped;
   // the first request that cannot be placed stops the pass and stays at the head. `snap` is updated as
   // requests are assigned (tok_e, seq_e, free HBM, read_q), so one call never overloads an engine.
   virtual std::vector<assignment> assign(cluster_snapshot& snap, uint32_t pe_node,

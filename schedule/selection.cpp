@@ -42,48 +42,99 @@ int select_decode_group(const std::vector<node_snapshot*>& groups, const std::ve
   return select_decode_group(totals, max_free, r);
 }
 
-double decode_threshold(const node_snapshot& group, const std::vector<const request_info*>& queue,
-                        double z_slack) {
-  if (group.engines.empty()) return 0;
+uint64_t max_free_hbm(const std::vector<node_snapshot*>& group) {
+  uint64_t best = 0;
+  for (const auto* n : group) best = std::max(best, max_free_hbm(*n));
+  return best;
+}
+
+uint64_t total_tok(const std::vector<node_snapshot*>& group) {
+  uint64_t sum = 0;
+  for (const auto* n : group) sum += n->total_tok();
+  return sum;
+}
+
+namespace {
+
+// §7.3 level 2 over the engines of `count` nodes, taken as one group.
+double threshold(node_snapshot* const* nodes, size_t count, const std::vector<const request_info*>& queue,
+                 double z_slack) {
   uint64_t free_hbm = 0, tok = 0;
-  for (const auto& e : group.engines) {
-    free_hbm += e.free_hbm;
-    tok += e.tok;
-  }
+  size_t engines = 0;
+  for (size_t n = 0; n < count; ++n)
+    for (const auto& e : nodes[n]->engines) {
+      free_hbm += e.free_hbm;
+      tok += e.tok;
+      ++engines;
+    }
+  if (engines == 0) return 0;
   uint64_t used = 0, len = 0;
   for (const auto* r : queue) {
     if (used + r->kv_bytes > free_hbm) break;  // R ends at the first request that no longer fits
     used += r->kv_bytes;
     len += r->len;
   }
-  return z_slack * double(len + tok) / double(group.engines.size());
+  return z_slack * double(len + tok) / double(engines);
+}
+
+std::vector<int> place(node_snapshot* const* nodes, size_t count, const std::vector<const request_info*>& queue,
+                       double z_slack) {
+  std::vector<int> placed(queue.size(), -1);
+  const double z = threshold(nodes, count, queue, z_slack);
+  for (size_t q = 0; q < queue.size(); ++q) {
+    const request_info& r = *queue[q];
+    int under = -1, other = -1, index = 0;
+    engine_snapshot *under_e = nullptr, *other_e = nullptr;
+    for (size_t n = 0; n < count; ++n)
+      for (auto& e : nodes[n]->engines) {
+        const int i = index++;
+        if (e.free_hbm < r.kv_bytes) continue;
+        if (double(e.tok + r.len) <= z) {
+          if (!under_e || e.seq < under_e->seq) under = i, under_e = &e;
+        } else if (!other_e || e.tok < other_e->tok) {
+          other = i, other_e = &e;
+        }
+      }
+    engine_snapshot* e = under_e ? under_e : other_e;
+    if (!e) break;  // no engine has HBM for this request: stop, keep the order
+    e->seq += 1;
+    e->tok += r.len;
+    e->free_hbm -= r.kv_bytes;
+    placed[q] = under_e ? under : other;
+  }
+  return placed;
+}
+
+}  // namespace
+
+double decode_threshold(const node_snapshot& group, const std::vector<const request_info*>& queue,
+                        double z_slack) {
+  node_snapshot* one = const_cast<node_snapshot*>(&group);  // read only
+  return threshold(&one, 1, queue, z_slack);
+}
+
+double decode_threshold(const std::vector<node_snapshot*>& group, const std::vector<const request_info*>& queue,
+                        double z_slack) {
+  return threshold(group.data(), group.size(), queue, z_slack);
 }
 
 std::vector<int> place_in_decode_group(node_snapshot& group, const std::vector<const request_info*>& queue,
                                        double z_slack) {
-  std::vector<int> placed(queue.size(), -1);
-  const double z = decode_threshold(group, queue, z_slack);
-  for (size_t q = 0; q < queue.size(); ++q) {
-    const request_info& r = *queue[q];
-    int under = -1, other = -1;
-    for (size_t i = 0; i < group.engines.size(); ++i) {
-      const auto& e = group.engines[i];
-      if (e.free_hbm < r.kv_bytes) continue;
-      if (double(e.tok + r.len) <= z) {
-        if (under < 0 || e.seq < group.engines[size_t(under)].seq) under = int(i);
-      } else if (other < 0 || e.tok < group.engines[size_t(other)].tok) {
-        other = int(i);
-      }
-    }
-    const int pick = under >= 0 ? under : other;
-    if (pick < 0) break;  // no engine has HBM for this request: stop, keep the order
-    auto& e = group.engines[size_t(pick)];
-    e.seq += 1;
-    e.tok += r.len;
-    e.free_hbm -= r.kv_bytes;
-    placed[q] = pick;
+  node_snapshot* one = &group;
+  return place(&one, 1, queue, z_slack);
+}
+
+std::vector<int> place_in_decode_group(const std::vector<node_snapshot*>& group,
+                                       const std::vector<const request_info*>& queue, double z_slack) {
+  return place(group.data(), group.size(), queue, z_slack);
+}
+
+engine_ref engine_at(const std::vector<node_snapshot*>& group, int index) {
+  for (auto* n : group) {
+    if (index < int(n->engines.size())) return {n, &n->engines[size_t(index)]};
+    index -= int(n->engines.size());
   }
-  return placed;
+  return {};
 }
 
 read_path shorter_read_q(const node_snapshot& pe, const node_snapshot& de) {

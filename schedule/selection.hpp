@@ -14,7 +14,7 @@ struct prefill_choice {
 
 // §7.2 for one request: C1 = engines with tok_e > β get nothing; C2 = the rest on nodes with
 // read_q ≤ α, C3 = the rest on nodes above α. Smallest tok_e in C2, else in C3. `group` is the fetching
-// PE group (normally one node; a group may span nodes). Does not update the snapshot.
+// PE group: one node, or several (group_layout), whose read_q then differ. Does not update the snapshot.
 prefill_choice select_prefill(const std::vector<node_snapshot*>& group, const policy_params& params);
 
 // §7.3 level 1: the decode group with the smallest Σ tok_e among groups where some engine still has
@@ -27,10 +27,15 @@ int select_decode_group(const std::vector<node_snapshot*>& groups, const std::ve
 int select_decode_group(const std::vector<uint64_t>& totals, const std::vector<uint64_t>& max_free,
                         const request_info& r);
 uint64_t max_free_hbm(const node_snapshot& group);
+// A decode group may span nodes (group_layout): its engines are those of every node, in node order.
+uint64_t max_free_hbm(const std::vector<node_snapshot*>& group);
+uint64_t total_tok(const std::vector<node_snapshot*>& group);
 
 // §7.3 level 2: R = the largest prefix of `queue` whose kv_bytes fit in the group's free HBM;
 // Z = z_slack × (Σ_{r∈R} len_r + Σ_e tok_e) / |E|.
 double decode_threshold(const node_snapshot& group, const std::vector<const request_info*>& queue,
+                        double z_slack);
+double decode_threshold(const std::vector<node_snapshot*>& group, const std::vector<const request_info*>& queue,
                         double z_slack);
 
 // §7.3 level 2: places the group's private queue in order. Among engines with enough HBM it prefers
@@ -39,6 +44,15 @@ double decode_threshold(const node_snapshot& group, const std::vector<const requ
 // -1 for the request where it stopped and every one after it.
 std::vector<int> place_in_decode_group(node_snapshot& group, const std::vector<const request_info*>& queue,
                                        double z_slack);
+// The same over a group of several nodes: one Z over all their engines, and each index counts the engines
+// of every node in order (engine_at maps it back).
+std::vector<int> place_in_decode_group(const std::vector<node_snapshot*>& group,
+                                       const std::vector<const request_info*>& queue, double z_slack);
+struct engine_ref {
+  node_snapshot* node = nullptr;
+  engine_snapshot* engine = nullptr;
+};
+engine_ref engine_at(const std::vector<node_snapshot*>& group, int index);
 
 // §7.4: the node with the shorter read_q (ties go to the PE node, whose path has fewer hops).
 read_path shorter_read_q(const node_snapshot& pe, const node_snapshot& de);
