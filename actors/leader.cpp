@@ -24,6 +24,9 @@ struct leader_state {
   bool fetching = false;
 
   bool prefill() const { return view->is_prefill_node(node); }
+  // A prefill group of several nodes fetches through its first node's leader only: one fetch considers every
+  // engine of the group (docs/design.md §7.2), and the other leaders only report.
+  bool fetches() const { return prefill() && node % view->config.pe_group_nodes == 0; }
 
   void on_engine(uint32_t engine, uint32_t seq, uint64_t tok, uint64_t free_hbm, std::vector<uint64_t> ids) {
     for (size_t i = 0; i < group.engines.size(); ++i) {
@@ -51,7 +54,7 @@ struct leader_state {
 
   void on_tick() {
     self->send(view->scheduler, atom::report_v, encode(make_report()));
-    if (prefill() && !fetching) {
+    if (fetches() && !fetching) {
       fetching = true;
       self->request(view->scheduler, std::chrono::seconds(10), atom::fetch_v, encode_fetch(node))
           .then(

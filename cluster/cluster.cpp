@@ -113,7 +113,10 @@ schedule::policy_params scheduler_params(const run_base& base, const cluster_con
   spdlog::info("scheduler: alpha {} tokens at {:.3g} GB/s, beta {} tokens (at a mean turn of {} cached + {} appended "
                "tokens)", cal.params.alpha_tokens, in.snic_bytes_per_s / 1e9, cal.params.beta_tokens, cal.cached,
                cal.append);
-  return cal.params;
+  auto params = cal.params;
+  // The groups of docs/design.md §7.2/§7.3: decode node ids start after the prefill nodes (§3).
+  params.groups = {c.pe_group_nodes, c.de_group_nodes, c.prefill_nodes};
+  return params;
 }
 
 // The embedded cluster's node data planes, connected to each other. They are built before the actor system
