@@ -154,6 +154,7 @@ class simulator {
   double snic_rate_ = 0, cnic_rate_ = 0;  // bytes/s; 0 = uncapped
   uint64_t hbm_bytes_ = 0;
   uint32_t first_de_ = 0;  // first decode engine id
+  bool lockstep_ = false;  // --ep-lockstep or the cluster file's ep_sync
 
   event_queue events_;
   double now_ = 0;

@@ -71,7 +71,7 @@ void simulator::load_done(uint32_t id) {
   const uint64_t cached = uint64_t(a.hit) * geo_.block_tokens;
   auto& pe = pes_[a.asg.pe];
   pe.ready.push_back({id, cached, a.prompt - cached});
-  if (o_.ep_lockstep) try_group(pe.node);
+  if (lockstep_) try_group(pe.node);
   else try_pass(a.asg.pe);
 }
 
@@ -209,7 +209,7 @@ void simulator::pass_done(uint32_t e) {
     handoff(uint32_t(b.request));
   }
   pe.batch.clear();
-  if (o_.ep_lockstep) try_group(pe.node);
+  if (lockstep_) try_group(pe.node);
   else try_pass(e);
   want_round();
 }

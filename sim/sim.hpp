@@ -37,7 +37,8 @@ struct sim_options {
   cluster_config config;
   std::string policy = "dualpath";  // a run policy name (core/modes.hpp)
   std::vector<sim_agent> agents;
-  bool ep_lockstep = false;         // the prefill engines of a node finish each pass together (EP all-to-all)
+  bool ep_lockstep = false;  // the prefill engines of a node finish each pass together (EP all-to-all); also
+                             // when the cluster file sets ep_sync
   write_back writes = write_back::snic;
   // The scheduler's view keeps each charge until the engine counts the request (schedule/fresh_view, as the
   // runtime's); false: every report replaces the charges (a decode engine is blind to requests until hand-off).

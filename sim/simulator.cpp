@@ -41,6 +41,7 @@ simulator::simulator(const sim_options& o) : o_(o), cfg_(o.config), mode_(run_mo
   snic_rate_ = cfg_.snic_gb_per_s * 1e9;
   cnic_rate_ = cfg_.cnic_gb_per_s * 1e9;
   hbm_bytes_ = uint64_t(cfg_.hbm_gb * 1e9);
+  lockstep_ = o.ep_lockstep || cfg_.ep_sync;
 
   schedule::calibration_input in;
   in.model = model_;
