@@ -57,10 +57,13 @@ void simulator::round() {
   uint64_t assigned = 0;
   for (uint32_t k = 0; k < p && !waiting_.empty(); ++k) {
     const uint32_t node = (round_start_ + k) % p;
-    // Every policy gives work only to prefill engines at or under β: a node with none cannot fetch.
-    const auto* sn = snap_.find(node);
+    // Only a group's first node fetches, for every engine of the group; and every policy gives work only to
+    // prefill engines at or under β: a group with none cannot take work.
+    const auto& groups = params_.groups;
+    if (!groups.fetches(node)) continue;
     bool open = false;
-    for (const auto& e : sn->engines) open = open || e.tok <= params_.beta_tokens;
+    for (uint32_t n = node; n < std::min(p, node + groups.pe_group_nodes) && !open; ++n)
+      for (const auto& e : snap_.find(n)->engines) open = open || e.tok <= params_.beta_tokens;
     if (!open) continue;
     for (const auto& a : policy_->assign(snap_, node, waiting_, params_)) {
       start(a);

@@ -57,6 +57,8 @@ simulator::simulator(const sim_options& o) : o_(o), cfg_(o.config), mode_(run_mo
   for (const auto& a : o.agents)
     for (const auto& t : a.turns) in.turn.add(t);
   params_ = schedule::calibrate(in).params;
+  // The groups of docs/design.md §7.2/§7.3, as the launcher gives them to the scheduler.
+  params_.groups = {cfg_.pe_group_nodes, cfg_.de_group_nodes, cfg_.prefill_nodes};
   policy_ = schedule::make_policy(mode_.scheduler_policy);
   for (const auto& s : cfg_.switches) run_mode_of(s.policy);  // every name checked before the run
 

@@ -207,6 +207,21 @@ TEST_CASE("EP lockstep: every pass of a group lasts as long as its slowest engin
   CHECK(lock.summary.jct_s >= free.summary.jct_s * 0.999);
 }
 
+TEST_CASE("groups spanning nodes: every turn is placed, and both nodes of a prefill group get work") {
+  cluster_config c = storage_bound();
+  c.prefill_nodes = 2;
+  c.decode_nodes = 4;
+  c.pe_group_nodes = 2;
+  c.de_group_nodes = 2;
+  const auto r = simulate(c, "dualpath", agents(24, 4));
+  CHECK(r.summary.turns == 96);
+  CHECK(r.summary.failed_turns == 0);
+  // Node 1's leader never fetches, yet its engine takes requests of the group (and reads their hits).
+  CHECK(r.summary.snic_bytes[0] > 0);
+  CHECK(r.summary.snic_bytes[1] > 0);
+  for (size_t n = 2; n < 6; ++n) CHECK(r.summary.snic_bytes[n] > 0);
+}
+
 TEST_CASE("a turn that no decode engine can hold fails with the reason; the agent goes on") {
   cluster_config c = storage_bound();
   c.hbm_gb = 0.02;
