@@ -8,31 +8,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "tests/common/scratch_dir.hpp"
+#include "tests/cluster/cli_run.hpp"
 
 namespace fs = std::filesystem;
 
-namespace {
-
-struct cli_result {
-  int rc = -1;
-  std::string err;
-};
-
-cli_result run_cli(const dualpath::test::scratch_dir& w, const std::string& args) {
-  const char* env = std::getenv("DUALPATH_BINARY");
-  const std::string bin = env && *env ? env : DUALPATH_BINARY_DEFAULT;
-  const std::string err = (w.path / "stderr.txt").string();
-  // The bound only guards against a hang: these runs take seconds, but a busy machine may stretch them many
-  // times over, and no assertion here is about speed.
-  const std::string cmd = "cd '" + w.path.string() + "' && timeout 240 '" + bin + "' " + args + " >/dev/null 2>'" + err + "'";
-  const int status = std::system(cmd.c_str());
-  std::stringstream ss;
-  ss << std::ifstream(err).rdbuf();
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
-}
-
-}  // namespace
+using dualpath::test::run_cli;
 
 TEST_CASE("run: a malformed trace line names file, line and field") {
   dualpath::test::scratch_dir w;

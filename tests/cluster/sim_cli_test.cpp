@@ -8,30 +8,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "tests/common/scratch_dir.hpp"
+#include "tests/cluster/cli_run.hpp"
+
+using dualpath::test::run_cli;
 
 namespace {
-
-struct cli_result {
-  int rc = -1;
-  std::string out, err;
-};
-
-cli_result run_cli(const dualpath::test::scratch_dir& w, const std::string& args) {
-  const char* env = std::getenv("DUALPATH_BINARY");
-  const std::string bin = env && *env ? env : DUALPATH_BINARY_DEFAULT;
-  const std::string out = (w.path / "stdout.txt").string(), err = (w.path / "stderr.txt").string();
-  // The bound only guards against a hang; no assertion here is about speed.
-  const std::string cmd =
-      "cd '" + w.path.string() + "' && timeout 240 '" + bin + "' " + args + " >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(cmd.c_str());
-  auto slurp = [](const std::string& p) {
-    std::stringstream ss;
-    ss << std::ifstream(p).rdbuf();
-    return ss.str();
-  };
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-}
 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);

@@ -9,27 +9,11 @@
 #include "core/trace.hpp"
 #include "sim/sim.hpp"
 #include "tests/common/scratch_dir.hpp"
+#include "tests/common/storage_bound_cluster.hpp"
 
 using namespace dualpath;
 
 namespace {
-
-cluster_config storage_bound(const std::string& store) {
-  cluster_config c;
-  c.model = "ds-27b";
-  c.backend = backend_kind::modeled;
-  c.gpu = "h800";
-  c.mfu = 0.013;
-  c.prefill_nodes = 1;
-  c.decode_nodes = 2;
-  c.block_tokens = 64;
-  c.snic_gb_per_s = 0.05;
-  c.dram_buffer_gb = 0.5;
-  c.hbm_gb = 0.5;
-  c.quota_scope = quota_scope_kind::forward;
-  c.store_dir = store;
-  return c;
-}
 
 // 24 agents of the storage-bound experiment's trace, 6 turns each.
 std::vector<std::vector<turn_shape>> workload() {
@@ -56,7 +40,7 @@ TEST_CASE("run and sim agree on JCT, TTFT p50 and the path split for basic, laye
   for (const std::string policy : {"basic", "layerwise", "dualpath"}) {
     CAPTURE(policy);
     actors::run_options ro;
-    ro.config = storage_bound((dir.path / policy).string());
+    ro.config = test::storage_bound_cluster((dir.path / policy).string());
     ro.policy = policy;
     sim::sim_options so;
     so.config = ro.config;

@@ -11,27 +11,13 @@
 #include "sim/sim.hpp"
 #include "sim/step_run.hpp"
 #include "storage/block_format.hpp"
+#include "tests/common/storage_bound_cluster.hpp"
 
 using namespace dualpath;
 
 namespace {
 
-// The storage-bound 1P2D cluster of bench/experiments, smaller.
-cluster_config storage_bound() {
-  cluster_config c;
-  c.model = "ds-27b";
-  c.backend = backend_kind::modeled;
-  c.gpu = "h800";
-  c.mfu = 0.013;
-  c.prefill_nodes = 1;
-  c.decode_nodes = 2;
-  c.block_tokens = 64;
-  c.snic_gb_per_s = 0.05;
-  c.dram_buffer_gb = 0.5;
-  c.hbm_gb = 0.5;
-  c.quota_scope = quota_scope_kind::forward;
-  return c;
-}
+cluster_config storage_bound() { return test::storage_bound_cluster(); }
 
 std::vector<sim::sim_agent> agents(uint32_t n, uint32_t turns, uint64_t seed = 3) {
   const trace_preset p{"t", 4096, double(turns), 120, 24, 0};

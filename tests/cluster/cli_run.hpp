@@ -1,0 +1,37 @@
+#pragma once
+// Runs the built `dualpath` (ctest's DUALPATH_BINARY wins when set) in a scratch directory and keeps its exit
+// code, stdout and stderr: what the CLI tests of every command check.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tests/common/scratch_dir.hpp"
+
+namespace dualpath::test {
+
+struct cli_result {
+  int rc = -1;
+  std::string out, err;
+};
+
+inline cli_result run_cli(const scratch_dir& w, const std::string& args) {
+  const char* env = std::getenv("DUALPATH_BINARY");
+  const std::string bin = env && *env ? env : DUALPATH_BINARY_DEFAULT;
+  const std::string out = (w.path / "stdout.txt").string(), err = (w.path / "stderr.txt").string();
+  // The bound only guards against a hang: these runs take seconds, but a busy machine may stretch them many
+  // times over, and no assertion here is about speed.
+  const std::string cmd =
+      "cd '" + w.path.string() + "' && timeout 240 '" + bin + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  auto slurp = [](const std::string& p) {
+    std::stringstream ss;
+    ss << std::ifstream(p).rdbuf();
+    return ss.str();
+  };
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+}  // namespace dualpath::test
