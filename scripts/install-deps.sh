@@ -9,6 +9,7 @@ packages=(
   liburing-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libxxhash-dev libopenblas-dev
   libboost-context-dev
   fio
+  python3-matplotlib
 )
 
 missing=()

@@ -70,6 +70,25 @@ TEST_CASE("plan: every split inside the bounds simulated, one recommended; bench
   CHECK(bj["peak_rss_gb"].get<double>() > 0);
 }
 
+TEST_CASE("plot: the pictures of a report are PNG files; a report that is not one exits 2") {
+  dualpath::test::scratch_dir w;
+  REQUIRE(run_cli(w, "sim --preset 64k --agents 16 --max-turns 10 --compare basic,dualpath --report r.json").rc == 0);
+  const auto r = run_cli(w, "plot r.json -o pics");
+  REQUIRE(r.rc == 0);
+  for (const char* name : {"jct.png", "ttft_breakdown.png", "snic_over_time.png", "latency.png"}) {
+    CAPTURE(name);
+    CHECK(r.out.find(name) != std::string::npos);
+    std::ifstream in(w.path / "pics" / name, std::ios::binary);
+    char magic[4] = {};
+    in.read(magic, 4);
+    CHECK(std::string(magic + 1, 3) == "PNG");
+  }
+  const auto bad = run_cli(w, "plot " + w.write("x.json", "{\"turns\": 3}") + " -o pics");
+  CHECK(bad.rc == 2);
+  CHECK(bad.err.find("neither a run, a sweep nor a validation report") != std::string::npos);
+  CHECK(run_cli(w, "plot missing.json").rc == 2);
+}
+
 TEST_CASE("sim, plan: bad input is one message and exit 2") {
   dualpath::test::scratch_dir w;
   const std::pair<std::string, std::string> cases[] = {
