@@ -11,10 +11,18 @@
 #include <string>
 
 #include "actors/scheduler.hpp"
+#include "core/secret.hpp"
 
 namespace dualpath::actors {
 
+// Who may command the port (docs/design.md §13): the expected proof of the cluster's secret, and where a
+// refused command is counted (shared with the run's report).
+struct control_gate {
+  std::string proof;  // secret_proof(secret, secret_purpose::control)
+  std::shared_ptr<refused_peers> refused = std::make_shared<refused_peers>();
+};
+
 // Spawns the control actor for `scheduler`; it exits together with the scheduler.
-control_actor spawn_control(caf::actor_system& sys, const scheduler_actor& scheduler);
+control_actor spawn_control(caf::actor_system& sys, const scheduler_actor& scheduler, control_gate gate);
 
 }  // namespace dualpath::actors

@@ -11,6 +11,7 @@
 #include "actors/scheduler.hpp"
 #include "cluster/control_client.hpp"
 #include "apps/command_registry.hpp"
+#include "core/secret.hpp"
 #include "core/status.hpp"
 #include "schedule/policy.hpp"
 
@@ -21,6 +22,7 @@ using namespace dualpath;
 struct ctl_options {
   std::string connect;
   int timeout_ms = 3000;
+  std::string secret;  // --secret; else DUALPATH_SECRET
   std::string policy_name;
   // serve
   std::string listen = "127.0.0.1:0";
@@ -35,6 +37,14 @@ std::string join(const std::vector<std::string>& xs) {
   return out;
 }
 
+// The cluster's secret (docs/design.md §13): both sides of the control port need it.
+std::string needed_secret(const ctl_options& o, const char* what) {
+  const std::string secret = given_secret(o.secret);
+  if (secret.empty())
+    throw user_error(std::string(what) + ": the cluster's secret is needed: --secret or " + secret_env);
+  return secret;
+}
+
 template <class F>
 void with_client(const ctl_options& o, F f) {
   if (o.connect.empty()) throw user_error("ctl: --connect HOST:PORT is required (the scheduler's control port)");
@@ -42,7 +52,7 @@ void with_client(const ctl_options& o, F f) {
   const auto [host, port] = actors::parse_host_port(o.connect, "ctl --connect");
   actors::system_config cfg;
   caf::actor_system sys{cfg};
-  actors::control_client client(sys, host, port, std::chrono::milliseconds(o.timeout_ms));
+  actors::control_client client(sys, host, port, needed_secret(o, "ctl"), std::chrono::milliseconds(o.timeout_ms));
   f(client);
 }
 
@@ -67,9 +77,9 @@ void stats(const ctl_options& o) {
     const auto s = c.stats();
     cli::print(fmt::format(
         "policy: {}\nwaiting: {}\nsubmitted: {}\nassigned: {}\nfetches: {}\nswitches: {}\n"
-        "prefill engines: {}\ndecode engines: {}\nread paths: pe {}, de {}, split {}\n",
+        "prefill engines: {}\ndecode engines: {}\nread paths: pe {}, de {}, split {}\nrefused commands: {}\n",
         s.policy, s.waiting, s.submitted, s.assigned, s.fetches, s.switches, s.prefill_engines, s.decode_engines,
-        s.assigned_pe, s.assigned_de, s.assigned_split));
+        s.assigned_pe, s.assigned_de, s.assigned_split, s.refused_commands));
   });
 }
 
@@ -91,6 +101,7 @@ actors::policy_switch parse_switch(const std::string& text) {
 void serve(const ctl_options& o) {
   const auto [host, port] = actors::parse_host_port(o.listen, "ctl serve --listen", true);
   if (!(o.seconds > 0)) throw user_error("ctl serve --seconds must be positive");
+  actors::control_gate gate{secret_proof(needed_secret(o, "ctl serve"), secret_purpose::control)};
   actors::scheduler_options so;
   so.policy = o.policy;
   for (const auto& s : o.switches) so.switches.push_back(parse_switch(s));
@@ -99,7 +110,7 @@ void serve(const ctl_options& o) {
   auto sched = actors::spawn_scheduler(sys, so);
   uint16_t bound = 0;
   try {
-    bound = actors::publish_control(sys, sched, port, host);
+    bound = actors::publish_control(sys, sched, port, host, gate);
   } catch (...) {
     caf::anon_send_exit(sched, caf::exit_reason::user_shutdown);
     throw;
@@ -115,6 +126,7 @@ void setup(CLI::App& root) {
   auto o = std::make_shared<ctl_options>();
   ctl->add_option("--connect", o->connect, "The scheduler's control port, HOST:PORT");
   ctl->add_option("--timeout-ms", o->timeout_ms, "Deadline for connecting and for each answer")->capture_default_str();
+  ctl->add_option("--secret", o->secret, "The cluster's secret (default: $DUALPATH_SECRET, which keeps it out of `ps`)");
 
   auto* policy = ctl->add_subcommand("policy", "Read or switch the active scheduling policy");
   policy->require_subcommand(1);

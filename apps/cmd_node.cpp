@@ -4,6 +4,7 @@
 #include "cluster/control_client.hpp"
 #include "cluster/node_processes.hpp"
 #include "apps/command_registry.hpp"
+#include "core/secret.hpp"
 #include "core/status.hpp"
 
 namespace {
@@ -12,6 +13,7 @@ struct node_args {
   std::string registry;
   uint32_t node = 0;
   int timeout_ms = 60000;
+  std::string secret;
 };
 
 void setup(CLI::App& root) {
@@ -20,10 +22,16 @@ void setup(CLI::App& root) {
   cmd->add_option("--registry", a->registry, "The launcher's registry, HOST:PORT")->required();
   cmd->add_option("--node", a->node, "This node's index in the cluster")->required();
   cmd->add_option("--timeout-ms", a->timeout_ms, "Longest wait for the registry")->capture_default_str();
+  cmd->add_option("--secret", a->secret,
+                  "The cluster's secret (default: $DUALPATH_SECRET, which keeps it out of `ps`)");
   cmd->callback([a] {
     if (a->timeout_ms <= 0) throw dualpath::user_error("node: --timeout-ms must be positive");
     const auto [host, port] = dualpath::actors::parse_host_port(a->registry, "node --registry");
-    dualpath::actors::run_node_process(host, port, a->node, std::chrono::milliseconds(a->timeout_ms));
+    // docs/design.md §13: the registry admits only nodes that prove the cluster's secret.
+    const std::string secret = dualpath::given_secret(a->secret);
+    if (secret.empty())
+      throw dualpath::user_error(std::string("node: the cluster's secret is needed: --secret or ") + dualpath::secret_env);
+    dualpath::actors::run_node_process(host, port, a->node, std::chrono::milliseconds(a->timeout_ms), secret);
   });
 }
 

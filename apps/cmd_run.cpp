@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cluster/cluster.hpp"
+#include "cluster/control_client.hpp"
 #include "apps/command_registry.hpp"
 #include "apps/workload.hpp"
 #include "core/status.hpp"
@@ -58,6 +59,7 @@ struct run_args {
   uint32_t verify_every = 0;
   bool keep_store = false, verify_every_set = false, processes = false;
   std::optional<uint16_t> control_port;
+  std::string control_host = "127.0.0.1";  // docs/design.md §13: loopback unless told otherwise
   std::string node_registry;
 };
 
@@ -98,16 +100,19 @@ actors::run_summary run_policy(const run_args& a, const cluster_config& config, 
   o.verify_every = verify_every;
   for (auto& s : o.scripts) s.verify_every = verify_every;
   o.control_port = a.control_port;
+  o.control_host = a.control_host;
   o.processes = a.processes || !a.node_registry.empty();
   if (a.node_registry.empty() && a.processes) o.node_program = fs::read_symlink("/proc/self/exe").string();
   o.node_registry = a.node_registry;
   const uint32_t node_count = config.total_nodes();
   o.on_registry = [label, node_count](const std::string& at) {
-    fmt::print(stderr, "{}: node registry at {}: start `dualpath node --registry {} --node N` for N = 0..{}\n", label,
+    fmt::print(stderr, "{}: node registry at {}: start `dualpath node --registry {} --node N` for N = 0..{} (with the cluster secret in DUALPATH_SECRET)\n", label,
                at, at, node_count - 1);
   };
   if (o.control_port)
-    o.on_control_port = [](uint16_t port) { fmt::print(stderr, "scheduler control port: 127.0.0.1:{}\n", port); };
+    o.on_control_port = [host = a.control_host](uint16_t port) {
+      fmt::print(stderr, "scheduler control port: {}:{}\n", host, port);
+    };
   if (!a.serving.quiet) {
     o.on_progress = [label, tty](const actors::run_progress& p) {
       const double frac = p.turns_total ? double(p.turns_done) / double(p.turns_total) : 0;
@@ -155,9 +160,15 @@ void setup(CLI::App& root) {
       "--verify-every", [a](uint32_t n) { a->verify_every = n, a->verify_every_set = true; },
       "Recompute every Nth turn from scratch on the cpu backend and compare tokens (default: 1 for the embedded "
       "default, else 0 = off)");
-  cmd->add_option_function<uint16_t>(
-      "--control-port", [a](uint16_t port) { a->control_port = port; },
-      "Publish the scheduler's control port for `dualpath ctl` on 127.0.0.1:PORT (0: any free port, printed)");
+  cmd->add_option_function<std::string>(
+      "--control-port",
+      [a](const std::string& text) {
+        // PORT (on 127.0.0.1) or HOST:PORT to listen elsewhere.
+        const std::string at = text.find(':') == std::string::npos ? "127.0.0.1:" + text : text;
+        std::tie(a->control_host, a->control_port) = actors::parse_host_port(at, "--control-port", true);
+      },
+      "Publish the scheduler's control port for `dualpath ctl` on [HOST:]PORT (HOST default 127.0.0.1; port 0: any "
+      "free port, printed); needs the cluster's secret ([runtime] secret or $DUALPATH_SECRET)");
   cmd->add_flag("--processes", a->processes,
                 "One process per node (`dualpath node`), started and wired by this launcher; not for oracle");
   cmd->add_option("--node-registry", a->node_registry,

@@ -17,6 +17,7 @@
 #include "protocol/runtime_codec.hpp"
 #include "protocol/system_config.hpp"
 #include "core/cost_model.hpp"
+#include "core/secret.hpp"
 #include "core/status.hpp"
 #include "report/working_set.hpp"
 #include "schedule/calibration.hpp"
@@ -228,6 +229,21 @@ struct turn_collector {
   }
 };
 
+// The cluster's secret for the registry and the control port (docs/design.md §13): the cluster file's, else
+// DUALPATH_SECRET, else one generated for this run, which only the node processes this launcher starts can
+// know; nodes started by hand and `dualpath ctl` need a given one.
+std::string run_secret(const run_options& o) {
+  if (!o.processes && !o.control_port) return "";
+  std::string secret = given_secret(o.config.secret);
+  if (!secret.empty()) return secret;
+  if (!o.node_registry.empty() || o.control_port)
+    throw user_error(fmt::format("{} needs the cluster's secret, to give to the {} too: set [runtime] secret in the "
+                                 "cluster file or {}", o.node_registry.empty() ? "--control-port" : "--node-registry",
+                                 o.node_registry.empty() ? "`dualpath ctl` commands" : "nodes you start",
+                                 secret_env));
+  return generate_secret();
+}
+
 }  // namespace
 
 run_summary run_cluster(const run_options& o) {
@@ -241,6 +257,8 @@ run_summary run_cluster(const run_options& o) {
                      "--processes");
   if (o.processes && o.node_program.empty() && o.node_registry.empty())
     throw user_error("a multi-process run needs the dualpath executable or a node registry address");
+  const std::string secret = run_secret(o);
+  auto refused = std::make_shared<refused_peers>();
   const run_base base = prepare_run(c, "cluster configuration");
   std::vector<std::unique_ptr<runtime::node_io>> ios;  // node processes build their own
   if (!o.processes) ios = embedded_data_planes(base, c, mode);
@@ -273,7 +291,8 @@ run_summary run_cluster(const run_options& o) {
     sched.charge_expiry_s = 4 * c.timeout_s;  // a request unanswered by then has failed (docs/design.md §7.1)
     view->scheduler = spawn_scheduler(sys, sched);
     if (o.control_port) {
-      const uint16_t port = publish_control(sys, view->scheduler, *o.control_port);
+      const uint16_t port = publish_control(sys, view->scheduler, *o.control_port, o.control_host,
+                                            {secret_proof(secret, secret_purpose::control), refused});
       if (o.on_control_port) o.on_control_port(port);
     }
 
@@ -289,7 +308,8 @@ run_summary run_cluster(const run_options& o) {
     std::unique_ptr<node_processes> nodes;
     if (o.processes) {
       try {
-        nodes = std::make_unique<node_processes>(sys, *view, node_launch{o.node_program, o.node_registry, o.on_registry});
+        nodes = std::make_unique<node_processes>(
+            sys, *view, node_launch{o.node_program, o.node_registry, o.on_registry, secret, refused});
       } catch (...) {
         stop_all();
         throw;
@@ -322,6 +342,8 @@ run_summary run_cluster(const run_options& o) {
     stop_all();
   }  // the actor system waits here for every actor to stop
   if (!stall.empty()) throw user_error((o.processes ? "run failed: " : "run stalled: ") + stall);
+  summary.refused_joins = refused->joins.load();
+  summary.refused_commands = refused->commands.load();
 
   for (auto& io : ios) {
     const auto s = io->stats();

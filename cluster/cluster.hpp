@@ -25,6 +25,7 @@ struct run_options {
   std::vector<agent_script> scripts;
   uint32_t verify_every = 0;  // recompute every Nth turn of each agent from scratch on the cpu backend
   std::optional<uint16_t> control_port;  // publish the scheduler's control port here (0: any free port)
+  std::string control_host = "127.0.0.1";  // ... on this address (docs/design.md §13: loopback unless told)
   std::function<void(const run_progress&)> on_progress;  // called about once per second
   std::function<void(uint16_t)> on_control_port;         // the bound control port, once published
   // One process per node (docs/design.md §13): the launcher keeps the scheduler and the clients and starts

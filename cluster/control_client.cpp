@@ -67,8 +67,8 @@ void probe(const std::string& host, uint16_t port, std::chrono::milliseconds tim
 }  // namespace
 
 uint16_t publish_control(caf::actor_system& sys, const scheduler_actor& scheduler, uint16_t port,
-                         const std::string& host) {
-  auto ctl = spawn_control(sys, scheduler);
+                         const std::string& host, control_gate gate) {
+  auto ctl = spawn_control(sys, scheduler, std::move(gate));
   auto bound = sys.middleman().publish(ctl, port, host.c_str(), true);
   if (!bound) {
     caf::anon_send_exit(ctl, caf::exit_reason::user_shutdown);
@@ -82,6 +82,7 @@ struct control_client::impl {
   std::string host;
   uint16_t port;
   std::chrono::milliseconds timeout;
+  std::string proof;
   control_actor handle;
 
   template <class Reply, class... Ts>
@@ -92,14 +93,17 @@ struct control_client::impl {
     self->request(handle, timeout, xs...)
         .receive([&](const Reply& r) { out = r; },
                  [&](const caf::error& e) { failure = sys.render(e); });
+    if (failure.find("wrong cluster secret") != std::string::npos)
+      throw user_error("ctl: " + where(host, port) + " refused the command: wrong cluster secret (give the cluster's "
+                       "secret with --secret or " + secret_env + ")");
     if (!failure.empty()) throw user_error("ctl: request to " + where(host, port) + " failed: " + failure);
     return out;
   }
 };
 
 control_client::control_client(caf::actor_system& sys, const std::string& host, uint16_t port,
-                               std::chrono::milliseconds timeout)
-    : impl_(new impl{sys, host, port, timeout, {}}) {
+                               const std::string& secret, std::chrono::milliseconds timeout)
+    : impl_(new impl{sys, host, port, timeout, secret_proof(secret, secret_purpose::control), {}}) {
   probe(host, port, timeout);
   auto h = sys.middleman().remote_actor<control_actor>(host, port);
   if (!h)
@@ -110,15 +114,15 @@ control_client::control_client(caf::actor_system& sys, const std::string& host, 
 control_client::~control_client() = default;
 
 policy_status control_client::set_policy(const std::string& name) {
-  return decode(impl_->ask<envelope<schema::PolicyStatus>>(atom::policy_v, atom::set_v, name));
+  return decode(impl_->ask<envelope<schema::PolicyStatus>>(atom::policy_v, atom::set_v, impl_->proof, name));
 }
 
 policy_status control_client::get_policy() {
-  return decode(impl_->ask<envelope<schema::PolicyStatus>>(atom::policy_v, atom::get_v));
+  return decode(impl_->ask<envelope<schema::PolicyStatus>>(atom::policy_v, atom::get_v, impl_->proof));
 }
 
 scheduler_counters control_client::stats() {
-  return decode(impl_->ask<envelope<schema::SchedulerStats>>(atom::stats_v));
+  return decode(impl_->ask<envelope<schema::SchedulerStats>>(atom::stats_v, impl_->proof));
 }
 
 std::pair<std::string, uint16_t> parse_host_port(const std::string& text, const std::string& what, bool allow_any) {

@@ -9,21 +9,24 @@
 #include <string>
 #include <utility>
 
+#include "actors/control.hpp"
 #include "protocol/interfaces.hpp"
 #include "protocol/scheduler_codec.hpp"
 
 namespace dualpath::actors {
 
-// Spawns the control actor and publishes it on host:port (port 0: any free port). Returns the bound
-// port. The system must have loaded caf::io::middleman. Throws user_error when the port cannot be bound.
+// Spawns the control actor and publishes it on host:port (port 0: any free port; 127.0.0.1 unless told
+// otherwise, docs/design.md §13). Only commands with `gate`'s proof are obeyed. Returns the bound port.
+// The system must have loaded caf::io::middleman. Throws user_error when the port cannot be bound.
 uint16_t publish_control(caf::actor_system& sys, const scheduler_actor& scheduler, uint16_t port,
-                         const std::string& host = "127.0.0.1");
+                         const std::string& host, control_gate gate);
 
-// The client side used by `dualpath ctl`. Every step has a deadline: nothing listening, a peer that
-// is not a scheduler control port, or no answer in time all end in user_error naming host:port.
+// The client side used by `dualpath ctl`, proving `secret` with every command. Every step has a deadline:
+// nothing listening, a peer that is not a scheduler control port, or no answer in time all end in
+// user_error naming host:port; so does a wrong secret.
 class control_client {
  public:
-  control_client(caf::actor_system& sys, const std::string& host, uint16_t port,
+  control_client(caf::actor_system& sys, const std::string& host, uint16_t port, const std::string& secret,
                  std::chrono::milliseconds timeout = std::chrono::seconds(3));
   ~control_client();
   control_client(const control_client&) = delete;

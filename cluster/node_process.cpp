@@ -50,8 +50,10 @@ void fill(std::vector<Handle>& out, const std::vector<caf::actor>& in) {
 
 }  // namespace
 
-void run_node_process(const std::string& host, uint16_t port, uint32_t node, std::chrono::milliseconds timeout) {
+void run_node_process(const std::string& host, uint16_t port, uint32_t node, std::chrono::milliseconds timeout,
+                      const std::string& secret) {
   const std::string where = fmt::format("{}:{}", host, port);
+  const std::string proof = secret_proof(secret, secret_purpose::registry);  // docs/design.md §13
   // Declared before the actor system: its actors point at them until it has joined them all.
   run_base base;
   std::unique_ptr<runtime::node_io> io;
@@ -61,9 +63,12 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   auto registry = connect_registry(sys, host, port, timeout);
 
   std::string failure, cluster_file, policy;
-  self->request(registry, timeout, atom::join_v, node)
+  self->request(registry, timeout, atom::join_v, node, proof)
       .receive([&](const envelope<schema::NodeSetup>& e) { std::tie(cluster_file, policy) = decode(e); },
                [&](const caf::error& e) { failure = sys.render(e); });
+  if (failure.find("wrong cluster secret") != std::string::npos)
+    throw user_error(fmt::format("node {}: the registry at {} refused it: wrong cluster secret (give the cluster's "
+                                 "secret with --secret or {})", node, where, secret_env));
   if (!failure.empty()) throw user_error(fmt::format("node {}: the registry at {} refused it: {}", node, where, failure));
 
   const std::string origin = "cluster file from the launcher at " + where;
@@ -87,7 +92,7 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   };
   cluster_handles cluster;
   std::vector<runtime::endpoint_entry> entries;
-  self->request(registry, timeout, atom::wire_v, own, encode(io->entries()))
+  self->request(registry, timeout, atom::wire_v, own, encode(io->entries()), proof)
       .receive(
           [&](const cluster_handles& h, const envelope<schema::FabricDirectory>& d) {
             cluster = h;
@@ -111,7 +116,7 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   for (auto& e : entries) directory.at(e.engine) = std::move(e);
   io->connect(directory);
   caf::anon_send(mine.leader, atom::tick_v);
-  self->send(registry, atom::ready_v, node);
+  self->send(registry, atom::ready_v, node, proof);
   // The node_stop seam: this node process dies at once, the way a crashed server does (no goodbye).
   if (faults::fire(faults::point::node_stop)) std::_Exit(3);
   spdlog::debug("node {}: wired to {} nodes through {}", node, cluster.nodes.size(), where);

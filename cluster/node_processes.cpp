@@ -3,6 +3,7 @@
 #include <caf/io/all.hpp>
 #include <fmt/format.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -26,6 +27,8 @@ using wiring_promise = caf::typed_response_promise<cluster_handles, envelope<sch
 struct registry_state {
   static inline const char* name = "registry";
   std::string cluster_file, policy;
+  std::string proof;                       // secret_proof(secret, registry): what every message must carry
+  std::shared_ptr<refused_peers> refused;  // messages without it (docs/design.md §13)
   caf::actor launcher;  // gets (ready, cluster_handles) once every node is connected
   cluster_handles handles;
   std::vector<bool> registered;
@@ -53,10 +56,23 @@ struct registry_state {
   }
 };
 
+// Ok, or the error a message without the cluster's secret gets; logged (never the proof) and counted.
+caf::error admit(registry_actor::stateful_pointer<registry_state> self, const std::string& proof, const char* what,
+                 uint32_t node) {
+  if (proof_matches(self->state.proof, proof)) return {};
+  const auto n = ++self->state.refused->joins;
+  const auto sender = self->current_sender();
+  spdlog::warn("node registry: refused '{}' for node {} from {}: wrong cluster secret ({} refused so far)", what, node,
+               sender ? caf::to_string(sender->node()) : std::string("an anonymous peer"), n);
+  return caf::make_error(caf::sec::invalid_argument, "wrong cluster secret");
+}
+
 registry_actor::behavior_type registry(registry_actor::stateful_pointer<registry_state> self, uint32_t nodes,
                                        std::string cluster_file, std::string policy, cluster_handles handles,
-                                       caf::actor launcher) {
+                                       caf::actor launcher, std::string proof, std::shared_ptr<refused_peers> refused) {
   auto& st = self->state;
+  st.proof = std::move(proof);
+  st.refused = std::move(refused);
   st.cluster_file = std::move(cluster_file);
   st.policy = std::move(policy);
   st.launcher = std::move(launcher);
@@ -64,20 +80,27 @@ registry_actor::behavior_type registry(registry_actor::stateful_pointer<registry
   st.handles.nodes.resize(nodes);
   st.registered.assign(nodes, false);
   return {
-      [self](atom::join, uint32_t node) -> caf::result<envelope<schema::NodeSetup>> {
+      [self](atom::join, uint32_t node, const std::string& proof) -> caf::result<envelope<schema::NodeSetup>> {
+        if (auto e = admit(self, proof, "join", node)) return e;
         if (auto why = self->state.refuse(node); !why.empty()) return caf::make_error(caf::sec::invalid_argument, why);
         caf::anon_send(self->state.launcher, atom::join_v, node);
         return encode_setup(self->state.cluster_file, self->state.policy);
       },
-      [self](atom::wire, const node_handles& h, const envelope<schema::FabricDirectory>& e) -> wiring_promise {
+      [self](atom::wire, const node_handles& h, const envelope<schema::FabricDirectory>& e,
+             const std::string& proof) -> wiring_promise {
         auto promise = self->make_response_promise<cluster_handles, envelope<schema::FabricDirectory>>();
+        if (auto err = admit(self, proof, "wire", h.node)) {
+          promise.deliver(std::move(err));
+          return promise;
+        }
         std::string why = self->state.refuse(h.node);
         if (why.empty() && self->state.registered[h.node]) why = fmt::format("node {} registered twice", h.node);
         if (!why.empty()) promise.deliver(caf::make_error(caf::sec::invalid_argument, why));
         else self->state.add(h, decode(e), promise);
         return promise;
       },
-      [self](atom::ready, uint32_t) {
+      [self](atom::ready, uint32_t node, const std::string& proof) {
+        if (admit(self, proof, "ready", node)) return;
         if (++self->state.ready == self->state.nodes())
           caf::anon_send(self->state.launcher, atom::ready_v, self->state.handles);
       },
@@ -99,8 +122,10 @@ node_processes::node_processes(caf::actor_system& sys, const cluster_view& view,
   for (const auto& c : view.clients) handles.clients.push_back(caf::actor_cast<caf::actor>(c));
   watcher_ = std::make_unique<caf::scoped_actor>(sys);
   caf::scoped_actor self{sys};
+  // format_cluster_config leaves the secret out: the cluster file travels, the secret does not.
   auto reg = sys.spawn(registry, nodes, format_cluster_config(view.config), view.mode.name(), handles,
-                       caf::actor_cast<caf::actor>(self));
+                       caf::actor_cast<caf::actor>(self), secret_proof(launch.secret, secret_purpose::registry),
+                       launch.refused);
   registry_ = caf::actor_cast<caf::actor>(reg);
 
   std::string host = "127.0.0.1";
@@ -114,7 +139,7 @@ node_processes::node_processes(caf::actor_system& sys, const cluster_view& view,
   port_ = *port;
   const std::string registry_at = fmt::format("{}:{}", host, port_);
   try {
-    if (launch.listen.empty()) spawn_nodes(launch.program, registry_at, nodes);
+    if (launch.listen.empty()) spawn_nodes(launch.program, registry_at, nodes, launch.secret);
     else if (launch.on_registry) launch.on_registry(registry_at);
 
     // Wait until every node is wired and connected, watching the processes meanwhile.
@@ -149,7 +174,16 @@ node_processes::node_processes(caf::actor_system& sys, const cluster_view& view,
   }
 }
 
-void node_processes::spawn_nodes(const std::string& program, const std::string& registry_at, uint32_t nodes) {
+void node_processes::spawn_nodes(const std::string& program, const std::string& registry_at, uint32_t nodes,
+                                 const std::string& secret) {
+  // The children's environment: ours, with DUALPATH_SECRET set to the cluster's (not visible in `ps`).
+  const std::string prefix = std::string(secret_env) + "=";
+  std::vector<std::string> env_text{prefix + secret};
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, prefix.c_str(), prefix.size()) != 0) env_text.emplace_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
   for (uint32_t n = 0; n < nodes; ++n) {
     const std::string node = std::to_string(n), timeout_ms = std::to_string(timeout_.count());
     std::vector<std::string> args{program, "node", "--registry", registry_at, "--node", node, "--timeout-ms", timeout_ms};
@@ -157,7 +191,7 @@ void node_processes::spawn_nodes(const std::string& program, const std::string& 
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     pid_t pid = 0;
-    if (const int err = posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv.data(), environ); err != 0)
+    if (const int err = posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv.data(), envp.data()); err != 0)
       throw user_error(fmt::format("cannot start node {} as '{}': {}", n, program, std::strerror(err)));
     pids_.push_back(pid);
     reaped_.push_back(false);

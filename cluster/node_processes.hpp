@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "actors/cluster_view.hpp"
+#include "core/secret.hpp"
 #include "runtime/node_io.hpp"
 #include "protocol/deployment_codec.hpp"
 #include "protocol/interfaces.hpp"
@@ -29,6 +30,10 @@ struct node_launch {
   std::string program;  // spawn: the dualpath executable, started as `program node ...` once per node
   std::string listen;   // join: HOST:PORT to publish the registry on (port 0: any free port)
   std::function<void(const std::string& registry)> on_registry;  // join: where nodes must connect
+  // The cluster's secret (docs/design.md §13): nodes prove it in every registry message; spawned nodes get it
+  // as DUALPATH_SECRET in their environment, never on their command line. Refused messages are counted here.
+  std::string secret;
+  std::shared_ptr<refused_peers> refused = std::make_shared<refused_peers>();
 };
 
 // The launcher's side: starts (or waits for) and watches the node processes of one run.
@@ -51,7 +56,8 @@ class node_processes {
   const std::vector<int>& pids() const { return pids_; }  // spawned node processes, by node
 
  private:
-  void spawn_nodes(const std::string& program, const std::string& registry_at, uint32_t nodes);
+  void spawn_nodes(const std::string& program, const std::string& registry_at, uint32_t nodes,
+                   const std::string& secret);
   void shutdown();
   // Reaps spawned node processes that ended, polling until all have or `deadline`: (node, wait status).
   std::vector<std::pair<size_t, int>> reap_until(std::chrono::steady_clock::time_point deadline);
@@ -72,6 +78,8 @@ class node_processes {
 // The node process's side (`dualpath node`): joins the registry at host:port as node `node`, hosts that
 // node until the launcher says stop, then returns. user_error when the registry cannot be reached or
 // stops answering (every wait is bounded by `timeout`).
-void run_node_process(const std::string& host, uint16_t port, uint32_t node, std::chrono::milliseconds timeout);
+// `secret` is the cluster's (core/secret.hpp); a registry that refuses it ends the process with user_error.
+void run_node_process(const std::string& host, uint16_t port, uint32_t node, std::chrono::milliseconds timeout,
+                      const std::string& secret);
 
 }  // namespace dualpath::actors

@@ -10,6 +10,7 @@ pkg_check_modules(FABRIC REQUIRED IMPORTED_TARGET libfabric)
 pkg_check_modules(URING REQUIRED IMPORTED_TARGET liburing)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)  # HMAC-SHA256 of the cluster secret (docs/design.md §13)
 
 find_path(DOCTEST_INCLUDE_DIR doctest/doctest.h REQUIRED)
 find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)

@@ -167,11 +167,12 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
       }
     }
   }
-  const auto* rt = r.section("runtime", {"prefetch_layers", "max_decode_batch", "timeout_s", "model_traffic_kb"});
+  const auto* rt = r.section("runtime", {"prefetch_layers", "max_decode_batch", "timeout_s", "model_traffic_kb", "secret"});
   r.get(rt, "runtime", "prefetch_layers", c.prefetch_layers);
   r.get(rt, "runtime", "max_decode_batch", c.max_decode_batch);
   r.get(rt, "runtime", "timeout_s", c.timeout_s);
   r.get(rt, "runtime", "model_traffic_kb", c.model_traffic_kb);
+  r.get(rt, "runtime", "secret", c.secret);
   validate_cluster_config(c, origin);
   return c;
 }
@@ -209,6 +210,8 @@ void validate_cluster_config(const cluster_config& c, const std::string& origin)
   if (c.prefetch_layers < 1) fail("runtime.prefetch_layers", "must be at least 1");
   if (c.max_decode_batch < 1) fail("runtime.max_decode_batch", "must be at least 1");
   if (c.timeout_s <= 0) fail("runtime.timeout_s", "must be positive");
+  // A short secret is one a stranger can guess; the generated ones are 64 hex digits.
+  if (!c.secret.empty() && c.secret.size() < 16) fail("runtime.secret", "must be at least 16 characters");
   for (const auto& s : c.switches)
     if (s.at_s < 0) fail("schedule.switch.at_s", "must not be negative");
 }

@@ -70,6 +70,9 @@ struct cluster_config {
   uint32_t model_traffic_kb = 0;   // per decode step, model-class bytes sent to the next decode engine
                                    // (emulates the expert-parallel all-to-all; 0 = off)
   double timeout_s = 60.0;         // any single wait (transfer, read, reply) longer than this fails the run
+  // The cluster's secret for the registry and the control port (docs/design.md §13); "" = DUALPATH_SECRET or
+  // generated. Never written back by format_cluster_config: node processes get it in their environment.
+  std::string secret;
 
   uint32_t total_nodes() const { return prefill_nodes + decode_nodes; }
 };

@@ -46,13 +46,15 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<atom::scripted, uint32_t>>;
 
 // ---- control port (published for `dualpath ctl`; only this narrow interface is reachable) ----
+// Every command starts with the proof of the cluster's secret (core/secret.hpp, docs/design.md §13); a
+// wrong one is answered with an error, logged and counted, and never reaches the scheduler.
 using control_actor = caf::typed_actor<
     // Forwarded to the scheduler: switch its policy (see scheduler_actor).
-    caf::replies_to<atom::policy, atom::set, std::string>::with<envelope<schema::PolicyStatus>>,
+    caf::replies_to<atom::policy, atom::set, std::string, std::string>::with<envelope<schema::PolicyStatus>>,
     // Forwarded: the active policy and the known names.
-    caf::replies_to<atom::policy, atom::get>::with<envelope<schema::PolicyStatus>>,
-    // Forwarded: queue length and counters.
-    caf::replies_to<atom::stats>::with<envelope<schema::SchedulerStats>>>;
+    caf::replies_to<atom::policy, atom::get, std::string>::with<envelope<schema::PolicyStatus>>,
+    // Forwarded: queue length and counters, plus the commands this port refused.
+    caf::replies_to<atom::stats, std::string>::with<envelope<schema::SchedulerStats>>>;
 
 // ---- traffic queue (one per node): its data plane, runtime::node_io ----
 // A job the data plane finished, handed back to run on the traffic queue's own thread (it delivers the
@@ -165,17 +167,18 @@ using client_actor = caf::typed_actor<
     caf::reacts_to<atom::start>>;
 
 // ---- multi-process runs (docs/design.md §13) ----
-// The launcher's registry.
+// The launcher's registry. Every message carries the proof of the cluster's secret (core/secret.hpp); one
+// without the right proof is refused, logged and counted (docs/design.md §13).
 using registry_actor = caf::typed_actor<
     // Node -> registry: node N joins; answers its run (cluster file text and policy). Nodes wait their
     // start-up timeout.
-    caf::replies_to<atom::join, uint32_t>::with<envelope<schema::NodeSetup>>,
+    caf::replies_to<atom::join, uint32_t, std::string>::with<envelope<schema::NodeSetup>>,
     // Node -> registry: its actors and endpoints are up. Answered once every node has registered, with
     // every handle of the cluster and every endpoint.
-    caf::replies_to<atom::wire, node_handles, envelope<schema::FabricDirectory>>::with<
+    caf::replies_to<atom::wire, node_handles, envelope<schema::FabricDirectory>, std::string>::with<
         cluster_handles, envelope<schema::FabricDirectory>>,
     // Node -> registry: node N connected its endpoints to every peer. No answer.
-    caf::reacts_to<atom::ready, uint32_t>>;
+    caf::reacts_to<atom::ready, uint32_t, std::string>>;
 
 // A node process's own small control actor, reached by the launcher.
 using node_control_actor = caf::typed_actor<

@@ -35,7 +35,8 @@ struct counter_fields {
       DP_FIELD(assigned, Assigned), DP_FIELD(fetches, Fetches), DP_FIELD(switches, Switches),
       DP_FIELD(prefill_engines, PrefillEngines), DP_FIELD(decode_engines, DecodeEngines),
       DP_FIELD(assigned_pe, AssignedPe), DP_FIELD(assigned_de, AssignedDe), DP_FIELD(assigned_split, AssignedSplit),
-      DP_FIELD(pending_charges, PendingCharges), DP_FIELD(expired_charges, ExpiredCharges));
+      DP_FIELD(pending_charges, PendingCharges), DP_FIELD(expired_charges, ExpiredCharges),
+      DP_FIELD(refused_commands, RefusedCommands));
 };
 
 // The list of known policy names is not a mapped field.

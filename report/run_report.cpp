@@ -127,6 +127,7 @@ nlohmann::json to_json(const run_summary& s) {
   j["corrupt_blocks_recomputed"] = s.corrupt_blocks_recomputed;
   j["persisted_blocks"] = s.persisted_blocks;
   j["hit_blocks"] = s.hit_blocks;
+  j["refused_peers"] = {{"registry", s.refused_joins}, {"control", s.refused_commands}};
   if (!s.first_error.empty()) j["first_error"] = s.first_error;
   return j;
 }

@@ -80,4 +80,5 @@ struct SchedulerStats {
   assignedSplit @10 :UInt64;
   pendingCharges @11 :UInt64;  # charges of the fresh view no report acknowledges yet (docs/design.md §7.1)
   expiredCharges @12 :UInt64;  # charges dropped unacknowledged after the bound, since start
+  refusedCommands @13 :UInt64;  # control port: commands refused for a wrong secret (docs/design.md §13)
 }

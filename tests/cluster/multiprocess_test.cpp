@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cluster/cluster.hpp"
+#include "core/secret.hpp"
 #include "core/status.hpp"
 #include "runtime_fixtures.hpp"
 
@@ -45,15 +46,25 @@ run_options processes_run(const fs::path& dir, const std::string& provider) {
 
 bool gone(int pid) { return kill(pid, 0) != 0; }
 
-// Starts `dualpath node` by hand, as an operator would on another host.
-int start_node(const std::string& registry, uint32_t node, int timeout_ms = 10000) {
+// The cluster's secret of the runs whose nodes are started by hand (docs/design.md §13).
+const std::string hand_secret = "multiprocess-test-secret";
+
+// Starts `dualpath node` by hand, as an operator would on another host, the secret in its environment.
+int start_node(const std::string& registry, uint32_t node, int timeout_ms = 10000,
+               const std::string& secret = hand_secret) {
   std::vector<std::string> args{dualpath_binary(), "node", "--registry", registry, "--node", std::to_string(node),
                                 "--timeout-ms", std::to_string(timeout_ms)};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  std::vector<std::string> env_text{std::string(secret_env) + "=" + secret};
+  for (char** e = environ; *e; ++e)
+    if (std::string(*e).rfind(std::string(secret_env) + "=", 0) != 0) env_text.emplace_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = 0;
-  REQUIRE(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) == 0);
+  REQUIRE(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data()) == 0);
   return pid;
 }
 
@@ -130,7 +141,7 @@ TEST_CASE("one process per node: oracle is refused, and a node without a registr
   CHECK_THROWS_WITH_AS(run_cluster(o), doctest::Contains("without --processes"), user_error);
 
   const std::string err = (dir.path / "err.txt").string();
-  const std::string cmd = "timeout 20 '" + dualpath_binary() +
+  const std::string cmd = "DUALPATH_SECRET=" + hand_secret + " timeout 20 '" + dualpath_binary() +
                           "' node --registry 127.0.0.1:1 --node 0 --timeout-ms 500 2>'" + err + "'";
   const int status = std::system(cmd.c_str());
   REQUIRE(WIFEXITED(status));
@@ -145,6 +156,7 @@ TEST_CASE("nodes started by hand join the registry at --node-registry; the run i
   auto o = processes_run(dir.path, "tcp");
   o.node_program.clear();
   o.node_registry = "127.0.0.1:0";
+  o.config.secret = hand_secret;
   std::vector<int> pids;
   o.on_registry = [&](const std::string& at) {
     for (uint32_t n = 0; n < 3; ++n) pids.push_back(start_node(at, 2 - n));  // any order
@@ -165,6 +177,7 @@ TEST_CASE("a node that never joins is named once the start-up timeout passes; th
   o.config.timeout_s = 3;
   o.node_program.clear();
   o.node_registry = "127.0.0.1:0";
+  o.config.secret = hand_secret;
   std::vector<int> pids;
   o.on_registry = [&](const std::string& at) {
     pids.push_back(start_node(at, 0, 4000));

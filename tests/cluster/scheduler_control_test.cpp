@@ -65,7 +65,9 @@ TEST_CASE("policy switch over the control port: new assignments follow it, nothi
   o.params.beta_tokens = 50;  // one request of 100 tokens fills an engine
   o.params.kv_bytes_per_token = 1;
   auto s = spawn_scheduler(server, o);
-  const uint16_t port = publish_control(server, s, 0);
+  const std::string secret = "control-test-secret-0123";
+  control_gate gate{secret_proof(secret, secret_purpose::control)};
+  const uint16_t port = publish_control(server, s, 0, "127.0.0.1", gate);
   REQUIRE(port != 0);
 
   caf::scoped_actor self{server};
@@ -103,7 +105,13 @@ TEST_CASE("policy switch over the control port: new assignments follow it, nothi
     });
   }
 
-  control_client ctl(client_sys, "127.0.0.1", port, std::chrono::seconds(3));
+  // A stranger without the cluster's secret gets nothing done, and is counted (docs/design.md §13).
+  control_client stranger_ctl(client_sys, "127.0.0.1", port, "not-the-secret-at-all", std::chrono::seconds(3));
+  CHECK_THROWS_WITH_AS(stranger_ctl.set_policy("basic"), doctest::Contains("wrong cluster secret"), user_error);
+  CHECK_THROWS_WITH_AS(stranger_ctl.stats(), doctest::Contains("wrong cluster secret"), user_error);
+  CHECK(gate.refused->commands == 2);
+
+  control_client ctl(client_sys, "127.0.0.1", port, secret, std::chrono::seconds(3));
   CHECK(ctl.get_policy().active == "dualpath");
 
   // One round: all four waiting requests come back, each on the read path the active policy picks.
@@ -141,12 +149,13 @@ TEST_CASE("policy switch over the control port: new assignments follow it, nothi
   CHECK(c.assigned == n);
   CHECK(c.waiting == 0);
   CHECK(c.switches == 2);
+  CHECK(c.refused_commands == 2);
 
   // A CAF node that publishes some other actor on the port is refused.
   auto stranger = server.spawn([]() -> caf::behavior { return {[](int x) { return x; }}; });
   const auto other = server.middleman().publish(stranger, 0, "127.0.0.1", true);
   REQUIRE(other);
-  CHECK_THROWS_WITH_AS(control_client(client_sys, "127.0.0.1", *other, std::chrono::seconds(3)),
+  CHECK_THROWS_WITH_AS(control_client(client_sys, "127.0.0.1", *other, secret, std::chrono::seconds(3)),
                        doctest::Contains("not a DualPath scheduler control port"), user_error);
   self->send_exit(stranger, caf::exit_reason::user_shutdown);
 
@@ -157,11 +166,11 @@ TEST_CASE("ctl fails fast against a dead port or a silent peer") {
   system_config cfg;
   caf::actor_system sys{cfg};
   const uint16_t dead = free_port();
-  CHECK_THROWS_WITH_AS(control_client(sys, "127.0.0.1", dead, std::chrono::seconds(2)),
+  CHECK_THROWS_WITH_AS(control_client(sys, "127.0.0.1", dead, "s", std::chrono::seconds(2)),
                        doctest::Contains("cannot connect"), user_error);
   silent_listener silent;
   const auto t0 = std::chrono::steady_clock::now();
-  CHECK_THROWS_WITH_AS(control_client(sys, "127.0.0.1", silent.port, std::chrono::milliseconds(300)),
+  CHECK_THROWS_WITH_AS(control_client(sys, "127.0.0.1", silent.port, "s", std::chrono::milliseconds(300)),
                        doctest::Contains("not a DualPath scheduler control port"), user_error);
   // Bounded by the deadline (generous margin; the point is that it returns at all).
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
