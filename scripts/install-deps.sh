@@ -9,7 +9,7 @@ packages=(
   liburing-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libxxhash-dev libopenblas-dev
   libboost-context-dev
   fio
-  python3-matplotlib
+  python3-matplotlib prometheus-cpp-dev
 )
 
 missing=()

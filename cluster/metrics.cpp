@@ -1,0 +1,236 @@
+#include "cluster/metrics.hpp"
+
+#include <poll.h>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/status.hpp"
+
+namespace dualpath::actors {
+
+namespace pm = prometheus;
+
+namespace {
+
+// Seconds from a millisecond to about a minute: TTFTs of a storage-bound cluster reach tens of seconds.
+pm::Histogram::BucketBoundaries latency_buckets() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80};
+}
+
+pm::Histogram::BucketBoundaries token_buckets() {  // per output token: sub-millisecond to a second
+  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
+}
+
+}  // namespace
+
+struct metrics_endpoint::impl {
+  std::shared_ptr<pm::Registry> registry = std::make_shared<pm::Registry>();
+  int listen_fd = -1;
+  uint16_t port = 0;
+  std::atomic<bool> stop{false};
+  std::thread server;
+
+  void serve();
+  void answer(int fd);
+  ~impl() {
+    stop = true;
+    if (server.joinable()) server.join();
+    if (listen_fd >= 0) ::close(listen_fd);
+  }
+  std::mutex mu;  // the run's threads update, the exposer's threads read (prometheus-cpp is thread-safe,
+                  // the maps of label sets below are ours)
+
+  pm::Family<pm::Histogram>& ttft = pm::BuildHistogram()
+                                        .Name("dualpath_time_to_first_token_seconds")
+                                        .Help("Submission of a turn to its first token")
+                                        .Register(*registry);
+  pm::Family<pm::Histogram>& tpot = pm::BuildHistogram()
+                                        .Name("dualpath_time_per_output_token_seconds")
+                                        .Help("Per generated token after the second, without the write-back wait")
+                                        .Register(*registry);
+  pm::Family<pm::Histogram>& queue = pm::BuildHistogram()
+                                         .Name("dualpath_queue_time_seconds")
+                                         .Help("Submission to assignment by the scheduler")
+                                         .Register(*registry);
+  pm::Family<pm::Histogram>& kv_load = pm::BuildHistogram()
+                                           .Name("dualpath_kv_load_seconds")
+                                           .Help("Assignment to the hit KV being in DRAM (the storage read)")
+                                           .Register(*registry);
+  pm::Family<pm::Counter>& turns = pm::BuildCounter().Name("dualpath_turns_total").Help("Turns answered, by outcome").Register(*registry);
+  pm::Family<pm::Counter>& paths = pm::BuildCounter()
+                                       .Name("dualpath_read_path_requests_total")
+                                       .Help("Turns by the path their hit KV was read through")
+                                       .Register(*registry);
+  pm::Family<pm::Counter>& blocks = pm::BuildCounter()
+                                        .Name("dualpath_kv_blocks_total")
+                                        .Help("Prompt blocks of answered turns: hit (read from storage), miss (computed), corrupt")
+                                        .Register(*registry);
+  pm::Family<pm::Counter>& snic_bytes = pm::BuildCounter()
+                                            .Name("dualpath_snic_read_bytes_total")
+                                            .Help("Bytes read through a node's storage NIC")
+                                            .Register(*registry);
+  pm::Family<pm::Gauge>& snic_q = pm::BuildGauge()
+                                      .Name("dualpath_snic_read_queue_bytes")
+                                      .Help("Bytes queued at a node's storage NIC (read_q)")
+                                      .Register(*registry);
+  pm::Family<pm::Gauge>& engine_tok = pm::BuildGauge()
+                                          .Name("dualpath_engine_tokens")
+                                          .Help("tok_e: tokens an engine still has to process")
+                                          .Register(*registry);
+  pm::Family<pm::Gauge>& engine_seq = pm::BuildGauge()
+                                          .Name("dualpath_engine_requests")
+                                          .Help("seq_e: requests on an engine")
+                                          .Register(*registry);
+  pm::Family<pm::Gauge>& hbm = pm::BuildGauge().Name("dualpath_hbm_free_bytes").Help("Free KV bytes in an engine's HBM").Register(*registry);
+  pm::Family<pm::Gauge>& waiting = pm::BuildGauge()
+                                       .Name("dualpath_requests_waiting")
+                                       .Help("Requests in the scheduler's queue")
+                                       .Register(*registry);
+  pm::Family<pm::Gauge>& policy = pm::BuildGauge()
+                                      .Name("dualpath_scheduler_policy_info")
+                                      .Help("1 for the scheduler's active policy")
+                                      .Register(*registry);
+
+  std::map<uint32_t, uint64_t> snic_seen;  // last running total per node, to count the increments
+  std::string active_policy;
+};
+
+// The exposition is prometheus-cpp's; the transport is one thread that answers each scrape on loopback
+// (civetweb, prometheus-cpp's own server, could not start its worker threads inside our processes).
+metrics_endpoint::metrics_endpoint(const std::string& host, uint16_t port) : impl_(std::make_unique<impl>()) {
+  const std::string at = host + ":" + std::to_string(port);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1)
+    throw user_error("--metrics-port: '" + host + "' is not an IPv4 address");
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  if (fd >= 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 16) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const std::string why = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    throw user_error("--metrics-port: cannot serve metrics on " + at + ": " + why);
+  }
+  impl_->listen_fd = fd;
+  impl_->port = ntohs(addr.sin_port);
+  impl_->server = std::thread([this] { impl_->serve(); });
+}
+
+// Polls with a short timeout so the destructor's stop is seen within 100 ms; one scrape at a time.
+void metrics_endpoint::impl::serve() {
+  while (!stop) {
+    pollfd p{listen_fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    answer(fd);
+    ::close(fd);
+  }
+}
+
+// Reads the request head (bounded: 8 KB, 1 s), answers GET /metrics with the text format, anything else 404.
+void metrics_endpoint::impl::answer(int fd) {
+  timeval tv{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  std::string head;
+  char buf[1024];
+  while (head.size() < 8192 && head.find("\r\n\r\n") == std::string::npos) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    head.append(buf, size_t(n));
+  }
+  std::string status = "200 OK", body;
+  if (head.rfind("GET /metrics ", 0) == 0 || head.rfind("GET /metrics?", 0) == 0) {
+    std::lock_guard<std::mutex> lock(mu);
+    body = pm::TextSerializer().Serialize(registry->Collect());
+  } else {
+    status = "404 Not Found";
+    body = "only /metrics is served here\n";
+  }
+  const std::string out = "HTTP/1.1 " + status + "\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  for (size_t sent = 0; sent < out.size();) {
+    const ssize_t n = ::send(fd, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += size_t(n);
+  }
+}
+
+metrics_endpoint::~metrics_endpoint() = default;
+
+uint16_t metrics_endpoint::port() const { return impl_->port; }
+
+void metrics_endpoint::observe_turn(const turn_record& r, uint32_t block_tokens) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto& m = *impl_;
+  if (!r.error.empty()) {
+    m.turns.Add({{"outcome", "failed"}}).Increment();
+    return;
+  }
+  m.turns.Add({{"outcome", "ok"}}).Increment();
+  m.ttft.Add({}, latency_buckets()).Observe(r.ttft_s);
+  if (r.has_tpot) m.tpot.Add({}, token_buckets()).Observe(r.tpot_s);
+  m.queue.Add({}, latency_buckets()).Observe(r.queue_s);
+  m.kv_load.Add({}, latency_buckets()).Observe(r.kv_read_s);
+  m.paths.Add({{"path", schedule::to_string(r.path)}}).Increment();
+  const uint64_t prompt_blocks = block_tokens ? (uint64_t(r.prompt_tokens) + block_tokens - 1) / block_tokens : 0;
+  m.blocks.Add({{"outcome", "hit"}}).Increment(double(r.hit_blocks));
+  m.blocks.Add({{"outcome", "corrupt"}}).Increment(double(r.corrupt_blocks));
+  m.blocks.Add({{"outcome", "miss"}}).Increment(double(prompt_blocks > r.hit_blocks ? prompt_blocks - r.hit_blocks : 0));
+}
+
+void metrics_endpoint::set_snic(uint32_t node, uint64_t read_bytes_total, uint64_t read_q) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto& m = *impl_;
+  const pm::Labels labels{{"node", std::to_string(node)}};
+  uint64_t& seen = m.snic_seen[node];
+  if (read_bytes_total > seen) m.snic_bytes.Add(labels).Increment(double(read_bytes_total - seen));
+  else m.snic_bytes.Add(labels);  // present from the first sample on, even at 0
+  seen = std::max(seen, read_bytes_total);
+  m.snic_q.Add(labels).Set(double(read_q));
+}
+
+void metrics_endpoint::set_engine(uint32_t engine, const char* role, uint64_t tok, uint32_t seq, uint64_t free_hbm) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto& m = *impl_;
+  const pm::Labels labels{{"engine", std::to_string(engine)}, {"role", role}};
+  m.engine_tok.Add(labels).Set(double(tok));
+  m.engine_seq.Add(labels).Set(double(seq));
+  m.hbm.Add({{"engine", std::to_string(engine)}}).Set(double(free_hbm));
+}
+
+void metrics_endpoint::set_waiting(uint64_t requests) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->waiting.Add({}).Set(double(requests));
+}
+
+void metrics_endpoint::set_policy(const std::string& policy) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto& m = *impl_;
+  if (policy == m.active_policy) return;
+  if (!m.active_policy.empty()) m.policy.Add({{"policy", m.active_policy}}).Set(0);
+  m.policy.Add({{"policy", policy}}).Set(1);
+  m.active_policy = policy;
+}
+
+}  // namespace dualpath::actors

@@ -1,0 +1,38 @@
+#pragma once
+// Prometheus metrics of a running cluster (docs/design.md §15): `dualpath run --metrics-port P` serves
+// /metrics on 127.0.0.1:P with the turn latencies as histograms and the SNICs, engines, read paths and the
+// scheduler's queue as counters and gauges, named in the ecosystem's style (dualpath_..._seconds,
+// ..._bytes_total). prometheus-cpp stays behind this interface.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "report/run_report.hpp"
+
+namespace dualpath::actors {
+
+class metrics_endpoint {
+ public:
+  // Binds `host:port` (port 0: any free port); throws user_error when it cannot.
+  metrics_endpoint(const std::string& host, uint16_t port);
+  ~metrics_endpoint();
+  metrics_endpoint(const metrics_endpoint&) = delete;
+  metrics_endpoint& operator=(const metrics_endpoint&) = delete;
+
+  uint16_t port() const;  // the port actually bound
+
+  // One answered (or failed) turn: latency histograms, read path, KV blocks by outcome.
+  void observe_turn(const turn_record& r, uint32_t block_tokens);
+  // A node's SNIC: bytes read so far (a running total) and the bytes queued now.
+  void set_snic(uint32_t node, uint64_t read_bytes_total, uint64_t read_q);
+  // An engine's load as the scheduler sees it (role "prefill" or "decode").
+  void set_engine(uint32_t engine, const char* role, uint64_t tok, uint32_t seq, uint64_t free_hbm);
+  void set_waiting(uint64_t requests);
+  void set_policy(const std::string& policy);
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace dualpath::actors

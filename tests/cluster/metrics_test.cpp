@@ -1,0 +1,97 @@
+// The Prometheus endpoint over real HTTP on loopback: counters move, histograms fill, gauges follow.
+#include <doctest/doctest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "cluster/metrics.hpp"
+#include "core/status.hpp"
+
+using namespace dualpath;
+
+namespace {
+
+// GET /metrics on 127.0.0.1:port with a 5 s receive timeout; the whole response.
+std::string scrape(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  const std::string req = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  REQUIRE(::send(fd, req.data(), req.size(), 0) == ssize_t(req.size()));
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, size_t(n));
+  ::close(fd);
+  return out;
+}
+
+// The value of the first sample line that starts with `series` (name and labels as exposed).
+double sample(const std::string& text, const std::string& series) {
+  const auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+}  // namespace
+
+TEST_CASE("metrics: a scrape shows turns, latencies, SNICs, engines, the queue and the policy") {
+  actors::metrics_endpoint m("127.0.0.1", 0);
+  REQUIRE(m.port() != 0);
+  actors::turn_record r;
+  r.ttft_s = 0.3;
+  r.has_tpot = true;
+  r.tpot_s = 0.002;
+  r.queue_s = 0.01;
+  r.kv_read_s = 0.2;
+  r.path = schedule::read_path::de;
+  r.prompt_tokens = 100;
+  r.hit_blocks = 4;
+  m.observe_turn(r, 16);
+  m.set_snic(2, 1000, 64);
+  m.set_engine(3, "decode", 500, 2, 1 << 20);
+  m.set_waiting(7);
+  m.set_policy("dualpath");
+  const auto first = scrape(m.port());
+  CHECK(first.find("200 OK") != std::string::npos);
+  CHECK(sample(first, "dualpath_time_to_first_token_seconds_count") == 1);
+  CHECK(sample(first, "dualpath_time_to_first_token_seconds_sum") == doctest::Approx(0.3));
+  CHECK(sample(first, "dualpath_time_to_first_token_seconds_bucket{le=\"0.5\"}") == 1);
+  CHECK(sample(first, "dualpath_time_to_first_token_seconds_bucket{le=\"0.25\"}") == 0);
+  CHECK(sample(first, "dualpath_read_path_requests_total{path=\"de\"}") == 1);
+  CHECK(sample(first, "dualpath_kv_blocks_total{outcome=\"hit\"}") == 4);
+  CHECK(sample(first, "dualpath_kv_blocks_total{outcome=\"miss\"}") == 3);  // 7 prompt blocks of 16 tokens
+  CHECK(sample(first, "dualpath_snic_read_bytes_total{node=\"2\"}") == 1000);
+  CHECK(sample(first, "dualpath_snic_read_queue_bytes{node=\"2\"}") == 64);
+  CHECK(sample(first, "dualpath_engine_tokens{engine=\"3\",role=\"decode\"}") == 500);
+  CHECK(sample(first, "dualpath_requests_waiting") == 7);
+  CHECK(sample(first, "dualpath_scheduler_policy_info{policy=\"dualpath\"}") == 1);
+
+  // The counters move with the running totals; the policy gauge follows a switch.
+  m.observe_turn(r, 16);
+  m.set_snic(2, 1500, 0);
+  m.set_policy("basic");
+  const auto second = scrape(m.port());
+  CHECK(sample(second, "dualpath_time_to_first_token_seconds_count") == 2);
+  CHECK(sample(second, "dualpath_snic_read_bytes_total{node=\"2\"}") == 1500);
+  CHECK(sample(second, "dualpath_scheduler_policy_info{policy=\"dualpath\"}") == 0);
+  CHECK(sample(second, "dualpath_scheduler_policy_info{policy=\"basic\"}") == 1);
+}
+
+TEST_CASE("metrics: a port that is taken is refused with the address") {
+  actors::metrics_endpoint first("127.0.0.1", 0);
+  try {
+    actors::metrics_endpoint second("127.0.0.1", first.port());
+    FAIL("a second endpoint bound the same port");
+  } catch (const user_error& e) {
+    CHECK(std::string(e.what()).find("127.0.0.1:" + std::to_string(first.port())) != std::string::npos);
+  }
+}
