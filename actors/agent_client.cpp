@@ -3,9 +3,12 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <optional>
 #include <random>
 
 #include "actors/engines.hpp"
+#include "actors/turn_retry.hpp"
 #include "protocol/runtime_codec.hpp"
 #include "storage/block_store.hpp"
 
@@ -23,6 +26,9 @@ struct client_state {
   std::vector<int32_t> context;  // previous prompt + kept generation
   turn_payload current;
   bool in_flight = false;
+  bool refused = false;  // the current turn was refused here (final: no engine involved)
+  turn_retry retry;      // attempts of the current turn when nodes are lost (docs/design.md §13)
+  std::optional<envelope<schema::TurnResult>> held;  // a failed attempt waiting for news of a lost node
 
   void start_turn() {
     if (turn >= script.turns.size()) {
@@ -30,7 +36,6 @@ struct client_state {
       return;
     }
     const auto& shape = script.turns[turn];
-    const auto& g = view->geometry;
     std::vector<int32_t> prompt;
     if (script.fixed_prompt) {
       prompt = *script.fixed_prompt;
@@ -41,17 +46,26 @@ struct client_state {
       std::uniform_int_distribution<int32_t> pick(0, int32_t(view->vocab) - 1);
       while (prompt.size() < shape.prompt) prompt.push_back(pick(rng));
     }
-    const auto keys = block_keys(prompt, g.block_tokens);
-    const uint32_t hit = uint32_t(view->store->lookup(keys));
     current = {};
     current.request = cluster_view::request_id(script.agent, turn);
     current.agent = script.agent;
     current.turn = turn;
     current.tokens = std::move(prompt);
     current.gen = std::max<uint32_t>(1, shape.gen);
-    current.hit_blocks = std::min<uint32_t>(hit, uint32_t((current.tokens.size() - 1) / g.block_tokens));
     current.times.submitted = now_ns();
     in_flight = true;
+    refused = false;
+    retry.new_turn();
+    submit();
+  }
+
+  // Submits the current attempt. Hits are looked up now, so a re-run reads what storage holds after the
+  // loss (blocks the lost node never persisted are misses, recomputed).
+  void submit() {
+    const auto& g = view->geometry;
+    const auto keys = block_keys(current.tokens, g.block_tokens);
+    const uint32_t hit = uint32_t(view->store->lookup(keys));
+    current.hit_blocks = std::min<uint32_t>(hit, uint32_t((current.tokens.size() - 1) / g.block_tokens));
 
     schedule::request_info info;
     info.id = current.request;
@@ -63,6 +77,7 @@ struct client_state {
     info.kv_bytes = uint64_t(g.blocks_for(info.len)) * g.block_bytes();
     if (info.kv_bytes + view->model_traffic_bytes() > view->hbm_bytes()) {
       // No decode engine could ever hold this turn: fail it now rather than let it wait in the queue.
+      refused = true;
       self->send(self, atom::result_v,
                  encode(failed_turn(current, "turn " + std::to_string(turn) + " of agent " +
                                                  std::to_string(script.agent) + " needs " +
@@ -77,19 +92,56 @@ struct client_state {
               });
   }
 
-  envelope<schema::TurnPayload> serve(uint64_t request) {
-    if (!in_flight || request != current.request) {
-      turn_payload none;
-      none.request = request;
-      return encode(none);
-    }
+  // The current turn again, under the next attempt; late messages of the old one name an id no one waits for.
+  void rerun(const std::string& why) {
+    retry.rerun();
+    held.reset();
+    const int64_t submitted = current.times.submitted;  // the turn's wait counts from its first submit
+    current.times = {};
+    current.times.submitted = submitted;
+    current.request = cluster_view::request_id(script.agent, turn, retry.attempt);
+    spdlog::info("agent {}: turn {} re-run as attempt {} ({})", script.agent, turn, retry.attempt, why);
+    caf::anon_send(collector, atom::lost_v, script.agent);
+    submit();
+  }
+
+  caf::result<envelope<schema::TurnPayload>> serve(uint64_t request) {
+    // An earlier attempt's PE asks late: refuse, so it drops the request (its failure reply is ignored).
+    if (!in_flight || request != current.request)
+      return caf::make_error(caf::sec::invalid_argument, "request " + std::to_string(request) + " is not in flight");
     return encode(current);
   }
 
   void on_result(const envelope<schema::TurnResult>& e) {
     auto r = decode(e);
-    if (!in_flight || r.request != current.request) return;
+    if (!in_flight || r.request != current.request) return;  // no answer twice, none of an earlier attempt
+    if (!r.error.empty() && !refused) {
+      switch (retry.failed(view->node_loss_grace_s)) {
+        case turn_retry::verdict::rerun: return rerun("failed after a node was lost: " + r.error);
+        case turn_retry::verdict::hold: {
+          held = e;
+          const auto grace = std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view->node_loss_grace_s));
+          self->delayed_send(self, grace, atom::expire_v, current.request);
+          return;
+        }
+        case turn_retry::verdict::fail: break;
+      }
+    }
+    finish(e, r);
+  }
+
+  void on_lost(uint32_t losses, const std::vector<uint64_t>& requests) {
+    const bool named = in_flight && std::binary_search(requests.begin(), requests.end(), current.request);
+    if (retry.lost(losses, named) && in_flight) rerun(named ? "in flight on a lost node" : "failed as a node was lost");
+  }
+
+  void on_expire(uint64_t request) {
+    if (in_flight && request == current.request && retry.holding && held) finish(*held, decode(*held));
+  }
+
+  void finish(const envelope<schema::TurnResult>& e, const turn_result& r) {
     in_flight = false;
+    held.reset();
     const auto& shape = script.turns[turn];
     const bool verify = script.verify_every > 0 && (turn % script.verify_every) == 0;
     turn_payload sent = current;
@@ -120,6 +172,8 @@ client_actor::behavior_type agent_client(client_actor::stateful_pointer<client_s
       [=](atom::turn, uint64_t request) { return self->state.serve(request); },
       [=](atom::result, const envelope<schema::TurnResult>& e) { self->state.on_result(e); },
       [=](atom::start) { self->state.start_turn(); },
+      [=](atom::lost, uint32_t losses, const std::vector<uint64_t>& requests) { self->state.on_lost(losses, requests); },
+      [=](atom::expire, uint64_t request) { self->state.on_expire(request); },
   };
 }
 

@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <chrono>
 
+#include "actors/cluster_view.hpp"
 #include "core/status.hpp"
 #include "protocol/scheduler_codec.hpp"
 #include "schedule/fresh_view.hpp"
+#include "schedule/turn_placements.hpp"
 
 namespace dualpath::actors {
 
@@ -44,6 +46,7 @@ struct scheduler_state {
   sch::policy_params params;
   std::vector<policy_switch> switches;
   scheduler_counters counters;
+  sch::turn_placements placements;  // each agent's turn in flight: PE and DE node (docs/design.md §13)
 
   void init(scheduler_options opts) {
     active = sch::make_policy(opts.policy);
@@ -54,6 +57,7 @@ struct scheduler_state {
 
   uint64_t submit(const envelope<schema::Request>& e) {
     waiting.push_back(decode(e));
+    placements.submitted(cluster_view::agent_of(waiting.back().id));
     ++counters.submitted;
     return waiting.size();
   }
@@ -73,6 +77,7 @@ struct scheduler_state {
     view.record(out, now_s);
     counters.assigned += out.size();
     for (const auto& a : out) {
+      placements.placed(cluster_view::agent_of(a.request.id), a);
       auto& n = a.path == sch::read_path::pe   ? counters.assigned_pe
                 : a.path == sch::read_path::de ? counters.assigned_de
                                                : counters.assigned_split;
@@ -108,6 +113,15 @@ struct scheduler_state {
     return encode(c);
   }
 
+  // docs/design.md §13: nothing more goes to the lost node; its turns in flight are named for re-running.
+  std::vector<uint64_t> lose_node(uint32_t node) {
+    const size_t uncharged = view.remove_node(node);
+    auto turns = placements.lose(node);
+    spdlog::warn("scheduler: node {} lost: {} turns in flight there, {} requests' charges dropped", node,
+                 turns.size(), uncharged);
+    return turns;
+  }
+
   void apply_switch(uint32_t index) {
     if (index < switches.size()) set_policy(switches[index].policy);
   }
@@ -138,6 +152,7 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
       [=](atom::policy, atom::get) { return self->state.status(true, ""); },
       [=](atom::stats) { return self->state.stats(); },
       [=](atom::scripted, uint32_t index) { self->state.apply_switch(index); },
+      [=](atom::lost, uint32_t node) { return self->state.lose_node(node); },
   };
 }
 

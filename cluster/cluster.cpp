@@ -162,7 +162,9 @@ struct turn_collector {
 
   const run_options& options;
   const cluster_view& view;
-  node_processes* nodes = nullptr;  // multi-process runs: a node that ends stops the run
+  node_processes* nodes = nullptr;  // multi-process runs: nodes can be lost (docs/design.md §13)
+  std::vector<std::pair<uint32_t, std::string>> lost;  // lost nodes, and how, in the order noticed
+  uint64_t migrated = 0;                                // turns re-run because of them
   std::vector<turn_record> records;
   turns_to_verify to_verify;
   run_progress progress;
@@ -187,6 +189,7 @@ struct turn_collector {
             ++progress.agents_done;
             last_event = now_ns();
           },
+          [&](atom::lost, uint32_t) { ++migrated; },
           caf::after(std::chrono::milliseconds(200)) >> [] {});
       // Every 200 ms, busy or idle: a node that died is noticed even while the others keep answering.
       if (seconds_between(last_check, now_ns()) >= 0.2) {
@@ -217,10 +220,41 @@ struct turn_collector {
   }
 
   void check_stall(caf::scoped_actor& self, int64_t last_event) {
-    if (nodes) stall = nodes->check().message();
+    if (nodes)
+      for (auto& [n, how] : nodes->poll_lost())
+        if (stall.empty()) on_lost(self, n, how);
     if (stall.empty() && seconds_between(last_event, now_ns()) > view.config.timeout_s)
       stall = fmt::format("no turn finished for {:.0f} s ({} of {} turns done{})", view.config.timeout_s,
                           progress.turns_done, progress.turns_total, waiting_hint(self, view));
+  }
+
+  // docs/design.md §13: the scheduler drops the node and names its turns in flight; every client hears of
+  // the loss (the named turns, and those that failed meanwhile, are re-run). With no prefill or no decode
+  // node left the run ends, naming every lost node.
+  void on_lost(caf::scoped_actor& self, uint32_t node, const std::string& how) {
+    spdlog::warn("launcher: {}; going on without node {}", how, node);
+    lost.emplace_back(node, how);
+    if (options.on_node_lost) options.on_node_lost(node, how);
+    nodes->announce_lost(node);
+    const auto& c = view.config;
+    uint32_t prefill_lost = 0;
+    for (const auto& l : lost) prefill_lost += view.is_prefill_node(l.first) ? 1 : 0;
+    const bool no_prefill = prefill_lost == c.prefill_nodes;
+    const bool no_decode = lost.size() - prefill_lost == c.decode_nodes;
+    if (no_prefill || no_decode) {
+      std::string names;
+      for (const auto& l : lost) names += (names.empty() ? "" : "; ") + l.second;
+      stall = fmt::format("no {} engine remains (lost: {})", no_prefill ? "prefill" : "decode", names);
+      return;
+    }
+    std::vector<uint64_t> turns;
+    const auto wait = std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(c.timeout_s));
+    self->request(view.scheduler, wait, atom::lost_v, node)
+        .receive([&](const std::vector<uint64_t>& t) { turns = t; },
+                 [&](const caf::error& e) {
+                   stall = "the scheduler did not drop node " + std::to_string(node) + ": " + caf::to_string(e);
+                 });
+    for (const auto& client : view.clients) caf::anon_send(client, atom::lost_v, uint32_t(lost.size()), turns);
   }
 
   void report_progress(int64_t t0) {
@@ -281,6 +315,8 @@ run_summary run_cluster(const run_options& o) {
     system_config cfg;
     caf::actor_system sys{cfg};
     auto view = make_view(base, c, mode);
+    // A failed turn may be the first sign of a lost node: hold it past the launcher's detection (§13).
+    if (o.processes) view->node_loss_grace_s = 3.0;
     scheduler_options sched;
     sched.policy = mode.scheduler_policy;
     mean_turn turn;
@@ -326,6 +362,8 @@ run_summary run_cluster(const run_options& o) {
     to_verify = std::move(collector.to_verify);
     stall = collector.stall;
     t0 = collector.t0;
+    summary.lost_nodes = collector.lost.size();
+    summary.migrated_turns = collector.migrated;
     if (nodes && stall.empty()) stall = nodes->check().message();  // a dead node cannot report its counters
     if (nodes && stall.empty()) {
       try {

@@ -36,6 +36,8 @@ struct run_options {
   std::string node_registry;                             // HOST:PORT: nodes join instead of being started
   std::function<void(const std::string&)> on_registry;   // with node_registry: the bound HOST:PORT
   std::function<void(const std::vector<int>&)> on_nodes_started;  // pids of the node processes
+  // A node was lost and the run goes on without it (docs/design.md §13): its index and how it was lost.
+  std::function<void(uint32_t node, const std::string& how)> on_node_lost;
 };
 
 // Runs the cluster until every script finished; throws user_error on bad configuration, or when the run

@@ -26,6 +26,8 @@ node_control_actor::behavior_type node_control(node_control_actor::pointer, runt
                                     s.snic_write_bytes, io->snic_samples()});
       },
       [main](atom::stop) { caf::anon_send(main, atom::stop_v); },
+      [io](atom::ping) { return io->node(); },
+      [io](atom::lost, uint32_t node) { io->node_lost(node); },
   };
 }
 

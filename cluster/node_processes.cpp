@@ -168,6 +168,7 @@ node_processes::node_processes(caf::actor_system& sys, const cluster_view& view,
       (*watcher_)->monitor(controls_.back());
     }
     stopped_.assign(controls_.size(), false);
+    lost_.assign(controls_.size(), false);
   } catch (...) {
     shutdown();
     throw;
@@ -266,10 +267,59 @@ status node_processes::check() {
   return status(errc::unavailable, gone);
 }
 
+std::vector<std::pair<uint32_t, std::string>> node_processes::poll_lost() {
+  std::vector<std::pair<uint32_t, std::string>> out;
+  auto lose = [&](size_t n, std::string how) {
+    if (n >= lost_.size() || lost_[n]) return;
+    lost_[n] = stopped_[n] = true;
+    out.emplace_back(uint32_t(n), std::move(how));
+  };
+  for (const auto& [n, status] : reap_until(std::chrono::steady_clock::now()))
+    lose(n, describe_exit(uint32_t(n), pids_[n], status));
+  for (bool more = true; more;) {
+    more = false;
+    (*watcher_)->receive(
+        [&](const caf::down_msg& d) {
+          more = true;
+          for (size_t n = 0; n < controls_.size(); ++n)
+            if (controls_[n].address() == d.source) lose(n, fmt::format("node {} went away ({})", n, sys_.render(d.reason)));
+        },
+        caf::after(std::chrono::seconds(0)) >> [] {});
+  }
+  // The heartbeat: a node whose process runs but whose actors do not answer is as good as dead.
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_ping_ < heartbeat_interval) return out;
+  last_ping_ = now;
+  caf::scoped_actor self{sys_};
+  for (size_t n = 0; n < controls_.size(); ++n) {
+    if (lost_[n]) continue;
+    std::string failure;
+    self->request(controls_[n], heartbeat_deadline, atom::ping_v)
+        .receive([](uint32_t) {}, [&](const caf::error& e) { failure = sys_.render(e); });
+    if (failure.empty()) continue;
+    if (n < pids_.size() && !reaped_[n]) {  // a hung process of ours must not come back with late answers
+      kill(pids_[n], SIGKILL);
+      waitpid(pids_[n], nullptr, 0);
+      reaped_[n] = true;
+    }
+    lose(n, fmt::format("node {} did not answer the heartbeat within {} ms ({})", n, heartbeat_deadline.count(), failure));
+  }
+  return out;
+}
+
+void node_processes::announce_lost(uint32_t node) {
+  for (size_t n = 0; n < controls_.size(); ++n)
+    if (!lost_[n]) caf::anon_send(controls_[n], atom::lost_v, node);
+}
+
 std::vector<node_counters> node_processes::stats() {
   caf::scoped_actor self{sys_};
   std::vector<node_counters> out;
   for (size_t n = 0; n < controls_.size(); ++n) {
+    if (n < lost_.size() && lost_[n]) {  // a lost node's counters went with it
+      out.push_back(node_counters{uint32_t(n)});
+      continue;
+    }
     std::string failure;
     self->request(controls_[n], timeout_, atom::stats_v)
         .receive([&](const envelope<schema::NodeCounters>& e) { out.push_back(decode(e)); },
@@ -280,7 +330,8 @@ std::vector<node_counters> node_processes::stats() {
 }
 
 void node_processes::stop() {
-  for (auto& c : controls_) caf::anon_send(c, atom::stop_v);
+  for (size_t n = 0; n < controls_.size(); ++n)
+    if (!(n < lost_.size() && lost_[n])) caf::anon_send(controls_[n], atom::stop_v);
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   // Spawned processes must exit cleanly; every node's control actor must go down.
   for (const auto& [i, status] : reap_until(deadline))

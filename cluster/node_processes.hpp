@@ -49,6 +49,12 @@ class node_processes {
 
   // Ok while every node process runs; otherwise (unavailable) which one ended, and how.
   status check();
+  // docs/design.md §13: the nodes lost since the previous call, each with how (a process that ended, a
+  // control actor gone down, or, at most every heartbeat interval, one that did not answer a ping within
+  // the heartbeat deadline: a spawned one is then killed). A lost node is left out of stats() and stop().
+  std::vector<std::pair<uint32_t, std::string>> poll_lost();
+  // Tells every node still running that `node` is lost (their copies to it fail at once).
+  void announce_lost(uint32_t node);
   // Counters of every node (user_error if one does not answer within the timeout).
   std::vector<node_counters> stats();
   // Asks every node to stop and waits until they have.
@@ -70,6 +76,11 @@ class node_processes {
   std::vector<bool> reaped_;
   std::vector<node_control_actor> controls_;
   std::vector<bool> stopped_;                   // node's control actor is gone (down message seen)
+  std::vector<bool> lost_;                      // given up for the rest of the run (poll_lost)
+  std::chrono::steady_clock::time_point last_ping_{};
+  // A dead process is seen at once (reaped, or its control actor's down message); a hung one by the
+  // heartbeat: pinged every interval, lost when it does not answer within the deadline.
+  static constexpr std::chrono::milliseconds heartbeat_interval{500}, heartbeat_deadline{2000};
   std::unique_ptr<caf::scoped_actor> watcher_;  // monitors every node's control actor
   caf::actor registry_;
   uint16_t port_ = 0;

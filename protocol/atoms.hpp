@@ -43,3 +43,7 @@ CAF_ADD_ATOM(dualpath, dualpath::atom, expire, "expire")
 CAF_ADD_ATOM(dualpath, dualpath::atom, join, "join")
 CAF_ADD_ATOM(dualpath, dualpath::atom, wire, "wire")
 CAF_ADD_ATOM(dualpath, dualpath::atom, ready, "ready")
+
+// Surviving a lost node (docs/design.md §13): the launcher tells the scheduler and the clients; heartbeat.
+CAF_ADD_ATOM(dualpath, dualpath::atom, lost, "lost")
+CAF_ADD_ATOM(dualpath, dualpath::atom, ping, "ping")

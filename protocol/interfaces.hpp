@@ -43,7 +43,12 @@ using scheduler_actor = caf::typed_actor<
     // Control: queue length and counters.
     caf::replies_to<atom::stats>::with<envelope<schema::SchedulerStats>>,
     // Internal: the scripted switch with this index is due (sent to itself with delayed_send).
-    caf::reacts_to<atom::scripted, uint32_t>>;
+    caf::reacts_to<atom::scripted, uint32_t>,
+    // Launcher: node N is lost (its process died or stopped answering, docs/design.md §13). Its engines leave
+    // the fresh view, so nothing more is assigned to them; answers the requests assigned with their PE or DE
+    // on N and not yet superseded by their agent's next submit (the clients re-run them). The launcher waits
+    // `timeout_s`.
+    caf::replies_to<atom::lost, uint32_t>::with<std::vector<uint64_t>>>;
 
 // ---- control port (published for `dualpath ctl`; only this narrow interface is reachable) ----
 // Every command starts with the proof of the cluster's secret (core/secret.hpp, docs/design.md §13); a
@@ -164,7 +169,14 @@ using client_actor = caf::typed_actor<
     // DE (or a PE that failed it) -> client: the turn finished. No answer.
     caf::reacts_to<atom::result, envelope<schema::TurnResult>>,
     // Launcher / internal: start the next turn.
-    caf::reacts_to<atom::start>>;
+    caf::reacts_to<atom::start>,
+    // Launcher: `losses` nodes have been lost so far, and these requests were in flight on the latest one.
+    // The current turn is re-run under a new attempt if it is among them, or if it failed since it was
+    // submitted (its failure is held for cluster_view::node_loss_grace_s). No answer.
+    caf::reacts_to<atom::lost, uint32_t, std::vector<uint64_t>>,
+    // Internal: the grace of a failed attempt (this request) passed without news of a lost node: the turn
+    // fails now.
+    caf::reacts_to<atom::expire, uint64_t>>;
 
 // ---- multi-process runs (docs/design.md §13) ----
 // The launcher's registry. Every message carries the proof of the cluster's secret (core/secret.hpp); one
@@ -185,7 +197,12 @@ using node_control_actor = caf::typed_actor<
     // The node's data-plane counters. The launcher waits `timeout_s`.
     caf::replies_to<atom::stats>::with<envelope<schema::NodeCounters>>,
     // The run is over: stop this node's actors and exit.
-    caf::reacts_to<atom::stop>>;
+    caf::reacts_to<atom::stop>,
+    // The launcher's heartbeat (docs/design.md §13): answers the node's index. A node that does not answer
+    // within the heartbeat deadline is treated as lost. The launcher waits that deadline.
+    caf::replies_to<atom::ping>::with<uint32_t>,
+    // The launcher: node N was lost; this node's copies to it fail at once from now on. No answer.
+    caf::reacts_to<atom::lost, uint32_t>>;
 
 }  // namespace dualpath::actors
 

@@ -127,6 +127,8 @@ nlohmann::json to_json(const run_summary& s) {
   j["corrupt_blocks_recomputed"] = s.corrupt_blocks_recomputed;
   j["persisted_blocks"] = s.persisted_blocks;
   j["hit_blocks"] = s.hit_blocks;
+  j["lost_nodes"] = s.lost_nodes;
+  j["migrated_turns"] = s.migrated_turns;
   j["refused_peers"] = {{"registry", s.refused_joins}, {"control", s.refused_commands}};
   if (!s.first_error.empty()) j["first_error"] = s.first_error;
   return j;
@@ -167,6 +169,9 @@ std::string report_table(const std::vector<run_summary>& runs) {
                        r.snic_max_over_avg, r.snic_time.rate_max_over_avg_mean, paths,
                        r.verified_turns - r.mismatched_turns, r.verified_turns);
   }
+  for (const auto& r : runs)
+    if (r.lost_nodes > 0)
+      out += fmt::format("{}: {} nodes lost, {} turns re-run on the survivors\n", r.policy, r.lost_nodes, r.migrated_turns);
   const auto j = report_json(runs);
   for (auto& [k, v] : j["speedup"].items()) out += fmt::format("{} = {:.2f}\n", k, v.get<double>());
   return out;

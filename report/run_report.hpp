@@ -64,6 +64,8 @@ struct run_summary {
   uint64_t kv_verified_blocks = 0, kv_corrupt_blocks = 0, corrupt_blocks_recomputed = 0;
   uint64_t persisted_blocks = 0;
   uint64_t hit_blocks = 0;  // Full Blocks served from storage (either path), summed over turns
+  // Multi-process runs (docs/design.md §13): nodes lost while the run went on, and turns re-run because of it.
+  uint64_t lost_nodes = 0, migrated_turns = 0;
   // Peers refused for a wrong cluster secret (docs/design.md §13): registry messages, control commands.
   uint64_t refused_joins = 0, refused_commands = 0;
   std::string first_error;

@@ -82,6 +82,16 @@ void node_io::connect(const fabric_directory& directory) {
   }
 }
 
+void node_io::node_lost(uint32_t node) {
+  post_command([this, node] {
+    const auto per_node = uint32_t(options_.engines.size());
+    const std::string why = "node " + std::to_string(node) + " was lost";
+    for (size_t i = 0; i < fabric_.endpoints.size() && i < fabric_.peer_index.size(); ++i)
+      for (uint32_t e = node * per_node; e < (node + 1) * per_node && e < fabric_.peer_index[i].size(); ++e)
+        fabric_.endpoints[i]->mark_down(fabric_.peer_index[i][e], why);
+  });
+}
+
 gpu::hbm_arena& node_io::hbm(uint32_t engine) {
   const auto li = fabric_.local_index(engine);
   if (!li) throw std::logic_error("engine " + std::to_string(engine) + " is not on node " + std::to_string(options_.node));

@@ -112,6 +112,9 @@ class node_io {
   // read bytes and read_q of the SNIC every 20 ms since the node started (docs/design.md §15).
   std::vector<snic_sample> snic_samples() const { return sampler_.samples(); }
   uint32_t node() const { return options_.node; }
+  // Node `node` was lost (docs/design.md §13): copies to its engines fail at once rather than hold this
+  // node's endpoints until the transport's timeout.
+  void node_lost(uint32_t node);
 
  private:
   void run();

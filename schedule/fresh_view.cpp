@@ -63,9 +63,24 @@ void fresh_view::expire(double now_s) {
   }
 }
 
+size_t fresh_view::remove_node(uint32_t node) {
+  lost_.insert(node);
+  auto& nodes = snap_.nodes;
+  nodes.erase(std::remove_if(nodes.begin(), nodes.end(), [&](const node_snapshot& n) { return n.node == node; }),
+              nodes.end());
+  size_t dropped = 0;
+  if (auto it = by_node_.find(node); it != by_node_.end()) {
+    for (uint64_t id : it->second)
+      if (pending_.count(id)) drop(id), ++dropped;
+    by_node_.erase(it);
+  }
+  return dropped;
+}
+
 void fresh_view::report(const group_report& r, double now_s) {
   expire(now_s);
   const uint32_t node_id = r.node.node;
+  if (lost(node_id)) return;  // a late report of a lost node must not bring its engines back
   node_snapshot& n = snap_.upsert(node_id, r.node.kind);
   n.read_q = r.node.read_q;
   n.engines = r.node.engines;

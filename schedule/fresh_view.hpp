@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "schedule/policy.hpp"
@@ -43,6 +44,11 @@ class fresh_view {
   void report(const group_report& r, double now_s);
   // Drops charges older than the bound; report() and record() call it too.
   void expire(double now_s);
+  // Node `node` is lost (docs/design.md §13): its engines leave the snapshot for good (a report still in
+  // flight from it is ignored), and every request with a charge on it loses all its charges (it is re-run
+  // under a new id). Answers how many requests lost their charges.
+  size_t remove_node(uint32_t node);
+  bool lost(uint32_t node) const { return lost_.count(node) > 0; }
 
   size_t pending() const { return live_; }       // charges not yet acknowledged
   uint64_t expired() const { return expired_; }  // charges dropped unacknowledged, since start
@@ -71,6 +77,7 @@ class fresh_view {
   std::deque<std::pair<double, uint64_t>> order_;  // (assigned at, id) in assignment order, for expiry
   size_t live_ = 0;
   uint64_t expired_ = 0;
+  std::unordered_set<uint32_t> lost_;
 };
 
 }  // namespace dualpath::schedule

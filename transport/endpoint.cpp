@@ -144,6 +144,8 @@ std::vector<arrival> endpoint::poll_arrivals() {
 
 bool endpoint::busy() const { return impl_->table.busy(); }
 
+void endpoint::mark_down(uint32_t peer, const std::string& why) { impl_->port.mark_down(peer, why); }
+
 std::optional<std::chrono::nanoseconds> endpoint::poll_delay() { return impl_->sched.poll_delay(); }
 
 transfer_stats endpoint::stats() const {

@@ -233,6 +233,8 @@ inline client_actor::behavior_type fake_client(std::shared_ptr<recorder> r) {
       },
       [=](atom::result, const envelope<schema::TurnResult>& e) { r->results.push_back(decode(e)); },
       [](atom::start) {},
+      [](atom::lost, uint32_t, const std::vector<uint64_t>&) {},
+      [](atom::expire, uint64_t) {},
   };
 }
 

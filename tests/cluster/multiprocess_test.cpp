@@ -112,10 +112,10 @@ TEST_CASE("one process per node: a node that dies ends the run with its name, an
   std::vector<int> pids;
   o.on_nodes_started = [&](const std::vector<int>& p) {
     pids = p;
-    kill(p[1], SIGKILL);  // a decode node, before any turn finished
+    kill(p[0], SIGKILL);  // the only prefill node, before any turn finished: nothing can go on
   };
   const auto t0 = std::chrono::steady_clock::now();
-  CHECK_THROWS_WITH_AS(run_cluster(o), doctest::Contains("node 1 (pid"), user_error);
+  CHECK_THROWS_WITH_AS(run_cluster(o), doctest::Contains("no prefill engine remains (lost: node 0 (pid"), user_error);
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
   REQUIRE(pids.size() == 3);
   for (int pid : pids) CHECK(gone(pid));

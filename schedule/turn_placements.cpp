@@ -1,0 +1,22 @@
+// docs/design.md §13: the turns in flight on a lost node, named for re-running.
+#include "schedule/turn_placements.hpp"
+
+#include <algorithm>
+
+namespace dualpath::schedule {
+
+std::vector<uint64_t> turn_placements::lose(uint32_t node) {
+  std::vector<uint64_t> out;
+  for (auto it = by_agent_.begin(); it != by_agent_.end();) {
+    if (it->second.pe_node == node || it->second.de_node == node) {
+      out.push_back(it->second.request);
+      it = by_agent_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace dualpath::schedule

@@ -1,0 +1,31 @@
+#pragma once
+// Where each agent's turn in flight was placed, so that when a node is lost the scheduler can name the turns
+// to re-run (docs/design.md §13). An agent has at most one turn in flight, so an agent's next submit (its
+// next turn, or this turn re-run) supersedes its placement. Plain C++, no clocks.
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "schedule/policy.hpp"
+
+namespace dualpath::schedule {
+
+class turn_placements {
+ public:
+  // The request of `agent` was assigned as `a` (replacing the agent's earlier placement).
+  void placed(uint32_t agent, const assignment& a) { by_agent_[agent] = {a.request.id, a.pe_node, a.de_node}; }
+  // `agent` submitted a request: whatever it had in flight has ended or is being re-run.
+  void submitted(uint32_t agent) { by_agent_.erase(agent); }
+  // Node `node` is lost: the requests placed with their PE or DE on it, forgotten here (sorted by id).
+  std::vector<uint64_t> lose(uint32_t node);
+  size_t size() const { return by_agent_.size(); }
+
+ private:
+  struct placement {
+    uint64_t request = 0;
+    uint32_t pe_node = 0, de_node = 0;
+  };
+  std::unordered_map<uint32_t, placement> by_agent_;
+};
+
+}  // namespace dualpath::schedule

@@ -1,0 +1,148 @@
+// docs/design.md §13: a multi-process run survives the loss of a node. SIGKILL one node process mid-run: its
+// turns in flight are re-run on the survivors, every turn is answered once and equals a full recompute; only
+// when no prefill or no decode node remains does the run end, naming the lost nodes.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include "cluster/cluster.hpp"
+#include "core/status.hpp"
+#include "runtime_fixtures.hpp"
+
+using namespace dualpath;
+using namespace dualpath::actors;
+using namespace runtime_fixtures;
+namespace fs = std::filesystem;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+std::string dualpath_binary() {
+  const char* env = std::getenv("DUALPATH_BINARY");
+  return env && *env ? env : DUALPATH_BINARY_DEFAULT;
+}
+
+constexpr uint32_t agents = 8, turns = 12;
+
+// 2P2D, one process per node, every turn verified.
+run_options two_by_two(const fs::path& dir) {
+  run_options o;
+  o.config = small_cluster(dir, 2);
+  o.config.prefill_nodes = 2;
+  o.config.provider = "tcp";
+  o.config.timeout_s = 20;
+  o.policy = "dualpath";
+  o.processes = true;
+  o.node_program = dualpath_binary();
+  o.scripts = scripts(agents, turns, 1);
+  return o;
+}
+
+// Kills `victims` (node indices) once `after_turns` turns are done; measures how long until each is noticed.
+struct killer {
+  std::vector<uint32_t> victims;
+  uint64_t after_turns = 0;
+  std::vector<int> pids;
+  bool fired = false;
+  clock_type::time_point killed_at;
+  std::vector<double> detect_s;  // per lost node: from the kill to the launcher's notice
+  std::vector<uint32_t> noticed;
+
+  void arm(run_options& o) {
+    o.on_nodes_started = [this](const std::vector<int>& p) { pids = p; };
+    o.on_progress = [this](const run_progress& p) {
+      if (fired || p.turns_done < after_turns) return;
+      fired = true;
+      killed_at = clock_type::now();
+      for (uint32_t v : victims) kill(pids.at(v), SIGKILL);
+    };
+    o.on_node_lost = [this](uint32_t node, const std::string&) {
+      noticed.push_back(node);
+      detect_s.push_back(std::chrono::duration<double>(clock_type::now() - killed_at).count());
+    };
+  }
+};
+
+void check_survived(const run_summary& s, const killer& k) {
+  check_turns_right(s, agents * turns, agents * turns);  // none lost, none twice, every one recomputed
+  CHECK(s.lost_nodes == 1);
+  CHECK(s.migrated_turns >= 1);
+  REQUIRE(k.noticed.size() == 1);
+  CHECK(k.noticed[0] == k.victims[0]);
+  CHECK(k.detect_s[0] < 1.0);
+  MESSAGE("node ", k.victims[0], " noticed after ", k.detect_s[0] * 1e3, " ms; ", s.migrated_turns,
+          " turns re-run; JCT ", s.jct_s, " s");
+}
+
+}  // namespace
+
+TEST_CASE("node loss: SIGKILL of a decode node mid-run; its turns are re-run, every turn verified, none lost") {
+  test::scratch_dir dir;
+  auto o = two_by_two(dir.path);
+  killer k{{3}, 6};
+  k.arm(o);
+  const auto s = run_cluster(o);
+  REQUIRE(k.fired);
+  check_survived(s, k);
+}
+
+TEST_CASE("node loss: SIGKILL of a prefill node mid-run; its turns are re-run, every turn verified, none lost") {
+  test::scratch_dir dir;
+  auto o = two_by_two(dir.path);
+  killer k{{1}, 6};
+  k.arm(o);
+  const auto s = run_cluster(o);
+  REQUIRE(k.fired);
+  check_survived(s, k);
+}
+
+TEST_CASE("node loss: with every decode node lost the run ends, naming them") {
+  test::scratch_dir dir;
+  auto o = two_by_two(dir.path);
+  killer k{{2, 3}, 4};
+  k.arm(o);
+  const auto t0 = clock_type::now();
+  std::string message;
+  try {
+    run_cluster(o);
+  } catch (const user_error& e) {
+    message = e.what();
+  }
+  CHECK(clock_type::now() - t0 < std::chrono::seconds(60));
+  REQUIRE(k.fired);
+  CHECK(message.find("no decode engine remains") != std::string::npos);
+  CHECK(message.find("node 2 (pid") != std::string::npos);
+  CHECK(message.find("node 3 (pid") != std::string::npos);
+  MESSAGE(message);
+}
+
+// docs/design.md §13, issue 14 item 4: a random node killed at a random moment (seeded), three seeds.
+TEST_CASE("chaos: a random node of a 2P2D run SIGKILLed at a random moment; every turn verified, none lost") {
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    CAPTURE(seed);
+    std::mt19937_64 rng(seed);
+    test::scratch_dir dir;
+    auto o = two_by_two(dir.path);
+    // The moment: the first progress report (about once a second) with at least this many turns answered;
+    // at most half the run, so the kill always lands while turns are in flight.
+    const uint32_t victim = uint32_t(rng() % 4);
+    const uint64_t after = 1 + rng() % (agents * turns / 2);
+    killer k{{victim}, after};
+    k.arm(o);
+    const auto s = run_cluster(o);
+    REQUIRE(k.fired);
+    check_turns_right(s, agents * turns, agents * turns);
+    CHECK(s.lost_nodes == 1);
+    REQUIRE(k.noticed.size() == 1);
+    CHECK(k.detect_s[0] < 1.0);
+    MESSAGE("seed ", seed, ": node ", victim, " killed after ", after, "+ turns, noticed in ", k.detect_s[0] * 1e3,
+            " ms; ", s.migrated_turns, " turns re-run; JCT ", s.jct_s, " s");
+  }
+}
