@@ -45,6 +45,7 @@ void add_cluster_overrides(CLI::App* cmd, cluster_overrides& o) {
   cmd->add_option("--cnic-gbps", o.cnic_gb_per_s, "Override hardware.cnic_gb_per_s (per GPU and direction)");
   cmd->add_option("--dram-gb", o.dram_gb, "Override hardware.dram_buffer_gb (per node)");
   cmd->add_option("--hbm-gb", o.hbm_gb, "Override hardware.hbm_gb (KV per GPU)");
+  cmd->add_option("--prefill-hbm-gb", o.prefill_hbm_gb, "Override hardware.prefill_hbm_gb (KV per prefill GPU)");
 }
 
 cluster_config sim_cluster(const std::string& cluster_file, const cluster_overrides& o) {
@@ -59,6 +60,7 @@ cluster_config sim_cluster(const std::string& cluster_file, const cluster_overri
   if (o.cnic_gb_per_s) c.cnic_gb_per_s = *o.cnic_gb_per_s;
   if (o.dram_gb) c.dram_buffer_gb = *o.dram_gb;
   if (o.hbm_gb) c.hbm_gb = *o.hbm_gb;
+  if (o.prefill_hbm_gb) c.prefill_hbm_gb = *o.prefill_hbm_gb;
   validate_cluster_config(c, cluster_file.empty() ? "paper cluster with overrides" : cluster_file);
   find_model(c.model);  // an unknown model is refused with the known names before anything runs
   return c;

@@ -20,7 +20,7 @@ cluster_config paper_cluster();
 struct cluster_overrides {
   std::optional<uint32_t> prefill_nodes, decode_nodes, gpus_per_node;
   std::optional<std::string> model, gpu;
-  std::optional<double> mfu, snic_gb_per_s, cnic_gb_per_s, dram_gb, hbm_gb;
+  std::optional<double> mfu, snic_gb_per_s, cnic_gb_per_s, dram_gb, hbm_gb, prefill_hbm_gb;
 };
 void add_cluster_overrides(CLI::App* cmd, cluster_overrides& o);
 // The cluster file (or the paper's cluster) with the overrides applied, validated.

@@ -26,10 +26,12 @@ run_base prepare_run(const cluster_config& c, const std::string& origin) {
   b.geometry.layers = b.spec.layers;
   b.geometry.block_tokens = c.block_tokens ? c.block_tokens : b.spec.block_tokens;
   b.geometry.bytes_per_token_layer = b.spec.kv_bytes_per_token_layer;
-  const uint64_t hbm_bytes = uint64_t(c.hbm_gb * 1e9);
-  if (hbm_bytes < 2 * b.geometry.block_bytes() + uint64_t(c.model_traffic_kb) * 1024)
-    throw user_error(fmt::format("{}: key 'hardware.hbm_gb': {} bytes cannot hold two Full Blocks of {} ({} bytes)",
-                                 origin, hbm_bytes, b.spec.name, b.geometry.block_bytes()));
+  for (auto [key, gb] : {std::pair<const char*, double>{"hbm_gb", c.hbm_gb}, {"prefill_hbm_gb", c.prefill_hbm()}}) {
+    const uint64_t hbm_bytes = uint64_t(gb * 1e9);
+    if (hbm_bytes < 2 * b.geometry.block_bytes() + uint64_t(c.model_traffic_kb) * 1024)
+      throw user_error(fmt::format("{}: key 'hardware.{}': {} bytes cannot hold two Full Blocks of {} ({} bytes)",
+                                   origin, key, hbm_bytes, b.spec.name, b.geometry.block_bytes()));
+  }
 
   storage::store_options so;
   so.dir = c.store_dir;
@@ -65,7 +67,7 @@ std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const ru
   for (uint32_t i = 0; i < c.engines_per_node; ++i) no.engines.push_back(node * c.engines_per_node + i);
   no.geometry = geo;
   no.buffer_bytes = uint64_t(c.dram_buffer_gb * 1e9);
-  no.hbm_bytes = uint64_t(c.hbm_gb * 1e9);
+  no.hbm_bytes = uint64_t((node < c.prefill_nodes ? c.prefill_hbm() : c.hbm_gb) * 1e9);
   no.snic_gb_per_s = c.snic_gb_per_s;
   no.fabric.provider = c.provider;
   no.fabric.rate_gb_per_s = c.cnic_gb_per_s;

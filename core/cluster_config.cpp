@@ -122,12 +122,13 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
   r.get(cluster, "cluster", "pe_group_nodes", c.pe_group_nodes);
   r.get(cluster, "cluster", "de_group_nodes", c.de_group_nodes);
   r.get(cluster, "cluster", "ep_sync", c.ep_sync);
-  const auto* hw = r.section("hardware", {"snic_gb_per_s", "cnic_gb_per_s", "dram_buffer_gb", "hbm_gb", "provider",
+  const auto* hw = r.section("hardware", {"snic_gb_per_s", "cnic_gb_per_s", "dram_buffer_gb", "hbm_gb", "prefill_hbm_gb", "provider",
                                           "kv_share", "isolation"});
   r.get(hw, "hardware", "snic_gb_per_s", c.snic_gb_per_s);
   r.get(hw, "hardware", "cnic_gb_per_s", c.cnic_gb_per_s);
   r.get(hw, "hardware", "dram_buffer_gb", c.dram_buffer_gb);
   r.get(hw, "hardware", "hbm_gb", c.hbm_gb);
+  r.get(hw, "hardware", "prefill_hbm_gb", c.prefill_hbm_gb);
   r.get(hw, "hardware", "provider", c.provider);
   r.get(hw, "hardware", "kv_share", c.kv_share);
   r.get(hw, "hardware", "isolation", c.isolation);
@@ -200,6 +201,7 @@ void validate_cluster_config(const cluster_config& c, const std::string& origin)
   if (c.cnic_gb_per_s < 0) fail("hardware.cnic_gb_per_s", "must not be negative");
   if (c.dram_buffer_gb <= 0) fail("hardware.dram_buffer_gb", "must be positive");
   if (c.hbm_gb <= 0) fail("hardware.hbm_gb", "must be positive");
+  if (c.prefill_hbm_gb < 0) fail("hardware.prefill_hbm_gb", "must not be negative (0: the same as hbm_gb)");
   if (c.kv_share <= 0 || c.kv_share > 1) fail("hardware.kv_share", "must be in (0, 1]");
   if (c.capacity_gb < 0) fail("storage.capacity_gb", "must not be negative");
   if (c.store_dir.empty()) fail("storage.dir", "must not be empty");
@@ -229,7 +231,7 @@ std::string format_cluster_config(const cluster_config& c) {
                                      {"block_tokens", integer(c.block_tokens)},
                                      {"ep_sync", c.ep_sync}});
   root.insert("hardware", toml::table{{"snic_gb_per_s", c.snic_gb_per_s}, {"cnic_gb_per_s", c.cnic_gb_per_s},
-                                      {"dram_buffer_gb", c.dram_buffer_gb}, {"hbm_gb", c.hbm_gb},
+                                      {"dram_buffer_gb", c.dram_buffer_gb}, {"hbm_gb", c.hbm_gb}, {"prefill_hbm_gb", c.prefill_hbm_gb},
                                       {"provider", c.provider}, {"kv_share", c.kv_share},
                                       {"isolation", c.isolation}});
   root.insert("storage", toml::table{{"dir", c.store_dir}, {"capacity_gb", c.capacity_gb}, {"fsync", c.fsync}});

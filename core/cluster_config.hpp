@@ -47,6 +47,8 @@ struct cluster_config {
   double cnic_gb_per_s = 0;        // per engine and direction; 0 = uncapped
   double dram_buffer_gb = 0.25;    // per node: PE/DE buffer for Full Blocks
   double hbm_gb = 0.125;           // per engine: KV capacity of the HBM arena
+  double prefill_hbm_gb = 0;       // per prefill engine, when it differs (0 = hbm_gb): the HBM a GPU has left
+                                   // for KV differs between roles (weights, activations, batch sizes)
   std::string provider = "shm";
   double kv_share = 0.01;
   bool isolation = true;
@@ -75,6 +77,7 @@ struct cluster_config {
   std::string secret;
 
   uint32_t total_nodes() const { return prefill_nodes + decode_nodes; }
+  double prefill_hbm() const { return prefill_hbm_gb > 0 ? prefill_hbm_gb : hbm_gb; }
 };
 
 // Parses a cluster file; throws user_error naming file, key and reason.

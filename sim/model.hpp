@@ -152,7 +152,8 @@ class simulator {
   std::unique_ptr<schedule::policy> policy_;
   std::unique_ptr<schedule::prefill_batcher> batcher_;
   double snic_rate_ = 0, cnic_rate_ = 0;  // bytes/s; 0 = uncapped
-  uint64_t hbm_bytes_ = 0;
+  uint64_t hbm_bytes_ = 0;          // per decode engine
+  uint64_t prefill_hbm_bytes_ = 0;  // per prefill engine
   uint32_t first_de_ = 0;  // first decode engine id
   bool lockstep_ = false;  // --ep-lockstep or the cluster file's ep_sync
 

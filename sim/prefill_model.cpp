@@ -75,9 +75,9 @@ void simulator::load_done(uint32_t id) {
   else try_pass(a.asg.pe);
 }
 
-// The next batch of engine `e` under the quota, with its HBM: new KV of requests starting their first pass
-// and `depth` layers of staged hit KV. Like the runtime, a batch that does not fit runs its head alone; a
-// head that does not fit an empty arena fails. False when nothing can run now.
+// The next batch of engine `e` under the quota and within its free HBM (new KV of requests starting their
+// first pass and `depth` layers of staged hit KV), as the runtime's batcher picks it; a head that does not
+// fit an empty arena fails. False when nothing can run now.
 bool simulator::plan_pass(uint32_t e) {
   auto& pe = pes_[e];
   while (!pe.ready.empty()) {
@@ -94,7 +94,15 @@ bool simulator::plan_pass(uint32_t e) {
       return fresh + staging;
     };
     uint64_t staging = 0;
-    auto batch = batcher_->next_batch(pe.ready);
+    // As the runtime's engine: the batch stops before its new KV and staging exceed the free HBM.
+    const schedule::hbm_budget budget{pe.hbm_free, [&](const schedule::prefill_work& w) {
+                                        const agent_state& a = agents_[w.request];
+                                        const uint64_t fresh = a.new_kv ? 0 : (a.prompt - uint64_t(a.hit) * geo_.block_tokens) *
+                                                                                  geo_.layers * geo_.bytes_per_token_layer;
+                                        return fresh + std::max<uint64_t>(1, uint64_t(a.hit) * geo_.layer_bytes() *
+                                                                                 std::min(depth, geo_.layers));
+                                      }};
+    auto batch = batcher_->next_batch(pe.ready, &budget);
     if (need(batch, staging) > pe.hbm_free && batch.size() > 1) {
       pe.ready = saved;
       std::deque<schedule::prefill_work> head{pe.ready.front()};
@@ -119,7 +127,7 @@ bool simulator::plan_pass(uint32_t e) {
     pe.ready = saved;
     bool holds = false;
     for (const auto& w : pe.ready) holds = holds || agents_[w.request].new_kv;
-    if (holds || pe.hbm_free < hbm_bytes_) return false;  // waits for HBM to be freed
+    if (holds || pe.hbm_free < prefill_hbm_bytes_) return false;  // waits for HBM to be freed
     const uint32_t id = uint32_t(pe.ready.front().request);
     pe.ready.pop_front();
     agent_state& a = agents_[id];
@@ -128,7 +136,7 @@ bool simulator::plan_pass(uint32_t e) {
     unpromise(id);
     release_slots(a.asg.pe_node, a.pe_slots);
     release_slots(a.asg.de_node, a.de_slots);
-    fail(id, "request does not fit in the HBM of engine " + std::to_string(e) + " (" + std::to_string(hbm_bytes_) +
+    fail(id, "request does not fit in the HBM of engine " + std::to_string(e) + " (" + std::to_string(prefill_hbm_bytes_) +
                  " bytes)");
   }
   return false;

@@ -41,6 +41,7 @@ simulator::simulator(const sim_options& o) : o_(o), cfg_(o.config), mode_(run_mo
   snic_rate_ = cfg_.snic_gb_per_s * 1e9;
   cnic_rate_ = cfg_.cnic_gb_per_s * 1e9;
   hbm_bytes_ = uint64_t(cfg_.hbm_gb * 1e9);
+  prefill_hbm_bytes_ = uint64_t(cfg_.prefill_hbm() * 1e9);
   lockstep_ = o.ep_lockstep || cfg_.ep_sync;
 
   schedule::calibration_input in;
@@ -81,12 +82,12 @@ simulator::simulator(const sim_options& o) : o_(o), cfg_(o.config), mode_(run_mo
       schedule::engine_snapshot e;
       e.engine = n * g + i;
       e.node = n;
-      e.free_hbm = hbm_bytes_;
+      e.free_hbm = node.prefill ? prefill_hbm_bytes_ : hbm_bytes_;
       sn.engines.push_back(e);
       if (node.prefill) {
         pes_.emplace_back();
         pes_.back().node = n;
-        pes_.back().hbm_free = hbm_bytes_;
+        pes_.back().hbm_free = prefill_hbm_bytes_;
       } else {
         des_.emplace_back();
         des_.back().node = n;

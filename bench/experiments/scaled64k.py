@@ -126,7 +126,7 @@ def pd_sweep(args, tmp):
     layouts = [(1, 1), (1, 2), (2, 1), (2, 2)]
     rows = {}
     for p, d in layouts:
-        c = cluster_variant(tmp, f"{p}p{d}d", prefill_nodes=p, decode_nodes=d, hbm_gb=args.hbm_gb)
+        c = cluster_variant(tmp, f"{p}p{d}d", prefill_nodes=p, decode_nodes=d, hbm_gb=args.hbm_gb, prefill_hbm_gb=args.hbm_gb)
         runs, _ = dualpath(mode(args), c, tr, ["basic", "dualpath"], "--max-turns", args.max_turns)
         rows[f"{p}P{d}D"] = {k: summary(v) for k, v in runs.items()}
     J = lambda lay, pol: rows[lay][pol]["jct_s"]
@@ -152,7 +152,7 @@ def pd_sweep(args, tmp):
 
 def snic_balance(args, tmp):
     tr = trace(tmp, args.agents, args.scale)
-    c = cluster_variant(tmp, "2p4d", prefill_nodes=2, decode_nodes=4, engines_per_node=2, hbm_gb=args.hbm_gb,
+    c = cluster_variant(tmp, "2p4d", prefill_nodes=2, decode_nodes=4, engines_per_node=2, hbm_gb=args.hbm_gb, prefill_hbm_gb=args.hbm_gb,
                         snic_gb_per_s=args.snic_gbps)
     pols = ["dualpath", "round_robin", "dualpath_nosched"]
     runs, _ = dualpath(mode(args), c, tr, pols, "--max-turns", args.max_turns)
@@ -181,7 +181,7 @@ def scaling(args, tmp):
     for kind, factors in (("append", (0.75, 1.0, 2.0)), ("gen", (0.5, 1.0, 2.0))):
         for f in factors:
             tr = trace(tmp, args.agents, args.scale, f if kind == "append" else 1.0, f if kind == "gen" else 1.0)
-            c = cluster_variant(tmp, "scaling", hbm_gb=args.hbm_gb)
+            c = cluster_variant(tmp, "scaling", hbm_gb=args.hbm_gb, prefill_hbm_gb=args.hbm_gb)
             runs, _ = dualpath(mode(args), c, tr, ["basic", "dualpath"], "--max-turns", args.max_turns)
             b, d = summary(runs["basic"]), summary(runs["dualpath"])
             pts.append({"sweep": kind, "factor": f, "basic_jct_s": b["jct_s"], "dualpath_jct_s": d["jct_s"],
@@ -199,7 +199,7 @@ def online(args, tmp):
     tr = trace(tmp, args.agents, args.scale)
     with tempfile.TemporaryDirectory() as t2:
         report = os.path.join(t2, "report.json")
-        cmd = [BIN, mode(args), "--cluster", cluster_variant(tmp, "online", hbm_gb=args.hbm_gb), "--trace", tr, "--compare", "basic,dualpath", "--quiet",
+        cmd = [BIN, mode(args), "--cluster", cluster_variant(tmp, "online", hbm_gb=args.hbm_gb, prefill_hbm_gb=args.hbm_gb), "--trace", tr, "--compare", "basic,dualpath", "--quiet",
                "--max-turns", str(args.max_turns), "--mode", "online", "--aps-sweep", args.aps, "--report", report]
         print("+ dualpath", " ".join(cmd[2:]), file=sys.stderr, flush=True)
         subprocess.run(cmd, check=True, cwd=t2)
