@@ -165,6 +165,7 @@ struct turn_collector {
   node_processes* nodes = nullptr;  // multi-process runs: nodes can be lost (docs/design.md §13)
   std::vector<std::pair<uint32_t, std::string>> lost;  // lost nodes, and how, in the order noticed
   uint64_t migrated = 0;                                // turns re-run because of them
+  int64_t last_event = 0;  // the latest answered turn (or, after a loss, the moment the loss's waits end)
   std::vector<turn_record> records;
   turns_to_verify to_verify;
   run_progress progress;
@@ -177,24 +178,24 @@ struct turn_collector {
     t0 = now_ns();
     start_clients();
     int64_t last_report = t0;
-    int64_t last_event = t0;
+    last_event = t0;
     int64_t last_check = t0;
     while (progress.agents_done < progress.agents_total && stall.empty()) {
       self->receive(
           [&](atom::result, const envelope<schema::TurnResult>& e, const envelope<schema::TurnPayload>& p) {
             on_result(decode(e), decode(p), t0);
-            last_event = now_ns();
+            last_event = std::max(last_event, now_ns());
           },
           [&](atom::finish, uint32_t) {
             ++progress.agents_done;
-            last_event = now_ns();
+            last_event = std::max(last_event, now_ns());
           },
           [&](atom::lost, uint32_t) { ++migrated; },
           caf::after(std::chrono::milliseconds(200)) >> [] {});
       // Every 200 ms, busy or idle: a node that died is noticed even while the others keep answering.
       if (seconds_between(last_check, now_ns()) >= 0.2) {
         last_check = now_ns();
-        check_stall(self, last_event);
+        check_stall(self);
       }
       if (options.on_progress && seconds_between(last_report, now_ns()) >= 1.0) {
         last_report = now_ns();
@@ -219,7 +220,7 @@ struct turn_collector {
     ++progress.turns_done;
   }
 
-  void check_stall(caf::scoped_actor& self, int64_t last_event) {
+  void check_stall(caf::scoped_actor& self) {
     if (nodes)
       for (auto& [n, how] : nodes->poll_lost())
         if (stall.empty()) on_lost(self, n, how);
@@ -236,6 +237,10 @@ struct turn_collector {
     lost.emplace_back(node, how);
     if (options.on_node_lost) options.on_node_lost(node, how);
     nodes->announce_lost(node);
+    // Requests the survivors had sent to the lost node's actors are not failed by CAF when its host
+    // vanishes: they time out, an engine's data-plane waits within 2 · timeout_s (actors/engine_base.hpp),
+    // and a pass waiting on one holds its PE meanwhile. That silence does not count as a stall.
+    last_event = std::max(last_event, now_ns() + int64_t(2 * view.config.timeout_s * 1e9));
     const auto& c = view.config;
     uint32_t prefill_lost = 0;
     for (const auto& l : lost) prefill_lost += view.is_prefill_node(l.first) ? 1 : 0;

@@ -144,7 +144,14 @@ std::vector<arrival> endpoint::poll_arrivals() {
 
 bool endpoint::busy() const { return impl_->table.busy(); }
 
-void endpoint::mark_down(uint32_t peer, const std::string& why) { impl_->port.mark_down(peer, why); }
+void endpoint::mark_down(uint32_t peer, const std::string& why) {
+  impl_->port.mark_down(peer, why);
+  // Slices already posted to a dead peer may never complete: fail their transfers now, as the timeout
+  // would (a completion arriving later finds no slice and is ignored).
+  const auto now = impl_->sched.now();
+  for (const auto& o : impl_->table.expired(now, std::chrono::nanoseconds(-1)))
+    if (o.peer == peer) impl_->table.fail(o.transfer, why, now);
+}
 
 std::optional<std::chrono::nanoseconds> endpoint::poll_delay() { return impl_->sched.poll_delay(); }
 

@@ -138,8 +138,8 @@ class endpoint {
 
   // True while transfers are queued or in flight.
   bool busy() const;
-  // `peer` is gone (its node was lost, docs/design.md §13): its queued slices and every later transfer to
-  // it fail at once with `why` instead of waiting for the provider's timeout.
+  // `peer` is gone (its node was lost, docs/design.md §13): transfers to it in flight, its queued slices
+  // and every later transfer to it fail at once with `why` instead of waiting for the provider's timeout.
   void mark_down(uint32_t peer, const std::string& why);
   // When the owner should poll next: zero while slices are in flight or could be posted now, the rate
   // cap's wait when only the cap holds queued slices back, nullopt when nothing is queued. (A target

@@ -37,7 +37,7 @@ run_options two_by_two(const fs::path& dir) {
   o.config = small_cluster(dir, 2);
   o.config.prefill_nodes = 2;
   o.config.provider = "tcp";
-  o.config.timeout_s = 20;
+  o.config.timeout_s = 10;  // a wait on a lost node's actors ends (times out) within it
   o.policy = "dualpath";
   o.processes = true;
   o.node_program = dualpath_binary();
@@ -145,4 +145,26 @@ TEST_CASE("chaos: a random node of a 2P2D run SIGKILLed at a random moment; ever
     MESSAGE("seed ", seed, ": node ", victim, " killed after ", after, "+ turns, noticed in ", k.detect_s[0] * 1e3,
             " ms; ", s.migrated_turns, " turns re-run; JCT ", s.jct_s, " s");
   }
+}
+
+TEST_CASE("node loss: a hung decode node (SIGSTOP) is found by the heartbeat, killed, and its turns re-run") {
+  test::scratch_dir dir;
+  auto o = two_by_two(dir.path);
+  killer k{{2}, 6};
+  k.arm(o);
+  o.on_progress = [&k](const run_progress& p) {  // stop rather than kill: the process lives on, silent
+    if (k.fired || p.turns_done < k.after_turns) return;
+    k.fired = true;
+    k.killed_at = clock_type::now();
+    kill(k.pids.at(2), SIGSTOP);
+  };
+  const auto s = run_cluster(o);
+  REQUIRE(k.fired);
+  check_turns_right(s, agents * turns, agents * turns);
+  CHECK(s.lost_nodes == 1);
+  REQUIRE(k.noticed.size() == 1);
+  CHECK(k.noticed[0] == 2);
+  CHECK(k.detect_s[0] < 3.0);  // a 500 ms heartbeat with a 2 s deadline
+  MESSAGE("hung node 2 noticed after ", k.detect_s[0] * 1e3, " ms; ", s.migrated_turns, " turns re-run; JCT ", s.jct_s,
+          " s");
 }
