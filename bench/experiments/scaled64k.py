@@ -25,6 +25,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.environ.get("DUALPATH_BIN", os.path.join(HERE, "..", "..", "build", "apps", "dualpath"))
 CLUSTER = os.path.join(HERE, "scaled64k.toml")
 ABLATION = ["basic", "layerwise", "dualpath_nosched", "dualpath"]
+# The P/D sweep, the scaling sweeps and the online runs want reads alone to bound basic: SNICs at 0.15 GB/s
+# (the ablation's 0.3 GB/s in scaled64k.toml lets HBM, not reads, separate basic from layerwise).
+READ_BOUND_SNIC = 0.15
 
 
 def trace(tmp, agents, scale, append_scale=1.0, gen_scale=1.0, seed=1):
@@ -126,7 +129,8 @@ def pd_sweep(args, tmp):
     layouts = [(1, 1), (1, 2), (2, 1), (2, 2)]
     rows = {}
     for p, d in layouts:
-        c = cluster_variant(tmp, f"{p}p{d}d", prefill_nodes=p, decode_nodes=d, hbm_gb=args.hbm_gb, prefill_hbm_gb=args.hbm_gb)
+        c = cluster_variant(tmp, f"{p}p{d}d", prefill_nodes=p, decode_nodes=d, hbm_gb=args.hbm_gb, prefill_hbm_gb=args.hbm_gb,
+                            snic_gb_per_s=READ_BOUND_SNIC)
         runs, _ = dualpath(mode(args), c, tr, ["basic", "dualpath"], "--max-turns", args.max_turns)
         rows[f"{p}P{d}D"] = {k: summary(v) for k, v in runs.items()}
     J = lambda lay, pol: rows[lay][pol]["jct_s"]
@@ -181,7 +185,7 @@ def scaling(args, tmp):
     for kind, factors in (("append", (0.75, 1.0, 2.0)), ("gen", (0.5, 1.0, 2.0))):
         for f in factors:
             tr = trace(tmp, args.agents, args.scale, f if kind == "append" else 1.0, f if kind == "gen" else 1.0)
-            c = cluster_variant(tmp, "scaling", hbm_gb=args.hbm_gb, prefill_hbm_gb=args.hbm_gb)
+            c = cluster_variant(tmp, "scaling", hbm_gb=args.hbm_gb, prefill_hbm_gb=args.hbm_gb, snic_gb_per_s=READ_BOUND_SNIC)
             runs, _ = dualpath(mode(args), c, tr, ["basic", "dualpath"], "--max-turns", args.max_turns)
             b, d = summary(runs["basic"]), summary(runs["dualpath"])
             pts.append({"sweep": kind, "factor": f, "basic_jct_s": b["jct_s"], "dualpath_jct_s": d["jct_s"],
@@ -199,7 +203,7 @@ def online(args, tmp):
     tr = trace(tmp, args.agents, args.scale)
     with tempfile.TemporaryDirectory() as t2:
         report = os.path.join(t2, "report.json")
-        cmd = [BIN, mode(args), "--cluster", cluster_variant(tmp, "online", hbm_gb=args.hbm_gb, prefill_hbm_gb=args.hbm_gb), "--trace", tr, "--compare", "basic,dualpath", "--quiet",
+        cmd = [BIN, mode(args), "--cluster", cluster_variant(tmp, "online", hbm_gb=args.hbm_gb, prefill_hbm_gb=args.hbm_gb, snic_gb_per_s=READ_BOUND_SNIC), "--trace", tr, "--compare", "basic,dualpath", "--quiet",
                "--max-turns", str(args.max_turns), "--mode", "online", "--aps-sweep", args.aps, "--report", report]
         print("+ dualpath", " ".join(cmd[2:]), file=sys.stderr, flush=True)
         subprocess.run(cmd, check=True, cwd=t2)
