@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cluster/cluster.hpp"
+#include "cluster/metrics.hpp"
 #include "cluster/control_client.hpp"
 #include "apps/command_registry.hpp"
 #include "apps/workload.hpp"
@@ -61,6 +62,8 @@ struct run_args {
   std::optional<uint16_t> control_port;
   std::string control_host = "127.0.0.1";  // docs/design.md §13: loopback unless told otherwise
   std::string node_registry;
+  std::optional<uint16_t> metrics_port;
+  std::shared_ptr<actors::metrics_endpoint> metrics;  // one for every run of the command
 };
 
 // Agent scripts for the cluster's clients: Mooncake agents get their one prompt from the hash ids.
@@ -100,6 +103,7 @@ actors::run_summary run_policy(const run_args& a, const cluster_config& config, 
   o.verify_every = verify_every;
   for (auto& s : o.scripts) s.verify_every = verify_every;
   o.control_port = a.control_port;
+  o.metrics = a.metrics.get();
   o.control_host = a.control_host;
   o.processes = a.processes || !a.node_registry.empty();
   if (a.node_registry.empty() && a.processes) o.node_program = fs::read_symlink("/proc/self/exe").string();
@@ -132,8 +136,13 @@ actors::run_summary run_policy(const run_args& a, const cluster_config& config, 
   return actors::run_cluster(o);
 }
 
-void run_command(const run_args& a) {
+void run_command(run_args& a) {
   const bool embedded_default = a.cluster_file.empty();
+  if (a.metrics_port) {
+    // docs/design.md §15: one endpoint for the command, on loopback; every run of a comparison adds to it.
+    a.metrics = std::make_shared<actors::metrics_endpoint>("127.0.0.1", *a.metrics_port);
+    fmt::print(stderr, "metrics: http://127.0.0.1:{}/metrics\n", a.metrics->port());
+  }
   cluster_config config = embedded_default ? parse_cluster_config(default_cluster, "embedded default cluster")
                                            : load_cluster_config(a.cluster_file);
   cli::check_workload_options(a.workload, !a.serving.aps_sweep.empty());
@@ -169,6 +178,9 @@ void setup(CLI::App& root) {
       },
       "Publish the scheduler's control port for `dualpath ctl` on [HOST:]PORT (HOST default 127.0.0.1; port 0: any "
       "free port, printed); needs the cluster's secret ([runtime] secret or $DUALPATH_SECRET)");
+  cmd->add_option_function<uint16_t>(
+      "--metrics-port", [a](uint16_t port) { a->metrics_port = port; },
+      "Serve Prometheus metrics on http://127.0.0.1:PORT/metrics while it runs (0: any free port, printed)");
   cmd->add_flag("--processes", a->processes,
                 "One process per node (`dualpath node`), started and wired by this launcher; not for oracle");
   cmd->add_option("--node-registry", a->node_registry,

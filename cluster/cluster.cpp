@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cluster/control_client.hpp"
+#include "cluster/metrics.hpp"
 #include "cluster/node_processes.hpp"
 #include "actors/engines.hpp"
 #include "cluster/node_host.hpp"
@@ -171,6 +172,7 @@ struct turn_collector {
   run_progress progress;
   std::string stall;
   int64_t t0 = 0;  // the run's start: just before the clients are started
+  const std::vector<std::unique_ptr<runtime::node_io>>* ios = nullptr;  // embedded runs: the SNICs to sample
 
   void run(caf::scoped_actor& self) {
     progress.agents_total = uint32_t(options.scripts.size());
@@ -197,12 +199,32 @@ struct turn_collector {
         last_check = now_ns();
         check_stall(self);
       }
-      if (options.on_progress && seconds_between(last_report, now_ns()) >= 1.0) {
+      if ((options.on_progress || options.metrics) && seconds_between(last_report, now_ns()) >= 1.0) {
         last_report = now_ns();
-        report_progress(t0);
+        if (options.on_progress) report_progress(t0);
+        sample_metrics(self);
       }
     }
     if (options.on_progress) report_progress(t0);
+    sample_metrics(self);
+  }
+
+  // Once a second: each node's SNIC and the scheduler's queue and policy (asked with a short deadline).
+  void sample_metrics(caf::scoped_actor& self) {
+    if (!options.metrics) return;
+    if (ios)
+      for (size_t n = 0; n < ios->size(); ++n) {
+        const auto& io = *(*ios)[n];
+        options.metrics->set_snic(uint32_t(n), io.stats().snic_bytes, io.read_q());
+      }
+    self->request(view.scheduler, std::chrono::milliseconds(200), atom::stats_v)
+        .receive(
+            [&](const envelope<schema::SchedulerStats>& e) {
+              const auto s = decode(e);
+              options.metrics->set_waiting(s.waiting);
+              options.metrics->set_policy(s.policy);
+            },
+            [](caf::error&) {});
   }
 
   void start_clients() {
@@ -216,6 +238,7 @@ struct turn_collector {
 
   void on_result(const turn_result& r, const turn_payload& payload, int64_t t0) {
     records.push_back(record_of(r, t0));
+    if (options.metrics) options.metrics->observe_turn(records.back(), view.geometry.block_tokens);
     if (r.error.empty() && !payload.tokens.empty()) to_verify.emplace_back(payload.tokens, r.generated);
     ++progress.turns_done;
   }
@@ -362,6 +385,7 @@ run_summary run_cluster(const run_options& o) {
     }
 
     turn_collector collector{o, *view, nodes.get()};
+    collector.ios = &ios;
     collector.run(self);
     records = std::move(collector.records);
     to_verify = std::move(collector.to_verify);

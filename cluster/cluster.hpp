@@ -38,6 +38,8 @@ struct run_options {
   std::function<void(const std::vector<int>&)> on_nodes_started;  // pids of the node processes
   // A node was lost and the run goes on without it (docs/design.md §13): its index and how it was lost.
   std::function<void(uint32_t node, const std::string& how)> on_node_lost;
+  // Prometheus metrics (cluster/metrics.hpp), updated as turns end and once a second; not owned.
+  class metrics_endpoint* metrics = nullptr;
 };
 
 // Runs the cluster until every script finished; throws user_error on bad configuration, or when the run

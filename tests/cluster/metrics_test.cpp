@@ -7,7 +7,11 @@
 
 #include <string>
 
+#include <atomic>
+#include <thread>
+
 #include "cluster/metrics.hpp"
+#include "tests/cluster/runtime_fixtures.hpp"
 #include "core/status.hpp"
 
 using namespace dualpath;
@@ -94,4 +98,41 @@ TEST_CASE("metrics: a port that is taken is refused with the address") {
   } catch (const user_error& e) {
     CHECK(std::string(e.what()).find("127.0.0.1:" + std::to_string(first.port())) != std::string::npos);
   }
+}
+
+TEST_CASE("metrics: scraped during a real run, the counters move and the histograms fill") {
+  using namespace runtime_fixtures;
+  test::scratch_dir dir;
+  actors::metrics_endpoint m("127.0.0.1", 0);
+  actors::run_options o;
+  o.config = small_cluster(dir.path, 2);
+  o.policy = "dualpath";
+  o.scripts = scripts(3, 4, 0);
+  o.metrics = &m;
+  std::atomic<bool> done{false};
+  actors::run_summary s;
+  std::thread run([&] {
+    s = actors::run_cluster(o);
+    done = true;
+  });
+  // Scrape while it runs (bounded: the run takes seconds), keeping the largest turn count seen.
+  double during = 0;
+  for (int i = 0; i < 600 && !done; ++i) {
+    during = std::max(during, sample(scrape(m.port()), "dualpath_turns_total{outcome=\"ok\"}"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  run.join();
+  const auto after = scrape(m.port());
+  CHECK(s.turns == 12);
+  CHECK(during < 12);  // seen before the end ...
+  CHECK(sample(after, "dualpath_turns_total{outcome=\"ok\"}") == 12);  // ... and all of them after it
+  CHECK(sample(after, "dualpath_time_to_first_token_seconds_count") == 12);
+  CHECK(sample(after, "dualpath_time_to_first_token_seconds_sum") > 0);
+  double read = 0;
+  for (int n = 0; n < 3; ++n) read += std::max(0.0, sample(after, "dualpath_snic_read_bytes_total{node=\"" + std::to_string(n) + "\"}"));
+  uint64_t expect = 0;
+  for (auto b : s.snic_bytes) expect += b;
+  CHECK(read == doctest::Approx(double(expect)));
+  CHECK(read > 0);
+  CHECK(sample(after, "dualpath_scheduler_policy_info{policy=\"dualpath\"}") == 1);
 }
