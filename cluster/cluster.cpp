@@ -139,10 +139,10 @@ std::vector<std::unique_ptr<runtime::node_io>> embedded_data_planes(const run_ba
 
 // Spawns every node's actors in this process; returns them (to stop at the end).
 // `ep` gets each prefill node's EP rounds under ep_sync (read once the actor system has stopped).
-std::vector<caf::actor> spawn_embedded_nodes(caf::actor_system& sys, const run_base& base, const cluster_view_ptr& view,
-                                             std::vector<std::unique_ptr<runtime::node_io>>& ios,
-                                             std::vector<std::shared_ptr<runtime::ep_rounds>>& ep) {
-  std::vector<caf::actor> all;
+// Every actor spawned is added to `all` at once, so that a throw half-way still leaves it to be stopped.
+void spawn_embedded_nodes(caf::actor_system& sys, const run_base& base, const cluster_view_ptr& view,
+                          std::vector<std::unique_ptr<runtime::node_io>>& ios,
+                          std::vector<std::shared_ptr<runtime::ep_rounds>>& ep, std::vector<caf::actor>& all) {
   const auto& c = view->config;
   for (uint32_t n = 0; n < c.total_nodes(); ++n) {
     node_actors na = spawn_node_actors(sys, base, view, *ios[n], n, n == 0 ? base.first : nullptr);
@@ -153,7 +153,6 @@ std::vector<caf::actor> spawn_embedded_nodes(caf::actor_system& sys, const run_b
     all.insert(all.end(), na.all.begin(), na.all.end());
   }
   for (auto& l : view->leaders) caf::anon_send(l, atom::tick_v);
-  return all;
 }
 
 // The launcher's side of a run: takes every client's results until all agents finished, or says why the run
@@ -370,6 +369,15 @@ run_summary run_cluster(const run_options& o) {
       for (auto& a : all) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     };
     std::unique_ptr<node_processes> nodes;
+    // Whatever ends this block, early by an exception too, every actor is told to stop first: the actor
+    // system's destructor below waits for all of them, and nothing may hang (docs/design.md §16).
+    struct stop_on_exit {
+      std::function<void()> f;
+      ~stop_on_exit() { f(); }
+    } stop_guard{[&] {
+      nodes.reset();
+      stop_all();
+    }};
     if (o.processes) {
       try {
         nodes = std::make_unique<node_processes>(
@@ -380,8 +388,7 @@ run_summary run_cluster(const run_options& o) {
       }
       if (o.on_nodes_started) o.on_nodes_started(nodes->pids());
     } else {
-      const auto spawned = spawn_embedded_nodes(sys, base, view, ios, ep);
-      all.insert(all.end(), spawned.begin(), spawned.end());
+      spawn_embedded_nodes(sys, base, view, ios, ep, all);
     }
 
     turn_collector collector{o, *view, nodes.get()};
