@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -17,20 +18,26 @@ struct cli_result {
   std::string out, err;
 };
 
-inline cli_result run_cli(const scratch_dir& w, const std::string& args) {
+// The dualpath executable under test.
+inline std::string binary() {
   const char* env = std::getenv("DUALPATH_BINARY");
-  const std::string bin = env && *env ? env : DUALPATH_BINARY_DEFAULT;
+  return env && *env ? env : DUALPATH_BINARY_DEFAULT;
+}
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::stringstream ss;
+  ss << std::ifstream(p).rdbuf();
+  return ss.str();
+}
+
+inline cli_result run_cli(const scratch_dir& w, const std::string& args) {
+  const std::string bin = binary();
   const std::string out = (w.path / "stdout.txt").string(), err = (w.path / "stderr.txt").string();
   // The bound only guards against a hang: these runs take seconds, but a busy machine may stretch them many
   // times over, and no assertion here is about speed.
   const std::string cmd =
       "cd '" + w.path.string() + "' && timeout 240 '" + bin + "' " + args + " >'" + out + "' 2>'" + err + "'";
   const int status = std::system(cmd.c_str());
-  auto slurp = [](const std::string& p) {
-    std::stringstream ss;
-    ss << std::ifstream(p).rdbuf();
-    return ss.str();
-  };
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
 }
 

@@ -21,24 +21,17 @@
 #include <vector>
 
 #include "core/secret.hpp"
+#include "tests/cluster/cli_run.hpp"
 #include "tests/common/scratch_dir.hpp"
 
 extern char** environ;
 
 namespace fs = std::filesystem;
 
+using dualpath::test::binary;
+using dualpath::test::slurp;
+
 namespace {
-
-std::string binary() {
-  const char* env = std::getenv("DUALPATH_BINARY");
-  return env && *env ? env : DUALPATH_BINARY_DEFAULT;
-}
-
-std::string slurp(const fs::path& p) {
-  std::stringstream ss;
-  ss << std::ifstream(p).rdbuf();
-  return ss.str();
-}
 
 // One shell command, bounded; true when it exited 0.
 bool sh(const std::string& cmd) {

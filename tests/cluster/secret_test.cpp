@@ -29,20 +29,12 @@ using namespace dualpath::actors;
 namespace fs = std::filesystem;
 using namespace runtime_fixtures;
 
+using dualpath::test::binary;
+using dualpath::test::slurp;
+
 namespace {
 
 const std::string right_secret = "secret-test-right-secret-42";
-
-std::string binary() {
-  const char* env = std::getenv("DUALPATH_BINARY");
-  return env && *env ? env : DUALPATH_BINARY_DEFAULT;
-}
-
-std::string slurp(const fs::path& p) {
-  std::stringstream ss;
-  ss << std::ifstream(p).rdbuf();
-  return ss.str();
-}
 
 // `dualpath ARGS`, stderr to `err`, DUALPATH_SECRET=secret in its environment ("" = none).
 int spawn_dualpath(const std::vector<std::string>& args, const std::string& secret, const fs::path& out,

@@ -29,4 +29,13 @@ inline request_info make_request(uint64_t id, uint64_t append = 100, uint64_t le
   return r;
 }
 
+// α and β in tokens, 10 KV bytes per token (so α = 10·alpha bytes of read_q).
+inline policy_params thresholds(uint64_t alpha, uint64_t beta) {
+  policy_params p;
+  p.alpha_tokens = alpha;
+  p.beta_tokens = beta;
+  p.kv_bytes_per_token = 10;
+  return p;
+}
+
 }  // namespace dualpath::schedule::test

@@ -7,19 +7,9 @@
 using namespace dualpath::schedule;
 using namespace dualpath::schedule::test;
 
-namespace {
-policy_params params_ab(uint64_t alpha, uint64_t beta) {
-  policy_params p;
-  p.alpha_tokens = alpha;
-  p.beta_tokens = beta;
-  p.kv_bytes_per_token = 10;
-  return p;
-}
-}  // namespace
-
 TEST_CASE("figure 5: below α, two engines above β: least-loaded non-overloaded engine wins") {
   cluster_snapshot snap;
-  const auto p = params_ab(/*alpha*/ 100, /*beta*/ 1000);  // α = 1000 bytes of read_q
+  const auto p = thresholds(/*alpha*/ 100, /*beta*/ 1000);  // α = 1000 bytes of read_q
   add_node(snap, 1, role::prefill, /*read_q*/ 500, {1500, 300, 2000, 400});
   add_node(snap, 2, role::prefill, /*read_q*/ 5000, {10, 20});
   auto& low = *snap.find(1);
@@ -53,7 +43,7 @@ TEST_CASE("figure 5: below α, two engines above β: least-loaded non-overloaded
 
 TEST_CASE("dualpath assign: FIFO, smallest tok_e first, snapshot updated, stops when overloaded") {
   cluster_snapshot snap;
-  const auto p = params_ab(1000000, 250);
+  const auto p = thresholds(1000000, 250);
   add_node(snap, 1, role::prefill, 0, {0, 50});
   add_node(snap, 5, role::decode, 0, {0, 0, 0, 0});
   auto pol = make_policy("dualpath");
@@ -85,7 +75,7 @@ TEST_CASE("a group on a node above α still gets work when it has no C2 engine")
   add_node(snap, 1, role::prefill, /*read_q*/ 1u << 30, {0});
   add_node(snap, 5, role::decode, 0, {0});
   std::deque<request_info> waiting{make_request(7)};
-  const auto out = make_policy("dualpath")->assign(snap, 1, waiting, params_ab(10, 1000));
+  const auto out = make_policy("dualpath")->assign(snap, 1, waiting, thresholds(10, 1000));
   REQUIRE(out.size() == 1);
   CHECK(out[0].pe == 100);
 }
@@ -95,7 +85,7 @@ TEST_CASE("fetch from an unknown or decode node assigns nothing") {
   add_node(snap, 5, role::decode, 0, {0});
   std::deque<request_info> waiting{make_request(1)};
   auto pol = make_policy("dualpath");
-  CHECK(pol->assign(snap, 1, waiting, params_ab(10, 1000)).empty());
-  CHECK(pol->assign(snap, 5, waiting, params_ab(10, 1000)).empty());
+  CHECK(pol->assign(snap, 1, waiting, thresholds(10, 1000)).empty());
+  CHECK(pol->assign(snap, 5, waiting, thresholds(10, 1000)).empty());
   CHECK(waiting.size() == 1);
 }

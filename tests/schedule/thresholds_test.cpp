@@ -7,16 +7,6 @@
 using namespace dualpath::schedule;
 using namespace dualpath::schedule::test;
 
-namespace {
-policy_params thresholds(uint64_t alpha, uint64_t beta) {
-  policy_params p;
-  p.alpha_tokens = alpha;
-  p.beta_tokens = beta;
-  p.kv_bytes_per_token = 10;
-  return p;
-}
-}  // namespace
-
 TEST_CASE("α changes the prefill engine chosen in a group that spans two nodes") {
   cluster_snapshot snap;
   add_node(snap, 1, role::prefill, /*read_q*/ 3000, {50, 60});  // busier engines, longer read queue
