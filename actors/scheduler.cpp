@@ -110,6 +110,10 @@ struct scheduler_state {
     c.decode_engines = uint32_t(view.snapshot().engine_count(sch::role::decode));
     c.pending_charges = view.pending();
     c.expired_charges = view.expired();
+    const auto& nodes = view.snapshot().nodes;
+    const uint32_t span = nodes.empty() ? 0 : nodes.back().node + 1;
+    const auto in_flight = placements.per_node(span);
+    for (const auto& n : nodes) c.nodes.push_back({n, in_flight[n.node]});
     return encode(c);
   }
 

@@ -198,32 +198,50 @@ struct turn_collector {
         last_check = now_ns();
         check_stall(self);
       }
-      if ((options.on_progress || options.metrics) && seconds_between(last_report, now_ns()) >= 1.0) {
+      if ((options.on_progress || options.metrics) &&
+          seconds_between(last_report, now_ns()) >= options.progress_every_s) {
         last_report = now_ns();
-        if (options.on_progress) report_progress(t0);
-        sample_metrics(self);
+        report(self);
       }
     }
-    if (options.on_progress) report_progress(t0);
-    sample_metrics(self);
+    report(self);
   }
 
-  // Once a second: each node's SNIC and the scheduler's queue and policy (asked with a short deadline).
-  void sample_metrics(caf::scoped_actor& self) {
-    if (!options.metrics) return;
+  // The scheduler's stats (asked with a short deadline) feed both the progress report and the metrics.
+  void report(caf::scoped_actor& self) {
+    std::optional<scheduler_counters> stats;
+    self->request(view.scheduler, std::chrono::milliseconds(200), atom::stats_v)
+        .receive([&](const envelope<schema::SchedulerStats>& e) { stats = decode(e); }, [](caf::error&) {});
+    if (options.on_progress) {
+      progress.elapsed_s = seconds_between(t0, now_ns());
+      const uint32_t nodes = view.config.prefill_nodes + view.config.decode_nodes;
+      progress.in_flight_by_node.assign(nodes, 0);
+      progress.engine_requests_by_node.assign(nodes, 0);
+      if (stats)
+        for (const auto& n : stats->nodes) {
+          if (n.node.node >= nodes) continue;
+          progress.in_flight_by_node[n.node.node] = n.in_flight;
+          for (const auto& e : n.node.engines) progress.engine_requests_by_node[n.node.node] += e.seq;
+        }
+      options.on_progress(progress);
+    }
+    if (options.metrics) sample_metrics(stats);
+  }
+
+  // Each node's SNIC, the scheduler's queue and policy, and each engine's load.
+  void sample_metrics(const std::optional<scheduler_counters>& stats) {
     if (ios)
       for (size_t n = 0; n < ios->size(); ++n) {
         const auto& io = *(*ios)[n];
         options.metrics->set_snic(uint32_t(n), io.stats().snic_bytes, io.read_q());
       }
-    self->request(view.scheduler, std::chrono::milliseconds(200), atom::stats_v)
-        .receive(
-            [&](const envelope<schema::SchedulerStats>& e) {
-              const auto s = decode(e);
-              options.metrics->set_waiting(s.waiting);
-              options.metrics->set_policy(s.policy);
-            },
-            [](caf::error&) {});
+    if (!stats) return;
+    options.metrics->set_waiting(stats->waiting);
+    options.metrics->set_policy(stats->policy);
+    for (const auto& n : stats->nodes)
+      for (const auto& e : n.node.engines)
+        options.metrics->set_engine(e.engine, n.node.kind == schedule::role::prefill ? "prefill" : "decode", e.tok,
+                                    e.seq, e.free_hbm);
   }
 
   void start_clients() {
@@ -282,11 +300,6 @@ struct turn_collector {
                    stall = "the scheduler did not drop node " + std::to_string(node) + ": " + caf::to_string(e);
                  });
     for (const auto& client : view.clients) caf::anon_send(client, atom::lost_v, uint32_t(lost.size()), turns);
-  }
-
-  void report_progress(int64_t t0) {
-    progress.elapsed_s = seconds_between(t0, now_ns());
-    options.on_progress(progress);
   }
 };
 

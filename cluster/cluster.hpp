@@ -17,6 +17,9 @@ struct run_progress {
   uint64_t turns_done = 0, turns_total = 0;
   uint32_t agents_done = 0, agents_total = 0;
   double elapsed_s = 0;
+  // Per node, as the scheduler sees it: turns placed with their PE or DE there, and the requests its engines
+  // hold (seq_e summed: in prefill on a prefill node, decoding on a decode node).
+  std::vector<uint32_t> in_flight_by_node, engine_requests_by_node;
 };
 
 struct run_options {
@@ -26,7 +29,8 @@ struct run_options {
   uint32_t verify_every = 0;  // recompute every Nth turn of each agent from scratch on the cpu backend
   std::optional<uint16_t> control_port;  // publish the scheduler's control port here (0: any free port)
   std::string control_host = "127.0.0.1";  // ... on this address (docs/design.md §13: loopback unless told)
-  std::function<void(const run_progress&)> on_progress;  // called about once per second
+  std::function<void(const run_progress&)> on_progress;  // called about every progress_every_s
+  double progress_every_s = 1.0;
   std::function<void(uint16_t)> on_control_port;         // the bound control port, once published
   // One process per node (docs/design.md §13): the launcher keeps the scheduler and the clients and starts
   // `node_program node --registry ...` for every node, or, with node_registry set, publishes the registry

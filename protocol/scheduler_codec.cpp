@@ -49,6 +49,37 @@ struct policy_status_fields {
 schema::Role to_schema(sch::role kind) { return kind == sch::role::prefill ? schema::Role::PREFILL : schema::Role::DECODE; }
 sch::role from_schema(schema::Role kind) { return kind == schema::Role::PREFILL ? sch::role::prefill : sch::role::decode; }
 
+// Which node an engine is said to be on: a leader's report stamps its group's node on every engine; the
+// scheduler's stats keep each engine's own.
+enum class engine_node { group_node, own_node };
+constexpr engine_node group_node = engine_node::group_node, own_node = engine_node::own_node;
+
+void write_stats(schema::NodeStats::Builder s, const sch::node_snapshot& node, engine_node stamp) {
+  s.setNode(node.node);
+  s.setReadQ(node.read_q);
+  auto list = s.initEngines(unsigned(node.engines.size()));
+  for (unsigned i = 0; i < node.engines.size(); ++i) {
+    const auto& e = node.engines[i];
+    auto x = list[i];
+    x.setEngine(e.engine);
+    x.setNode(stamp == group_node ? node.node : e.node);
+    x.setSeqE(e.seq);
+    x.setTokE(e.tok);
+    x.setFreeHbm(e.free_hbm);
+  }
+}
+
+sch::node_snapshot read_stats(schema::NodeStats::Reader s, sch::role kind, engine_node stamp) {
+  sch::node_snapshot node;
+  node.node = s.getNode();
+  node.kind = kind;
+  node.read_q = s.getReadQ();
+  for (auto x : s.getEngines())
+    node.engines.push_back(
+        {x.getEngine(), stamp == group_node ? node.node : x.getNode(), x.getSeqE(), x.getTokE(), x.getFreeHbm()});
+  return node;
+}
+
 }  // namespace
 
 envelope<schema::Request> encode(const sch::request_info& r) {
@@ -61,21 +92,8 @@ sch::request_info decode(const envelope<schema::Request>& e) {
 
 envelope<schema::GroupReport> encode(const sch::group_report& r) {
   return build_envelope<schema::GroupReport>([&](schema::GroupReport::Builder b) {
-    const auto& node = r.node;
-    b.setRole(to_schema(node.kind));
-    auto s = b.initStats();
-    s.setNode(node.node);
-    s.setReadQ(node.read_q);
-    auto list = s.initEngines(unsigned(node.engines.size()));
-    for (unsigned i = 0; i < node.engines.size(); ++i) {
-      const auto& e = node.engines[i];
-      auto x = list[i];
-      x.setEngine(e.engine);
-      x.setNode(node.node);
-      x.setSeqE(e.seq);
-      x.setTokE(e.tok);
-      x.setFreeHbm(e.free_hbm);
-    }
+    b.setRole(to_schema(r.node.kind));
+    write_stats(b.initStats(), r.node, group_node);
     auto acked = b.initAcked(unsigned(r.acked.size()));
     for (unsigned i = 0; i < r.acked.size(); ++i) put_list(acked.init(i, unsigned(r.acked[i].size())), r.acked[i]);
     put_list(b.initReadAcked(unsigned(r.read_acked.size())), r.read_acked);
@@ -126,19 +144,19 @@ policy_status decode(const envelope<schema::PolicyStatus>& e) {
 }
 
 scheduler_counters decode(const envelope<schema::SchedulerStats>& e) {
-  return decode_fields<scheduler_counters>(e, counter_fields::all);
+  return read_envelope(e, [](schema::SchedulerStats::Reader r) {
+    scheduler_counters out;
+    read_fields(r, out, counter_fields::all);
+    for (auto n : r.getNodes())
+      out.nodes.push_back({read_stats(n.getStats(), from_schema(n.getRole()), own_node), n.getInFlight()});
+    return out;
+  });
 }
 
 sch::group_report decode(const envelope<schema::GroupReport>& e) {
   return read_envelope(e, [](schema::GroupReport::Reader r) {
     sch::group_report out;
-    auto stats = r.getStats();
-    auto& node = out.node;
-    node.node = stats.getNode();
-    node.kind = from_schema(r.getRole());
-    node.read_q = stats.getReadQ();
-    for (auto x : stats.getEngines())
-      node.engines.push_back({x.getEngine(), stats.getNode(), x.getSeqE(), x.getTokE(), x.getFreeHbm()});
+    out.node = read_stats(r.getStats(), from_schema(r.getRole()), group_node);
     for (auto ids : r.getAcked()) out.acked.push_back(get_list<uint64_t>(ids));
     out.read_acked = get_list<uint64_t>(r.getReadAcked());
     return out;
@@ -158,7 +176,15 @@ envelope<schema::PolicyStatus> encode(const policy_status& x) {
 }
 
 envelope<schema::SchedulerStats> encode(const scheduler_counters& c) {
-  return encode_fields<schema::SchedulerStats>(c, counter_fields::all);
+  return build_envelope<schema::SchedulerStats>([&](schema::SchedulerStats::Builder b) {
+    write_fields(b, c, counter_fields::all);
+    auto nodes = b.initNodes(unsigned(c.nodes.size()));
+    for (unsigned i = 0; i < c.nodes.size(); ++i) {
+      nodes[i].setRole(to_schema(c.nodes[i].node.kind));
+      nodes[i].setInFlight(c.nodes[i].in_flight);
+      write_stats(nodes[i].initStats(), c.nodes[i].node, own_node);
+    }
+  });
 }
 
 }  // namespace dualpath::actors

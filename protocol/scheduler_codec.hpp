@@ -19,6 +19,12 @@ struct policy_status {
   std::string message;
 };
 
+// One node in the scheduler's stats: the view's numbers and the turns in flight there (PE or DE).
+struct node_load {
+  schedule::node_snapshot node;
+  uint32_t in_flight = 0;
+};
+
 struct scheduler_counters {
   std::string policy;
   uint64_t waiting = 0, submitted = 0, assigned = 0, fetches = 0;
@@ -26,6 +32,7 @@ struct scheduler_counters {
   uint64_t assigned_pe = 0, assigned_de = 0, assigned_split = 0;
   uint64_t pending_charges = 0, expired_charges = 0;  // the fresh view's (docs/design.md §7.1)
   uint64_t refused_commands = 0;  // filled by the control port: wrong secret (docs/design.md §13)
+  std::vector<node_load> nodes;   // sorted by node id
 };
 
 envelope<schema::Request> encode(const schedule::request_info& r);

@@ -19,4 +19,13 @@ std::vector<uint64_t> turn_placements::lose(uint32_t node) {
   return out;
 }
 
+std::vector<uint32_t> turn_placements::per_node(uint32_t nodes) const {
+  std::vector<uint32_t> out(nodes, 0);
+  for (const auto& [agent, p] : by_agent_) {
+    if (p.pe_node < nodes) ++out[p.pe_node];
+    if (p.de_node < nodes && p.de_node != p.pe_node) ++out[p.de_node];
+  }
+  return out;
+}
+
 }  // namespace dualpath::schedule

@@ -19,6 +19,8 @@ class turn_placements {
   // Node `node` is lost: the requests placed with their PE or DE on it, forgotten here (sorted by id).
   std::vector<uint64_t> lose(uint32_t node);
   size_t size() const { return by_agent_.size(); }
+  // Per node (0 .. nodes-1): the turns in flight with their PE or DE there (a turn counts on both its nodes).
+  std::vector<uint32_t> per_node(uint32_t nodes) const;
 
  private:
   struct placement {

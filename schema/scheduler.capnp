@@ -81,4 +81,13 @@ struct SchedulerStats {
   pendingCharges @11 :UInt64;  # charges of the fresh view no report acknowledges yet (docs/design.md §7.1)
   expiredCharges @12 :UInt64;  # charges dropped unacknowledged after the bound, since start
   refusedCommands @13 :UInt64;  # control port: commands refused for a wrong secret (docs/design.md §13)
+  nodes @14 :List(NodeLoad);    # the scheduler's view of each node, sorted by node id
+}
+
+# One node as the scheduler sees it (docs/design.md §7.1, §13): its engines' load and read queue as last
+# reported (with the fresh view's charges), and the turns in flight with their PE or DE there.
+struct NodeLoad {
+  role @0 :Role;
+  stats @1 :NodeStats;
+  inFlight @2 :UInt32;
 }

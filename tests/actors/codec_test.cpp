@@ -74,6 +74,18 @@ TEST_CASE("scheduler messages round-trip field by field") {
   CHECK(back[0].request.kv_bytes == 16);
 
   CHECK(round_trips(scheduler_counters{"split", 41, 42, 43, 44, 45, 46, 47, 48, 49, 50}));
+  scheduler_counters with_nodes;
+  with_nodes.nodes.push_back({{7, schedule::role::decode, 99, {{70, 8, 3, 300, 4096}}}, 5});
+  const auto nodes = decode(encode(with_nodes)).nodes;
+  REQUIRE(nodes.size() == 1);
+  CHECK(nodes[0].in_flight == 5);
+  CHECK(nodes[0].node.node == 7);
+  CHECK(nodes[0].node.kind == schedule::role::decode);
+  CHECK(nodes[0].node.read_q == 99);
+  REQUIRE(nodes[0].node.engines.size() == 1);
+  CHECK(nodes[0].node.engines[0].node == 8);  // each engine's own node, not the group's
+  CHECK(nodes[0].node.engines[0].tok == 300);
+  CHECK(nodes[0].node.engines[0].free_hbm == 4096);
   const auto status = decode(encode(policy_status{true, "basic", {"basic", "dualpath"}, "why"}));
   CHECK(status.ok);
   CHECK(status.active == "basic");

@@ -119,6 +119,19 @@ TEST_CASE_FIXTURE(fixture, "fetch assigns FIFO within β and a later fetch waits
   }
   CHECK(on_pe0 == 3);
   CHECK(on_de4 == 3);  // level 1 alternates between the two decode groups
+  // Per node: these ids are all agent 0's, and an agent has one turn in flight (its latest placement), on
+  // PE node 1 and one decode node; the engines are charged three requests each.
+  {
+    const auto c = stats();
+    REQUIRE(c.nodes.size() == 3);
+    CHECK(c.nodes[0].node.node == 1);
+    CHECK(c.nodes[0].node.kind == sch::role::prefill);
+    CHECK(c.nodes[0].in_flight == 1);
+    CHECK(c.nodes[1].in_flight + c.nodes[2].in_flight == 1);
+    REQUIRE(c.nodes[0].node.engines.size() == 2);
+    CHECK(c.nodes[0].node.engines[0].seq == 3);
+    CHECK(c.nodes[1].node.kind == sch::role::decode);
+  }
   // The scheduler charged its snapshot: without a new report the group is still full.
   CHECK(fetch(1).empty());
   CHECK(stats().waiting == 2);

@@ -135,4 +135,10 @@ TEST_CASE("metrics: scraped during a real run, the counters move and the histogr
   CHECK(read == doctest::Approx(double(expect)));
   CHECK(read > 0);
   CHECK(sample(after, "dualpath_scheduler_policy_info{policy=\"dualpath\"}") == 1);
+  // Every engine's load, as the scheduler last saw it: an idle engine's HBM is free again.
+  const uint32_t engines = (o.config.prefill_nodes + o.config.decode_nodes) * o.config.engines_per_node;
+  for (uint32_t e = 0; e < engines; ++e) {
+    CAPTURE(e);
+    CHECK(sample(after, "dualpath_hbm_free_bytes{engine=\"" + std::to_string(e) + "\"}") > 0);
+  }
 }

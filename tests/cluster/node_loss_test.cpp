@@ -42,13 +42,18 @@ run_options two_by_two(const fs::path& dir) {
   o.processes = true;
   o.node_program = dualpath_binary();
   o.scripts = scripts(agents, turns, 1);
+  o.progress_every_s = 0.2;
   return o;
 }
 
-// Kills `victims` (node indices) once `after_turns` turns are done; measures how long until each is noticed.
+// Kills `victims` (node indices) once `after_turns` turns are done and, when `busy`, the first victim's
+// engines hold requests that need it (a prefill node's in prefill, a decode node's decoding), else the kill
+// could land in a lull and test nothing; measures how long until each is noticed.
 struct killer {
   std::vector<uint32_t> victims;
   uint64_t after_turns = 0;
+  bool busy = false;
+  uint32_t in_flight_at_kill = 0;
   std::vector<int> pids;
   bool fired = false;
   clock_type::time_point killed_at;
@@ -59,7 +64,12 @@ struct killer {
     o.on_nodes_started = [this](const std::vector<int>& p) { pids = p; };
     o.on_progress = [this](const run_progress& p) {
       if (fired || p.turns_done < after_turns) return;
+      const uint32_t v = victims[0];
+      const uint32_t in_flight = v < p.in_flight_by_node.size() ? p.in_flight_by_node[v] : 0;
+      const uint32_t held = v < p.engine_requests_by_node.size() ? p.engine_requests_by_node[v] : 0;
+      if (busy && (in_flight == 0 || held == 0)) return;
       fired = true;
+      in_flight_at_kill = in_flight;
       killed_at = clock_type::now();
       for (uint32_t v : victims) kill(pids.at(v), SIGKILL);
     };
@@ -77,7 +87,8 @@ void check_survived(const run_summary& s, const killer& k) {
   REQUIRE(k.noticed.size() == 1);
   CHECK(k.noticed[0] == k.victims[0]);
   CHECK(k.detect_s[0] < 1.0);
-  MESSAGE("node ", k.victims[0], " noticed after ", k.detect_s[0] * 1e3, " ms; ", s.migrated_turns,
+  MESSAGE("node ", k.victims[0], " killed with ", k.in_flight_at_kill, " turns in flight, noticed after ",
+          k.detect_s[0] * 1e3, " ms; ", s.migrated_turns,
           " turns re-run; JCT ", s.jct_s, " s");
 }
 
@@ -86,7 +97,7 @@ void check_survived(const run_summary& s, const killer& k) {
 TEST_CASE("node loss: SIGKILL of a decode node mid-run; its turns are re-run, every turn verified, none lost") {
   test::scratch_dir dir;
   auto o = two_by_two(dir.path);
-  killer k{{3}, 6};
+  killer k{{3}, 6, true};
   k.arm(o);
   const auto s = run_cluster(o);
   REQUIRE(k.fired);
@@ -96,7 +107,7 @@ TEST_CASE("node loss: SIGKILL of a decode node mid-run; its turns are re-run, ev
 TEST_CASE("node loss: SIGKILL of a prefill node mid-run; its turns are re-run, every turn verified, none lost") {
   test::scratch_dir dir;
   auto o = two_by_two(dir.path);
-  killer k{{1}, 6};
+  killer k{{1}, 6, true};
   k.arm(o);
   const auto s = run_cluster(o);
   REQUIRE(k.fired);

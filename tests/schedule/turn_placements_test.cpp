@@ -34,6 +34,7 @@ TEST_CASE("turn placements: a lost node names the turns placed with their PE or 
   p.placed(0, placed_on(100, 0, 2));
   p.placed(1, placed_on(200, 1, 3));
   p.placed(2, placed_on(300, 1, 2));
+  CHECK(p.per_node(4) == std::vector<uint32_t>{1, 2, 2, 1});
   CHECK(p.lose(2) == std::vector<uint64_t>{100, 300});
   CHECK(p.lose(2).empty());  // forgotten: a second loss of the same node names nothing
   CHECK(p.size() == 1);
