@@ -1,26 +1,15 @@
 #include "cluster/metrics.hpp"
 
-#include <poll.h>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <atomic>
 #include <map>
 #include <mutex>
-#include <thread>
 
-#include <cerrno>
-#include <cstring>
-
-#include "core/status.hpp"
+#include "cluster/http_server.hpp"
 
 namespace dualpath::actors {
 
@@ -41,19 +30,7 @@ pm::Histogram::BucketBoundaries token_buckets() {  // per output token: sub-mill
 
 struct metrics_endpoint::impl {
   std::shared_ptr<pm::Registry> registry = std::make_shared<pm::Registry>();
-  int listen_fd = -1;
-  uint16_t port = 0;
-  std::atomic<bool> stop{false};
-  std::thread server;
-
-  void serve();
-  void answer(int fd);
-  ~impl() {
-    stop = true;
-    if (server.joinable()) server.join();
-    if (listen_fd >= 0) ::close(listen_fd);
-  }
-  std::mutex mu;  // the run's threads update, the exposer's threads read (prometheus-cpp is thread-safe,
+  std::mutex mu;  // the run's threads update, the server's thread reads (prometheus-cpp is thread-safe,
                   // the maps of label sets below are ours)
 
   pm::Family<pm::Histogram>& ttft = pm::BuildHistogram()
@@ -109,76 +86,32 @@ struct metrics_endpoint::impl {
 
   std::map<uint32_t, uint64_t> snic_seen;  // last running total per node, to count the increments
   std::string active_policy;
+  std::unique_ptr<http_server> server;  // last: stopped first, while what it reads still exists
+
+  // GET /metrics: the text format; anything else 404.
+  http_response answer(const http_request& req) {
+    http_response r;
+    if (req.method == "GET" && req.path == "/metrics") {
+      std::lock_guard<std::mutex> lock(mu);
+      r.content_type = "text/plain; version=0.0.4";
+      r.body = pm::TextSerializer().Serialize(registry->Collect());
+    } else {
+      r.status = 404;
+      r.body = "only /metrics is served here\n";
+    }
+    return r;
+  }
 };
 
-// The exposition is prometheus-cpp's; the transport is one thread that answers each scrape on loopback
-// (civetweb, prometheus-cpp's own server, could not start its worker threads inside our processes).
+// The exposition is prometheus-cpp's; the transport is cluster/http_server.hpp, on loopback unless told.
 metrics_endpoint::metrics_endpoint(const std::string& host, uint16_t port) : impl_(std::make_unique<impl>()) {
-  const std::string at = host + ":" + std::to_string(port);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1)
-    throw user_error("--metrics-port: '" + host + "' is not an IPv4 address");
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int one = 1;
-  if (fd >= 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 16) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    const std::string why = std::strerror(errno);
-    if (fd >= 0) ::close(fd);
-    throw user_error("--metrics-port: cannot serve metrics on " + at + ": " + why);
-  }
-  impl_->listen_fd = fd;
-  impl_->port = ntohs(addr.sin_port);
-  impl_->server = std::thread([this] { impl_->serve(); });
-}
-
-// Polls with a short timeout so the destructor's stop is seen within 100 ms; one scrape at a time.
-void metrics_endpoint::impl::serve() {
-  while (!stop) {
-    pollfd p{listen_fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0) continue;
-    const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    answer(fd);
-    ::close(fd);
-  }
-}
-
-// Reads the request head (bounded: 8 KB, 1 s), answers GET /metrics with the text format, anything else 404.
-void metrics_endpoint::impl::answer(int fd) {
-  timeval tv{1, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  std::string head;
-  char buf[1024];
-  while (head.size() < 8192 && head.find("\r\n\r\n") == std::string::npos) {
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    head.append(buf, size_t(n));
-  }
-  std::string status = "200 OK", body;
-  if (head.rfind("GET /metrics ", 0) == 0 || head.rfind("GET /metrics?", 0) == 0) {
-    std::lock_guard<std::mutex> lock(mu);
-    body = pm::TextSerializer().Serialize(registry->Collect());
-  } else {
-    status = "404 Not Found";
-    body = "only /metrics is served here\n";
-  }
-  const std::string out = "HTTP/1.1 " + status + "\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
-                          std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-  for (size_t sent = 0; sent < out.size();) {
-    const ssize_t n = ::send(fd, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    sent += size_t(n);
-  }
+  impl_->server = std::make_unique<http_server>(host, port, "--metrics-port", "metrics",
+                                                [m = impl_.get()](const http_request& req) { return m->answer(req); });
 }
 
 metrics_endpoint::~metrics_endpoint() = default;
 
-uint16_t metrics_endpoint::port() const { return impl_->port; }
+uint16_t metrics_endpoint::port() const { return impl_->server->port(); }
 
 void metrics_endpoint::observe_turn(const turn_record& r, uint32_t block_tokens) {
   std::lock_guard<std::mutex> lock(impl_->mu);
