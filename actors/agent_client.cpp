@@ -93,7 +93,9 @@ struct client_state {
   }
 
   // The current turn again, under the next attempt; late messages of the old one name an id no one waits for.
-  void rerun(const std::string& why) {
+  // The collector counts re-runs by cause: turns migrated off a lost node, turns retried after a fault.
+  enum class rerun_cause { node_lost, fault };
+  void rerun(const std::string& why, rerun_cause cause = rerun_cause::node_lost) {
     retry.rerun();
     held.reset();
     const int64_t submitted = current.times.submitted;  // the turn's wait counts from its first submit
@@ -101,7 +103,8 @@ struct client_state {
     current.times.submitted = submitted;
     current.request = cluster_view::request_id(script.agent, turn, retry.attempt);
     spdlog::info("agent {}: turn {} re-run as attempt {} ({})", script.agent, turn, retry.attempt, why);
-    caf::anon_send(collector, atom::lost_v, script.agent);
+    if (cause == rerun_cause::node_lost) caf::anon_send(collector, atom::lost_v, script.agent);
+    else caf::anon_send(collector, atom::retry_v, script.agent);
     submit();
   }
 
@@ -116,8 +119,9 @@ struct client_state {
     auto r = decode(e);
     if (!in_flight || r.request != current.request) return;  // no answer twice, none of an earlier attempt
     if (!r.error.empty() && !refused) {
-      switch (retry.failed(view->node_loss_grace_s)) {
+      switch (retry.failed(view->node_loss_grace_s, r.failure == failure_kind::transient)) {
         case turn_retry::verdict::rerun: return rerun("failed after a node was lost: " + r.error);
+        case turn_retry::verdict::retry: return rerun("a transient fault: " + r.error, rerun_cause::fault);
         case turn_retry::verdict::hold: {
           held = e;
           const auto grace = std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view->node_loss_grace_s));
@@ -136,7 +140,11 @@ struct client_state {
   }
 
   void on_expire(uint64_t request) {
-    if (in_flight && request == current.request && retry.holding && held) finish(*held, decode(*held));
+    if (!in_flight || request != current.request || !retry.holding || !held) return;
+    const auto r = decode(*held);
+    if (retry.expired(r.failure == failure_kind::transient) == turn_retry::verdict::retry)
+      return rerun("a transient fault: " + r.error, rerun_cause::fault);
+    finish(*held, r);
   }
 
   void finish(const envelope<schema::TurnResult>& e, const turn_result& r) {

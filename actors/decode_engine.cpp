@@ -116,7 +116,9 @@ struct decode_state : engine_base {
     self->send(view().traffic_queues[node()], atom::release_v, encode(slot_list{h.de_slots, 0}));
   }
 
-  void reply_error(const handoff_info& h, const std::string& why) { answer_failure(self, h.payload, why); }
+  void reply_error(const handoff_info& h, const std::string& why, failure_kind kind = failure_kind::fatal) {
+    answer_failure(self, h.payload, why, kind);
+  }
 
   // DE buffer -> DE HBM through this engine's own CNIC (loopback), one Full Block per slot.
   void load_into_hbm(de_request r) {
@@ -134,7 +136,7 @@ struct decode_state : engine_base {
               admitting.erase(shared->info.payload.request);
               release_de_slots(shared->info);
               hbm->free(shared->hbm);
-              reply_error(shared->info, "DE buffer to HBM copy failed: " + describe(err));
+              reply_error(shared->info, "DE buffer to HBM copy failed: " + describe(err), kind_of(err));
               admit();
             });
   }

@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "actors/engines.hpp"
+#include "protocol/errors.hpp"
 #include "protocol/runtime_codec.hpp"
 #include "runtime/kv_plan.hpp"
 
@@ -27,9 +28,15 @@ struct engine_base {
   uint32_t node() const { return view().node_of(setup.engine); }
   // Tells the agent client that its turn failed, and why (the run reports it; nothing waits forever).
   template <class Self>
-  void answer_failure(Self* self, const turn_payload& p, const std::string& why) {
+  void answer_failure(Self* self, const turn_payload& p, const std::string& why,
+                      failure_kind kind = failure_kind::fatal) {
     spdlog::error("engine {}: request {:x}: {}", setup.engine, p.request, why);
-    self->send(view().clients.at(p.agent), atom::result_v, encode(failed_turn(p, why)));
+    self->send(view().clients.at(p.agent), atom::result_v, encode(failed_turn(p, why, kind)));
+  }
+  // A failed KV transfer (an error completion on the fabric) is transient: the client re-runs the turn
+  // (docs/design.md §13); every other failure is the turn's answer.
+  static failure_kind kind_of(const caf::error& e) {
+    return to_status(e).code() == errc::transfer ? failure_kind::transient : failure_kind::fatal;
   }
   // Every request to another actor waits at most this long.
   caf::timespan timeout() const { return seconds(view().config.timeout_s); }

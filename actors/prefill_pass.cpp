@@ -196,7 +196,7 @@ void prefill_state::fetch_layer() {
               step();
             },
             [this](caf::error& err) {
-              if (returned()) abort_pass("hit KV transfer failed: " + describe(err));
+              if (returned()) abort_pass("hit KV transfer failed: " + describe(err), kind_of(err));
             });
   }
 }
@@ -288,7 +288,7 @@ void prefill_state::forward_layer(uint32_t layer) {
               step();
             },
             [this](caf::error& err) {
-              if (returned()) abort_pass("KV forwarding to the DE failed: " + describe(err));
+              if (returned()) abort_pass("KV forwarding to the DE failed: " + describe(err), kind_of(err));
             });
   }
 }
@@ -344,7 +344,7 @@ void prefill_state::hand_off(pass_state& p, int64_t first_token_ns) {
 
 // The pass failed: its turns are answered at once, but what they hold (HBM, buffer slots) is only given
 // back once every request of the pass has answered (settle), since copies may still be landing in it.
-void prefill_state::abort_pass(const std::string& why) {
+void prefill_state::abort_pass(const std::string& why, failure_kind kind) {
   if (!pass || pass->aborted) return;
   pass->aborted = true;
   // Out of its EP round, so the others' layers go on (its own waits there fail and settle this pass).
@@ -355,7 +355,7 @@ void prefill_state::abort_pass(const std::string& why) {
     // The batcher may still hold the request (chunked): drop it from the queue too.
     ready.erase(std::remove_if(ready.begin(), ready.end(), [&](auto& w) { return w.request == it->first; }),
                 ready.end());
-    answer_failure(self, it->second.payload, why);
+    answer_failure(self, it->second.payload, why, kind);
   }
   settle();
 }

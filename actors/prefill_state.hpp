@@ -101,7 +101,7 @@ struct prefill_state : engine_base {
   void ep_barrier(uint32_t layer, double attention_s);
   void finish_pass();
   void hand_off(pass_state& p, int64_t first_token_ns);
-  void abort_pass(const std::string& why);
+  void abort_pass(const std::string& why, failure_kind kind = failure_kind::fatal);
   // A request of the pass answered: false when the pass was aborted (and is settled once all have).
   bool returned();
   void settle();

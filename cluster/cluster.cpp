@@ -165,6 +165,7 @@ struct turn_collector {
   node_processes* nodes = nullptr;  // multi-process runs: nodes can be lost (docs/design.md §13)
   std::vector<std::pair<uint32_t, std::string>> lost;  // lost nodes, and how, in the order noticed
   uint64_t migrated = 0;                                // turns re-run because of them
+  uint64_t retried = 0;                                 // turns re-run after a transient fault
   int64_t last_event = 0;  // the latest answered turn (or, after a loss, the moment the loss's waits end)
   std::vector<turn_record> records;
   turns_to_verify to_verify;
@@ -192,6 +193,7 @@ struct turn_collector {
             last_event = std::max(last_event, now_ns());
           },
           [&](atom::lost, uint32_t) { ++migrated; },
+          [&](atom::retry, uint32_t) { ++retried; },
           caf::after(std::chrono::milliseconds(200)) >> [] {});
       // Every 200 ms, busy or idle: a node that died is noticed even while the others keep answering.
       if (seconds_between(last_check, now_ns()) >= 0.2) {
@@ -345,9 +347,11 @@ run_summary run_cluster(const run_options& o) {
   int64_t t0 = 0;     // the run's start
   std::vector<std::vector<runtime::snic_sample>> samples;  // per node
   std::vector<std::shared_ptr<runtime::ep_rounds>> ep;      // per prefill node, under ep_sync
-  auto count = [&](uint64_t snic_bytes, uint64_t persisted, uint64_t store_read, uint64_t snic_write) {
+  auto count = [&](uint64_t snic_bytes, uint64_t persisted, uint64_t store_read, uint64_t snic_write,
+                   uint64_t persist_errors) {
     summary.snic_bytes.push_back(snic_bytes);
     summary.persisted_blocks += persisted;
+    summary.unpersisted_blocks += persist_errors;
     summary.store_read_bytes += store_read;
     summary.snic_write_bytes.push_back(snic_write);
   };
@@ -413,11 +417,12 @@ run_summary run_cluster(const run_options& o) {
     t0 = collector.t0;
     summary.lost_nodes = collector.lost.size();
     summary.migrated_turns = collector.migrated;
+    summary.retried_turns = collector.retried;
     if (nodes && stall.empty()) stall = nodes->check().message();  // a dead node cannot report its counters
     if (nodes && stall.empty()) {
       try {
         for (auto& s : nodes->stats()) {
-          count(s.snic_bytes, s.persisted_blocks, s.store_read_bytes, s.snic_write_bytes);
+          count(s.snic_bytes, s.persisted_blocks, s.store_read_bytes, s.snic_write_bytes, s.persist_errors);
           samples.push_back(std::move(s.snic_samples));
         }
         nodes->stop();
@@ -434,7 +439,7 @@ run_summary run_cluster(const run_options& o) {
 
   for (auto& io : ios) {
     const auto s = io->stats();
-    count(s.snic_bytes, s.persisted_blocks, s.store_read_bytes, s.snic_write_bytes);
+    count(s.snic_bytes, s.persisted_blocks, s.store_read_bytes, s.snic_write_bytes, s.persist_errors);
     samples.push_back(io->snic_samples());
   }
   summarize_turns(summary, records);

@@ -23,7 +23,7 @@ node_control_actor::behavior_type node_control(node_control_actor::pointer, runt
       [io](atom::stats) {
         const auto s = io->stats();  // one snapshot, one lock
         return encode(node_counters{io->node(), s.snic_bytes, s.persisted_blocks, s.store_read_bytes,
-                                    s.snic_write_bytes, io->snic_samples()});
+                                    s.snic_write_bytes, io->snic_samples(), s.persist_errors});
       },
       [main](atom::stop) { caf::anon_send(main, atom::stop_v); },
       [io](atom::ping) { return io->node(); },

@@ -46,4 +46,6 @@ CAF_ADD_ATOM(dualpath, dualpath::atom, ready, "ready")
 
 // Surviving a lost node (docs/design.md §13): the launcher tells the scheduler and the clients; heartbeat.
 CAF_ADD_ATOM(dualpath, dualpath::atom, lost, "lost")
+// A turn re-run after a transient fault (docs/design.md §13), as the client tells the launcher.
+CAF_ADD_ATOM(dualpath, dualpath::atom, retry, "retry")
 CAF_ADD_ATOM(dualpath, dualpath::atom, ping, "ping")

@@ -2,6 +2,7 @@
 // The project's enums and their Cap'n Proto counterparts, converted in one place.
 #include <utility>
 
+#include "protocol/failure.hpp"
 #include "runtime/node_io.hpp"
 #include "schedule/policy.hpp"
 #include "schema/runtime.capnp.h"
@@ -42,6 +43,24 @@ inline schema::TrafficClass to_schema(transport::traffic_class c) {
 
 inline transport::traffic_class from_schema(schema::TrafficClass c) {
   return c == schema::TrafficClass::KV ? transport::traffic_class::kv : transport::traffic_class::model;
+}
+
+inline constexpr std::pair<failure_kind, schema::Failure> failures[] = {
+    {failure_kind::none, schema::Failure::NONE},
+    {failure_kind::fatal, schema::Failure::FATAL},
+    {failure_kind::transient, schema::Failure::TRANSIENT}};
+
+// A value outside the table (a corrupt message) is fatal: never re-run on a guess.
+inline schema::Failure to_schema(failure_kind k) {
+  for (const auto& [ours, wire] : failures)
+    if (ours == k) return wire;
+  return schema::Failure::FATAL;
+}
+
+inline failure_kind from_schema(schema::Failure k) {
+  for (const auto& [ours, wire] : failures)
+    if (wire == k) return ours;
+  return failure_kind::fatal;
 }
 
 }  // namespace dualpath::actors

@@ -39,7 +39,7 @@ struct result_fields {
       DP_FIELD(request, Request), DP_FIELD(agent, Agent), DP_FIELD(turn, Turn), DP_FIELD(path, Path),
       DP_FIELD(valid_hit_blocks, ValidHitBlocks), DP_FIELD(corrupt_blocks, CorruptBlocks),
       DP_FIELD(kv_verified, KvVerified), DP_FIELD(kv_corrupt, KvCorrupt), DP_FIELD(error, Error),
-      DP_FIELD(prompt_tokens, PromptTokens));
+      DP_FIELD(prompt_tokens, PromptTokens), DP_FIELD(failure, Failure));
 };
 
 struct copy_op_fields {
@@ -67,13 +67,14 @@ turn_payload get_payload(schema::TurnPayload::Reader r) {
 
 }  // namespace
 
-turn_result failed_turn(const turn_payload& p, std::string why) {
+turn_result failed_turn(const turn_payload& p, std::string why, failure_kind kind) {
   turn_result r;
   r.request = p.request;
   r.agent = p.agent;
   r.turn = p.turn;
   r.times = p.times;
   r.error = std::move(why);
+  r.failure = kind;
   return r;
 }
 

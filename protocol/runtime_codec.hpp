@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/failure.hpp"
 #include "runtime/node_io.hpp"
 #include "protocol/type_ids.hpp"
 #include "schedule/policy.hpp"
@@ -46,6 +47,7 @@ struct turn_result {
   uint64_t kv_verified = 0, kv_corrupt = 0;
   std::string error;
   uint32_t prompt_tokens = 0;
+  failure_kind failure = failure_kind::none;
 };
 
 struct slot_list {
@@ -59,7 +61,7 @@ struct copy_batch {
 };
 
 // The answer to a turn that failed: who it was, how far it got, and why.
-turn_result failed_turn(const turn_payload& p, std::string why);
+turn_result failed_turn(const turn_payload& p, std::string why, failure_kind kind = failure_kind::fatal);
 
 envelope<schema::TurnPayload> encode(const turn_payload& x);
 turn_payload decode(const envelope<schema::TurnPayload>& e);

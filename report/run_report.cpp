@@ -129,6 +129,8 @@ nlohmann::json to_json(const run_summary& s) {
   j["hit_blocks"] = s.hit_blocks;
   j["lost_nodes"] = s.lost_nodes;
   j["migrated_turns"] = s.migrated_turns;
+  j["retried_turns"] = s.retried_turns;
+  j["unpersisted_blocks"] = s.unpersisted_blocks;
   j["refused_peers"] = {{"registry", s.refused_joins}, {"control", s.refused_commands}};
   if (!s.first_error.empty()) j["first_error"] = s.first_error;
   return j;
@@ -172,6 +174,10 @@ std::string report_table(const std::vector<run_summary>& runs) {
   for (const auto& r : runs)
     if (r.lost_nodes > 0)
       out += fmt::format("{}: {} nodes lost, {} turns re-run on the survivors\n", r.policy, r.lost_nodes, r.migrated_turns);
+  for (const auto& r : runs)
+    if (r.retried_turns > 0 || r.unpersisted_blocks > 0)
+      out += fmt::format("{}: {} turns retried after a KV transfer fault, {} blocks not persisted\n", r.policy,
+                         r.retried_turns, r.unpersisted_blocks);
   const auto j = report_json(runs);
   for (auto& [k, v] : j["speedup"].items()) out += fmt::format("{} = {:.2f}\n", k, v.get<double>());
   return out;

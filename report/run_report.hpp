@@ -66,6 +66,9 @@ struct run_summary {
   uint64_t hit_blocks = 0;  // Full Blocks served from storage (either path), summed over turns
   // Multi-process runs (docs/design.md §13): nodes lost while the run went on, and turns re-run because of it.
   uint64_t lost_nodes = 0, migrated_turns = 0;
+  // Faults survived (docs/design.md §13): turns re-run after a KV transfer's error; blocks a write-back
+  // could not persist (ENOSPC, EROFS, EIO: the turn is answered, the next turn recomputes them).
+  uint64_t retried_turns = 0, unpersisted_blocks = 0;
   // Peers refused for a wrong cluster secret (docs/design.md §13): registry messages, control commands.
   uint64_t refused_joins = 0, refused_commands = 0;
   std::string first_error;

@@ -42,6 +42,14 @@ struct Handoff {
 }
 
 # DE -> client: the turn finished (or failed with `error`).
+# Why a turn failed (docs/design.md §13): a transient fault (a KV transfer's error completion) is re-run
+# by its client, which looks the hits up again; any other failure is the turn's answer.
+enum Failure {
+  none @0;
+  fatal @1;
+  transient @2;
+}
+
 struct TurnResult {
   request @0 :UInt64;
   agent @1 :UInt32;
@@ -55,6 +63,7 @@ struct TurnResult {
   kvCorrupt @9 :UInt64;
   error @10 :Text;
   promptTokens @11 :UInt32;
+  failure @12 :Failure;
 }
 
 # Node data plane: read Full Blocks through the SNIC into buffer slots.
@@ -140,4 +149,5 @@ struct NodeCounters {
   sampleTimesNs @5 :List(Int64); # the SNIC's samples (steady clock), docs/design.md §15
   sampleReadBytes @6 :List(UInt64);
   sampleReadQ @7 :List(UInt64);
+  persistErrors @8 :UInt64;      # write-backs that persisted nothing (ENOSPC, EROFS, EIO)
 }

@@ -30,6 +30,22 @@ TEST_CASE("turn retry: embedded runs (no grace) fail at once; a named turn is re
   CHECK(r.failed(3) == verdict::rerun);
 }
 
+TEST_CASE("turn retry: a transient fault is retried at once when embedded, after the grace period otherwise") {
+  turn_retry r;
+  r.new_turn();
+  CHECK(r.failed(0, /*transient*/ true) == verdict::retry);
+  r.rerun();
+  CHECK(r.failed(3, true) == verdict::hold);  // a dead peer's transfers fail so too: wait for news first
+  CHECK(r.expired(true) == verdict::retry);   // no news: it was a fault, retry
+  CHECK(r.expired(false) == verdict::fail);
+  r.rerun();
+  r.lost(1, false);  // news of a loss since the attempt was submitted: a re-run for the loss, not a retry
+  CHECK(r.failed(3, true) == verdict::rerun);
+  for (uint32_t i = r.attempt; i + 1 < turn_retry::max_attempts; ++i) r.rerun();
+  CHECK(r.failed(0, true) == verdict::fail);  // bounded like every re-run
+  CHECK(r.expired(true) == verdict::fail);
+}
+
 TEST_CASE("turn retry: attempts are bounded, then the failure is final") {
   turn_retry r;
   r.new_turn();
