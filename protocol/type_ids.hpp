@@ -8,6 +8,7 @@
 
 #include <capnp/message.h>
 #include <capnp/serialize.h>
+#include <kj/debug.h>
 
 #include <cstdint>
 #include <cstring>
@@ -65,13 +66,26 @@ class envelope_reader {
  public:
   explicit envelope_reader(const envelope<Schema>& e)
       : words_(kj::heapArray<capnp::word>((e.bytes.size() + sizeof(capnp::word) - 1) / sizeof(capnp::word))),
-        reader_(copy(words_, e.bytes)) {}
+        reader_(copy(words_, e.bytes), limits(words_.size())) {}
   typename Schema::Reader root() { return reader_.getRoot<Schema>(); }
 
  private:
   static kj::ArrayPtr<const capnp::word> copy(kj::Array<capnp::word>& words, const std::vector<uint8_t>& bytes) {
+    // A flat message is whole words (to_envelope). A partial last word would leave the tail of words_
+    // uninitialised (heapArray does not clear) and the decode would read it: refuse such an envelope.
+    KJ_REQUIRE(bytes.size() % sizeof(capnp::word) == 0, "envelope is not whole 8-byte words", bytes.size());
     if (!bytes.empty()) std::memcpy(words.begin(), bytes.data(), bytes.size());
     return words.asPtr();
+  }
+  // Reading is bounded by the envelope's own size (docs/design.md §16, "Fuzzing"). Cap'n Proto's default
+  // traversal limit (8 Mi words) let an envelope of a few hundred bytes claim millions of zero-sized list
+  // elements, each decoded into a struct: the fuzz replay found Assignments and CopyBatch envelopes that
+  // took seconds and gigabytes each. Our decoders follow every pointer of a well-formed message once, so
+  // twice its words plus slack (a test reading root() again) never refuses one.
+  static capnp::ReaderOptions limits(size_t words) {
+    capnp::ReaderOptions o;
+    o.traversalLimitInWords = 2 * words + 256;
+    return o;
   }
   kj::Array<capnp::word> words_;
   capnp::FlatArrayMessageReader reader_;
