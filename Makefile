@@ -1,9 +1,10 @@
 # `make run`: install what is missing, build Release, run the embedded default cluster.
 # `make test`: the same set-up, then every test through ctest.
+# `make fuzz`: libFuzzer campaigns over every decoder of outside bytes (scripts/fuzz.sh; RUNS per decoder).
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test clean
+.PHONY: all deps configure build run test fuzz clean
 
 all: build
 
@@ -21,6 +22,10 @@ run: build
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure
+
+RUNS ?= 1000000
+fuzz: deps
+	@scripts/fuzz.sh $(RUNS)
 
 clean:
 	rm -rf $(BUILD)
