@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test fuzz clean
+.PHONY: all deps configure build run test sanitize tsan fuzz clean
 
 all: build
 
@@ -22,6 +22,13 @@ run: build
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure
+
+# Long campaigns, not part of `make test` (docs/design.md §16).
+sanitize: deps
+	scripts/sanitize.sh asan
+
+tsan: deps
+	scripts/sanitize.sh tsan
 
 RUNS ?= 1000000
 fuzz: deps

@@ -170,6 +170,7 @@ struct turn_collector {
   std::vector<turn_record> records;
   turns_to_verify to_verify;
   run_progress progress;
+  std::vector<engine_load_sample> engine_samples;  // every report's engine loads, for load_over_time
   std::string stall;
   int64_t t0 = 0;  // the run's start: just before the clients are started
   const std::vector<std::unique_ptr<runtime::node_io>>* ios = nullptr;  // embedded runs: the SNICs to sample
@@ -200,8 +201,7 @@ struct turn_collector {
         last_check = now_ns();
         check_stall(self);
       }
-      if ((options.on_progress || options.metrics) &&
-          seconds_between(last_report, now_ns()) >= options.progress_every_s) {
+      if (seconds_between(last_report, now_ns()) >= report_every_s()) {
         last_report = now_ns();
         report(self);
       }
@@ -209,11 +209,21 @@ struct turn_collector {
     report(self);
   }
 
-  // The scheduler's stats (asked with a short deadline) feed both the progress report and the metrics.
+  // Reports come at least twice per series window, so every window holds samples of every engine.
+  double report_every_s() const { return std::min(options.progress_every_s, options.series_window_s / 2); }
+
+  // The scheduler's stats (asked with a short deadline) feed the progress report, the metrics and the
+  // report's load_over_time.
   void report(caf::scoped_actor& self) {
     std::optional<scheduler_counters> stats;
     self->request(view.scheduler, std::chrono::milliseconds(200), atom::stats_v)
         .receive([&](const envelope<schema::SchedulerStats>& e) { stats = decode(e); }, [](caf::error&) {});
+    if (stats) {
+      const double t = seconds_between(t0, now_ns());
+      for (const auto& n : stats->nodes)
+        for (const auto& e : n.node.engines)
+          engine_samples.push_back({t, e.engine, n.node.kind == schedule::role::prefill, e.tok, e.seq});
+    }
     if (options.on_progress) {
       progress.elapsed_s = seconds_between(t0, now_ns());
       const uint32_t nodes = view.config.prefill_nodes + view.config.decode_nodes;
@@ -347,6 +357,7 @@ run_summary run_cluster(const run_options& o) {
   int64_t t0 = 0;     // the run's start
   std::vector<std::vector<runtime::snic_sample>> samples;  // per node
   std::vector<std::shared_ptr<runtime::ep_rounds>> ep;      // per prefill node, under ep_sync
+  std::vector<engine_load_sample> engine_samples;           // the scheduler's view of every engine, per report
   auto count = [&](uint64_t snic_bytes, uint64_t persisted, uint64_t store_read, uint64_t snic_write,
                    uint64_t persist_errors) {
     summary.snic_bytes.push_back(snic_bytes);
@@ -412,6 +423,7 @@ run_summary run_cluster(const run_options& o) {
     collector.ios = &ios;
     collector.run(self);
     records = std::move(collector.records);
+    engine_samples = std::move(collector.engine_samples);
     to_verify = std::move(collector.to_verify);
     stall = collector.stall;
     t0 = collector.t0;
@@ -448,7 +460,8 @@ run_summary run_cluster(const run_options& o) {
     auto& out = series.emplace_back();
     for (const auto& x : node) out.push_back({double(x.t_ns - t0) / 1e9, x.read_bytes, x.read_q});
   }
-  summary.snic_time = snic_windows(series, summary.jct_s);
+  summary.snic_time = snic_windows(series, summary.jct_s, o.series_window_s);
+  summary.load_time = load_windows(engine_samples, records, summary.jct_s, o.series_window_s);
   if (c.ep_sync) {
     std::vector<ep_round_point> points;
     for (uint32_t g = 0; g < ep.size(); ++g)

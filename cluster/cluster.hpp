@@ -31,6 +31,8 @@ struct run_options {
   std::string control_host = "127.0.0.1";  // ... on this address (docs/design.md §13: loopback unless told)
   std::function<void(const run_progress&)> on_progress;  // called about every progress_every_s
   double progress_every_s = 1.0;
+  // The report's series (snic_over_time, load_over_time): window length; the scheduler is sampled twice per.
+  double series_window_s = 1.0;
   std::function<void(uint16_t)> on_control_port;         // the bound control port, once published
   // One process per node (docs/design.md §13): the launcher keeps the scheduler and the clients and starts
   // `node_program node --registry ...` for every node, or, with node_registry set, publishes the registry

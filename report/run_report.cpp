@@ -114,6 +114,7 @@ nlohmann::json to_json(const run_summary& s) {
   j["store_read_bytes"] = s.store_read_bytes;
   j["snic_write_bytes"] = s.snic_write_bytes;
   j["snic_over_time"] = to_json(s.snic_time);
+  if (!s.load_time.windows.empty()) j["load_over_time"] = to_json(s.load_time);
   if (s.ep.enabled) j["ep_rounds"] = to_json(s.ep);
   j["working_set"] = {{"lambda_agents_per_s", s.ws_lambda_per_s}, {"mean_agent_jct_s", s.ws_t_bar_s},
                       {"final_context_tokens", s.ws_len_tokens}, {"tokens", s.ws_tokens}, {"bytes", s.ws_bytes}};

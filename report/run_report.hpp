@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/ep_round_series.hpp"
+#include "report/load_series.hpp"
 #include "report/snic_over_time.hpp"
 #include "schedule/policy.hpp"
 
@@ -55,6 +56,7 @@ struct run_summary {
   uint64_t store_read_bytes = 0;           // bytes read from block files, summed over nodes (0 under oracle)
   std::vector<uint64_t> snic_write_bytes;  // per node: write-back that left through its SNIC
   snic_over_time snic_time;                // per 1 s window (snic_over_time.hpp)
+  load_over_time load_time;                // engines' load and finished turns per window (load_series.hpp)
   ep_round_series ep;                      // `ep_sync`: per EP round, attention max/avg (ep_round_series.hpp)
   // Working set λ·T̄·len/2 (working_set.hpp): tokens and bytes, with the λ, T̄ and len it used.
   double ws_lambda_per_s = 0, ws_t_bar_s = 0, ws_len_tokens = 0, ws_tokens = 0, ws_bytes = 0;
