@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <toml++/toml.h>
@@ -67,10 +69,16 @@ class reader {
       if (n->is_integer()) out = static_cast<T>(n->as_integer()->get());
       else if (n->is_floating_point()) out = static_cast<T>(n->as_floating_point()->get());
       else fail(full, "must be a number");
+      // TOML has nan and inf; every range check below is false for nan, so `mfu = nan` or
+      // `timeout_s = inf` passed validation (docs/design.md §16, "Fuzzing") and reached casts to integers.
+      if (!std::isfinite(out)) fail(full, "must be a finite number");
     } else {
       if (!n->is_integer()) fail(full, "must be an integer");
       const int64_t v = n->as_integer()->get();
       if (v < 0) fail(full, "must not be negative");
+      // A value past the field's type was cut to its low bits (prefill_nodes = 4294967297 ran one node).
+      if (uint64_t(v) > uint64_t(std::numeric_limits<T>::max()))
+        fail(full, fmt::format("must be at most {}", std::numeric_limits<T>::max()));
       out = static_cast<T>(v);
     }
   }

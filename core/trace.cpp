@@ -94,7 +94,10 @@ uint64_t get_uint(const json& obj, const char* key, const std::string& where, co
   } else if (v.is_number_float()) {
     // Timestamps in some traces are written as floats; accept whole, non-negative values.
     const double d = v.get<double>();
-    if (d < 0 || d != double(uint64_t(d))) bad_field(where, field, fmt::format("expected a whole number, got {}", v.dump()));
+    // Range first: converting a double of 2^64 or more to uint64_t is undefined (libFuzzer + UBSan found
+    // "timestamp": 1e040, docs/design.md §16 "Fuzzing").
+    if (!(d >= 0 && d < 18446744073709551616.0) || d != double(uint64_t(d)))
+      bad_field(where, field, fmt::format("expected a whole number, got {}", v.dump()));
     out = uint64_t(d);
   } else {
     bad_field(where, field, fmt::format("expected a non-negative integer, got {}", v.dump()));

@@ -241,6 +241,19 @@ std::vector<regression> regressions() {
       {"trajectory_trace", "a number too large for a double", text("1e400"), refuse},
       {"mooncake_trace", "a number too large for a double",
        text("{\"timestamp\": 1e400, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": []}"), refuse},
+      // Found by review, each accepted before its fix: TOML's nan and inf passed every range check (the
+      // harness now refuses an accepted non-finite number), and an integer past its field's type was cut.
+      {"cluster_file", "nan passed the range check", text("[model]\nmfu = nan\n"), refuse},
+      {"cluster_file", "inf passed the range check", text("[runtime]\ntimeout_s = inf\n"), refuse},
+      {"cluster_file", "an integer cut to 32 bits", text("[cluster]\nprefill_nodes = 4294967297\n"), refuse},
+      // Found by libFuzzer + UBSan: a whole-number double past 2^64 was converted to uint64_t (undefined).
+      {"mooncake_trace", "a float timestamp past 2^64",
+       text("{\"timestamp\": 1e040, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": []}"), refuse},
+      {"trajectory_trace", "a float count past 2^64",
+       text("{\"id\": 1, \"rounds\": [{\"append\": 1, \"gen\": 1, \"reset\": 1.8446744073709552e19}]}"), refuse},
+      // Found by libFuzzer: toml++'s own debug assertion (parser.inl parse_key) aborts on a bad first key
+      // character; our Release build (NDEBUG) refuses the file with a parse error, checked here.
+      {"cluster_file", "toml++ parse_key assertion", text("[?runtime]\ntimeout_ sat_s= inf\n"), refuse},
   };
   return out;
 }
