@@ -27,7 +27,7 @@ if [[ -z "${FUZZ_SKIP_BUILD:-}" ]]; then
   # toml++'s internal assertions are off, as in our Release build: one (parse_key) aborts on a bad key
   # character that the parser goes on to refuse (bench/experiments/fuzz_result.md).
   flags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize=fuzzer-no-link"
-  flags+=" -DTOML_ASSERT(expr)=((void)0)"
+  flags+=" -include $root/tests/fuzz/libfuzzer/toml_assert.hpp"
   cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DDUALPATH_FUZZ=ON \
     -DDUALPATH_CUDA=OFF -DCMAKE_BUILD_TYPE=Fuzz -DCMAKE_CXX_FLAGS_FUZZ="$flags" -DCMAKE_C_FLAGS_FUZZ="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
