@@ -14,9 +14,11 @@
 
 #include "cluster/cluster.hpp"
 #include "cluster/metrics.hpp"
+#include "cluster/ui_page.hpp"
 #include "cluster/control_client.hpp"
 #include "apps/command_registry.hpp"
 #include "apps/workload.hpp"
+#include "core/secret.hpp"
 #include "core/status.hpp"
 #include "core/trace.hpp"
 
@@ -64,6 +66,9 @@ struct run_args {
   std::string node_registry;
   std::optional<uint16_t> metrics_port;
   std::shared_ptr<actors::metrics_endpoint> metrics;  // one for every run of the command
+  std::optional<uint16_t> ui_port;
+  std::string ui_host = "127.0.0.1";  // like the control port: loopback unless told (docs/design.md §13)
+  std::shared_ptr<actors::ui_page> ui;  // one page for every run of the command
 };
 
 // Agent scripts for the cluster's clients: Mooncake agents get their one prompt from the hash ids.
@@ -104,6 +109,7 @@ actors::run_summary run_policy(const run_args& a, const cluster_config& config, 
   for (auto& s : o.scripts) s.verify_every = verify_every;
   o.control_port = a.control_port;
   o.metrics = a.metrics.get();
+  o.ui = a.ui.get();
   o.control_host = a.control_host;
   o.processes = a.processes || !a.node_registry.empty();
   if (a.node_registry.empty() && a.processes) o.node_program = fs::read_symlink("/proc/self/exe").string();
@@ -146,6 +152,15 @@ void run_command(run_args& a) {
   cluster_config config = embedded_default ? parse_cluster_config(default_cluster, "embedded default cluster")
                                            : load_cluster_config(a.cluster_file);
   cli::check_workload_options(a.workload, !a.serving.aps_sweep.empty());
+  if (a.ui_port) {
+    // docs/design.md §15: the page switches policies, so off loopback it needs the cluster's secret (§13).
+    const std::string secret = given_secret(config.secret);
+    if (secret.empty() && a.ui_host != "127.0.0.1")
+      throw user_error("--ui-port " + a.ui_host + ":...: a page off loopback needs the cluster's secret: set "
+                       "[runtime] secret in the cluster file or " + secret_env);
+    a.ui = std::make_shared<actors::ui_page>(a.ui_host, *a.ui_port, secret);
+    fmt::print(stderr, "cluster page: http://{}:{}/\n", a.ui_host, a.ui->port());
+  }
   const auto policies = cli::chosen_policies(
       a.serving, embedded_default ? std::vector<std::string>{"basic", "dualpath", "oracle"} : std::vector<std::string>{config.policy});
   const uint32_t vocab = config.model == "tiny" || config.model == "small" ? find_model(config.model).vocab : 32000;
@@ -181,6 +196,14 @@ void setup(CLI::App& root) {
   cmd->add_option_function<uint16_t>(
       "--metrics-port", [a](uint16_t port) { a->metrics_port = port; },
       "Serve Prometheus metrics on http://127.0.0.1:PORT/metrics while it runs (0: any free port, printed)");
+  cmd->add_option_function<std::string>(
+      "--ui-port",
+      [a](const std::string& text) {
+        const std::string at = text.find(':') == std::string::npos ? "127.0.0.1:" + text : text;
+        std::tie(a->ui_host, a->ui_port) = actors::parse_host_port(at, "--ui-port", true);
+      },
+      "Serve a live page of the cluster (nodes, SNICs, loads, progress, TTFT, a policy switch) on "
+      "http://[HOST:]PORT/ (HOST default 127.0.0.1; port 0: any free port, printed)");
   cmd->add_flag("--processes", a->processes,
                 "One process per node (`dualpath node`), started and wired by this launcher; not for oracle");
   cmd->add_option("--node-registry", a->node_registry,

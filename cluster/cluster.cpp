@@ -12,6 +12,7 @@
 #include "cluster/control_client.hpp"
 #include "cluster/metrics.hpp"
 #include "cluster/node_processes.hpp"
+#include "cluster/ui_page.hpp"
 #include "actors/engines.hpp"
 #include "cluster/node_host.hpp"
 #include "cluster/verify.hpp"
@@ -238,6 +239,14 @@ struct turn_collector {
       options.on_progress(progress);
     }
     if (options.metrics) sample_metrics(stats);
+    if (options.ui) sample_ui(stats);
+  }
+
+  void sample_ui(const std::optional<scheduler_counters>& stats) {
+    std::vector<ui_page::snic_sample> snics;
+    if (ios)
+      for (const auto& io : *ios) snics.push_back({io->stats().snic_bytes, io->read_q()});
+    options.ui->update(progress, seconds_between(t0, now_ns()), stats, snics);
   }
 
   // Each node's SNIC, the scheduler's queue and policy, and each engine's load.
@@ -268,6 +277,7 @@ struct turn_collector {
   void on_result(const turn_result& r, const turn_payload& payload, int64_t t0) {
     records.push_back(record_of(r, t0));
     if (options.metrics) options.metrics->observe_turn(records.back(), view.geometry.block_tokens);
+    if (options.ui) options.ui->observe_turn(records.back());
     if (r.error.empty() && !payload.tokens.empty()) to_verify.emplace_back(payload.tokens, r.generated);
     ++progress.turns_done;
   }
@@ -386,6 +396,9 @@ run_summary run_cluster(const run_options& o) {
                                             {secret_proof(secret, secret_purpose::control), refused});
       if (o.on_control_port) o.on_control_port(port);
     }
+    // The page switches the policy through the scheduler until this block ends, before the actor system does.
+    auto ui_link = o.ui ? o.ui->begin_run(o, scheduler_policy_setter(sys, view->scheduler))
+                        : ui_page::attachment{};
 
     std::vector<caf::actor> all{caf::actor_cast<caf::actor>(view->scheduler)};  // to stop at the end
     caf::scoped_actor self{sys};

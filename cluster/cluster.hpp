@@ -46,6 +46,8 @@ struct run_options {
   std::function<void(uint32_t node, const std::string& how)> on_node_lost;
   // Prometheus metrics (cluster/metrics.hpp), updated as turns end and once a second; not owned.
   class metrics_endpoint* metrics = nullptr;
+  // The live cluster page (cluster/ui_page.hpp), fed where the metrics are and switching the policy; not owned.
+  class ui_page* ui = nullptr;
 };
 
 // Runs the cluster until every script finished; throws user_error on bad configuration, or when the run
