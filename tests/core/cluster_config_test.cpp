@@ -83,6 +83,25 @@ TEST_CASE("cluster file: unknown keys, wrong types and impossible values name fi
                        doctest::Contains("schedule.quota_scope"), user_error);
 }
 
+TEST_CASE("cluster file: non-ASCII only on comment lines (toml++ must never parse it)") {
+  // The fuzzer's inputs: U+FEFB in a table header, and a non-ASCII byte in a string toml++ does not see as
+  // one, each reached code toml++ marks unreachable.
+  CHECK_THROWS_WITH_AS(parse_cluster_config("[[0\xef\xbb\xbb", "a.toml"),
+                       doctest::Contains("a.toml:1:4: byte 0xef: a cluster file is ASCII"), user_error);
+  CHECK_THROWS_WITH_AS(parse_cluster_config("ll= 21\"\"\"-4\xc9\x8ao\"\"\"- \nHH_p_b", "a.toml"),
+                       doctest::Contains("a.toml:1:12"), user_error);
+  CHECK_THROWS_WITH_AS(parse_cluster_config("[storage]\ndir = \"caf\xc3\xa9\"\n", "a.toml"),
+                       doctest::Contains("a.toml:2:11"), user_error);
+  // A comment line may hold any UTF-8 (toml++ still refuses a broken sequence there).
+  const auto c = parse_cluster_config("  # caf\xc3\xa9\n[model]\nname = 'tiny'\n", "a.toml");
+  CHECK(c.model == "tiny");
+  CHECK_THROWS_AS(parse_cluster_config("#\xff\n", "a.toml"), user_error);
+  // Other text comes as escapes, and is written back as escapes: the file parses back (node processes re-read it).
+  const auto u = parse_cluster_config("[storage]\ndir = \"caf\\u00e9/\\U0010FFFF\"\n", "a.toml");
+  CHECK(u.store_dir == "caf\xc3\xa9/\xf4\x8f\xbf\xbf");
+  CHECK(parse_cluster_config(format_cluster_config(u), "b.toml").store_dir == u.store_dir);
+}
+
 TEST_CASE("cluster file: format_cluster_config parses back to the same configuration, every key") {
   cluster_config c;
   c.model = "models/my \"qwen\" dir\\x";

@@ -148,7 +148,9 @@ void run_grid(const char* kernel, dim3 grid, dim3 block, size_t shared_bytes, co
   const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
   for (uint64_t b = 0; b < blocks; ++b) {
     blockIdx = dim3(unsigned(b % grid.x), unsigned(b / grid.x % grid.y), unsigned(b / (uint64_t(grid.x) * grid.y)));
-    std::memset(g.shared.data(), 0xff, g.shared.size());  // NaN as floats: a read before any write shows up
+    // NaN as floats: a read before any write shows up (no shared memory: nothing to fill, and memset of
+    // an empty vector's null data is undefined).
+    if (!g.shared.empty()) std::memset(g.shared.data(), 0xff, g.shared.size());
     for (auto& l : g.lanes) l.state = wait_state::runnable;
     run_block(g);
   }
