@@ -16,7 +16,7 @@ case "$kind" in
     suites=()
     # A leak report from a library's process-lifetime cache is not ours to fix; every other finding fails.
     export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1:strict_string_checks=1}
-    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppressions=$PWD/scripts/ubsan.supp}
     ;;
   tsan)
     dir=build-tsan
