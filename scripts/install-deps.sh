@@ -10,6 +10,7 @@ packages=(
   libboost-context-dev
   fio
   python3-matplotlib prometheus-cpp-dev
+  chromium  # headless, for the live cluster page's browser test (tests/cluster/ui_test.cpp)
 )
 
 missing=()

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -367,6 +368,14 @@ TEST_CASE("ui: headless Chromium renders the page of a real run: node boxes, mov
   CHECK(chrome.screenshot(url, png));
   MESSAGE("cluster page screenshot: " << png.string());
 
+  // Bounded: a run that cannot end (an actor system waiting for a thread, as a scoped actor on the page's
+  // thread once made it) fails here, instead of hanging until ctest's limit.
+  for (int i = 0; i < 1200 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (!done) {
+    FAIL_CHECK("the run did not end within 120 s of the last dump");
+    std::fflush(nullptr);
+    std::abort();  // its thread holds this test's locals: nothing else can be done safely
+  }
   run.join();
   CHECK(error.empty());
   check_turns_right(summary, 60, 0);
