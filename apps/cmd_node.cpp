@@ -1,6 +1,8 @@
 // `dualpath node`: one node of a multi-process run, started by `dualpath run --processes` (docs/design.md §13).
 // It joins the launcher's registry, hosts its node's data plane, engines and leader, and exits when the
 // launcher says stop (or is gone).
+#include <optional>
+
 #include "cluster/control_client.hpp"
 #include "cluster/node_processes.hpp"
 #include "apps/command_registry.hpp"
@@ -14,6 +16,7 @@ struct node_args {
   uint32_t node = 0;
   int timeout_ms = 60000;
   std::string secret;
+  std::optional<uint16_t> metrics_port;
 };
 
 void setup(CLI::App& root) {
@@ -24,6 +27,8 @@ void setup(CLI::App& root) {
   cmd->add_option("--timeout-ms", a->timeout_ms, "Longest wait for the registry")->capture_default_str();
   cmd->add_option("--secret", a->secret,
                   "The cluster's secret (default: $DUALPATH_SECRET, which keeps it out of `ps`)");
+  cmd->add_option("--metrics-port", a->metrics_port,
+                  "Serve this node's Prometheus metrics on http://127.0.0.1:PORT/metrics (0: any free port, printed)");
   cmd->callback([a] {
     if (a->timeout_ms <= 0) throw dualpath::user_error("node: --timeout-ms must be positive");
     const auto [host, port] = dualpath::actors::parse_host_port(a->registry, "node --registry");
@@ -31,7 +36,8 @@ void setup(CLI::App& root) {
     const std::string secret = dualpath::given_secret(a->secret);
     if (secret.empty())
       throw dualpath::user_error(std::string("node: the cluster's secret is needed: --secret or ") + dualpath::secret_env);
-    dualpath::actors::run_node_process(host, port, a->node, std::chrono::milliseconds(a->timeout_ms), secret);
+    dualpath::actors::run_node_process(host, port, a->node, std::chrono::milliseconds(a->timeout_ms), secret,
+                                       a->metrics_port);
   });
 }
 

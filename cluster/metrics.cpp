@@ -66,6 +66,14 @@ struct metrics_endpoint::impl {
                                       .Name("dualpath_snic_read_queue_bytes")
                                       .Help("Bytes queued at a node's storage NIC (read_q)")
                                       .Register(*registry);
+  pm::Family<pm::Counter>& cnic_bytes = pm::BuildCounter()
+                                            .Name("dualpath_cnic_bytes_total")
+                                            .Help("Bytes a node's compute NIC moved, by traffic class and direction")
+                                            .Register(*registry);
+  pm::Family<pm::Counter>& unpersisted = pm::BuildCounter()
+                                             .Name("dualpath_unpersisted_blocks_total")
+                                             .Help("Write-backs of a node that persisted nothing (ENOSPC, EROFS, EIO)")
+                                             .Register(*registry);
   pm::Family<pm::Gauge>& engine_tok = pm::BuildGauge()
                                           .Name("dualpath_engine_tokens")
                                           .Help("tok_e: tokens an engine still has to process")
@@ -85,6 +93,15 @@ struct metrics_endpoint::impl {
                                       .Register(*registry);
 
   std::map<uint32_t, uint64_t> snic_seen;  // last running total per node, to count the increments
+  std::map<std::string, uint64_t> totals_seen;  // the same for the other running totals, by series
+
+  // Counters are fed running totals: add what is new since the last one (present from the first, at 0).
+  void advance(pm::Family<pm::Counter>& family, const pm::Labels& labels, const std::string& series, uint64_t total) {
+    uint64_t& seen = totals_seen[series];
+    auto& c = family.Add(labels);
+    if (total > seen) c.Increment(double(total - seen));
+    seen = std::max(seen, total);
+  }
   std::string active_policy;
   std::unique_ptr<http_server> server;  // last: stopped first, while what it reads still exists
 
@@ -130,6 +147,19 @@ void metrics_endpoint::observe_turn(const turn_record& r, uint32_t block_tokens)
   m.blocks.Add({{"outcome", "hit"}}).Increment(double(r.hit_blocks));
   m.blocks.Add({{"outcome", "corrupt"}}).Increment(double(r.corrupt_blocks));
   m.blocks.Add({{"outcome", "miss"}}).Increment(double(prompt_blocks > r.hit_blocks ? prompt_blocks - r.hit_blocks : 0));
+}
+
+void metrics_endpoint::set_cnic(uint32_t node, const char* cls, const char* direction, uint64_t bytes_total) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const std::string n = std::to_string(node);
+  impl_->advance(impl_->cnic_bytes, {{"node", n}, {"class", cls}, {"direction", direction}},
+                 "cnic/" + n + "/" + cls + "/" + direction, bytes_total);
+}
+
+void metrics_endpoint::set_unpersisted(uint32_t node, uint64_t blocks_total) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const std::string n = std::to_string(node);
+  impl_->advance(impl_->unpersisted, {{"node", n}}, "unpersisted/" + n, blocks_total);
 }
 
 void metrics_endpoint::set_snic(uint32_t node, uint64_t read_bytes_total, uint64_t read_q) {

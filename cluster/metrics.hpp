@@ -25,6 +25,11 @@ class metrics_endpoint {
   void observe_turn(const turn_record& r, uint32_t block_tokens);
   // A node's SNIC: bytes read so far (a running total) and the bytes queued now.
   void set_snic(uint32_t node, uint64_t read_bytes_total, uint64_t read_q);
+  // Bytes a node's CNIC moved so far (a running total) for `cls` ("kv") in `direction` ("out": copies
+  // this node posted).
+  void set_cnic(uint32_t node, const char* cls, const char* direction, uint64_t bytes_total);
+  // Write-backs of a node that persisted nothing so far (a running total).
+  void set_unpersisted(uint32_t node, uint64_t blocks_total);
   // An engine's load as the scheduler sees it (role "prefill" or "decode").
   void set_engine(uint32_t engine, const char* role, uint64_t tok, uint32_t seq, uint64_t free_hbm);
   void set_waiting(uint64_t requests);

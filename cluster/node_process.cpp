@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "protocol/system_config.hpp"
+#include "cluster/metrics.hpp"
 #include "cluster/node_processes.hpp"
 #include "cluster/node_host.hpp"
 #include "core/faults.hpp"
@@ -50,12 +51,26 @@ void fill(std::vector<Handle>& out, const std::vector<caf::actor>& in) {
   for (const auto& a : in) out.push_back(caf::actor_cast<Handle>(a));
 }
 
+
+// This node's counters into its metrics endpoint (running totals; the endpoint counts the increments).
+void sample_node_metrics(metrics_endpoint& m, const runtime::node_io& io) {
+  const auto s = io.stats();
+  m.set_snic(io.node(), s.snic_bytes, io.read_q());
+  m.set_cnic(io.node(), "kv", "out", s.copy_bytes);
+  m.set_unpersisted(io.node(), s.persist_errors);
+}
+
 }  // namespace
 
 void run_node_process(const std::string& host, uint16_t port, uint32_t node, std::chrono::milliseconds timeout,
-                      const std::string& secret) {
+                      const std::string& secret, std::optional<uint16_t> metrics_port) {
   const std::string where = fmt::format("{}:{}", host, port);
   const std::string proof = secret_proof(secret, secret_purpose::registry);  // docs/design.md §13
+  std::unique_ptr<metrics_endpoint> metrics;
+  if (metrics_port) {
+    metrics = std::make_unique<metrics_endpoint>("127.0.0.1", *metrics_port);
+    fmt::print(stderr, "dualpath: node {} metrics on http://127.0.0.1:{}/metrics\n", node, metrics->port());
+  }
   // Declared before the actor system: its actors point at them until it has joined them all.
   run_base base;
   std::unique_ptr<runtime::node_io> io;
@@ -130,6 +145,7 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
     self->receive([&](atom::stop) { done = true; },
                   [&](const caf::down_msg&) { done = orphaned = true; },
                   caf::after(std::chrono::seconds(1)) >> [] {});
+    if (metrics) sample_node_metrics(*metrics, *io);
   }
   stop_all();
   if (orphaned) throw user_error(fmt::format("node {}: the launcher at {} went away", node, where));

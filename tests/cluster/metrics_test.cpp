@@ -1,9 +1,5 @@
 // The Prometheus endpoint over real HTTP on loopback: counters move, histograms fill, gauges follow.
 #include <doctest/doctest.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <string>
 
@@ -11,6 +7,7 @@
 #include <thread>
 
 #include "cluster/metrics.hpp"
+#include "tests/cluster/http_get.hpp"
 #include "tests/cluster/runtime_fixtures.hpp"
 #include "core/status.hpp"
 
@@ -18,32 +15,12 @@ using namespace dualpath;
 
 namespace {
 
-// GET /metrics on 127.0.0.1:port with a 5 s receive timeout; the whole response.
 std::string scrape(uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  const std::string req = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-  REQUIRE(::send(fd, req.data(), req.size(), 0) == ssize_t(req.size()));
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, size_t(n));
-  ::close(fd);
-  return out;
+  const auto text = http_get::get(port);
+  REQUIRE(!text.empty());
+  return text;
 }
-
-// The value of the first sample line that starts with `series` (name and labels as exposed).
-double sample(const std::string& text, const std::string& series) {
-  const auto at = text.find("\n" + series + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + series.size() + 2));
-}
+using http_get::sample;
 
 }  // namespace
 

@@ -17,6 +17,7 @@
 #include "core/secret.hpp"
 #include "core/status.hpp"
 #include "runtime_fixtures.hpp"
+#include "tests/cluster/hand_nodes.hpp"
 
 extern char** environ;
 
@@ -27,10 +28,7 @@ using namespace runtime_fixtures;
 
 namespace {
 
-std::string dualpath_binary() {
-  const char* env = std::getenv("DUALPATH_BINARY");
-  return env && *env ? env : DUALPATH_BINARY_DEFAULT;
-}
+using hand_nodes::dualpath_binary;
 
 // A storage-bound 1P2D cluster whose nodes are processes of their own.
 run_options processes_run(const fs::path& dir, const std::string& provider) {
@@ -49,36 +47,11 @@ bool gone(int pid) { return kill(pid, 0) != 0; }
 // The cluster's secret of the runs whose nodes are started by hand (docs/design.md §13).
 const std::string hand_secret = "multiprocess-test-secret";
 
-// Starts `dualpath node` by hand, as an operator would on another host, the secret in its environment.
 int start_node(const std::string& registry, uint32_t node, int timeout_ms = 10000,
                const std::string& secret = hand_secret) {
-  std::vector<std::string> args{dualpath_binary(), "node", "--registry", registry, "--node", std::to_string(node),
-                                "--timeout-ms", std::to_string(timeout_ms)};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_text{std::string(secret_env) + "=" + secret};
-  for (char** e = environ; *e; ++e)
-    if (std::string(*e).rfind(std::string(secret_env) + "=", 0) != 0) env_text.emplace_back(*e);
-  std::vector<char*> envp;
-  for (auto& e : env_text) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  pid_t pid = 0;
-  REQUIRE(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data()) == 0);
-  return pid;
+  return hand_nodes::start_node(registry, node, timeout_ms, secret);
 }
-
-// The exit status of `pid`, waiting at most `seconds` (-1 if it is still running then: it gets killed).
-int exit_status(int pid, int seconds) {
-  for (int i = 0; i < seconds * 50; ++i) {
-    int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    usleep(20000);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-  return -1;
-}
+using hand_nodes::exit_status;
 
 }  // namespace
 

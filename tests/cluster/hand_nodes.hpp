@@ -1,0 +1,58 @@
+#pragma once
+// `dualpath node` processes started by hand, as an operator would on another host (docs/design.md §13), for
+// the tests of runs with `--node-registry`: the secret goes in the environment, out of `ps`.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "core/secret.hpp"
+
+extern char** environ;
+
+namespace hand_nodes {
+
+inline std::string dualpath_binary() {
+  const char* env = std::getenv("DUALPATH_BINARY");
+  return env && *env ? env : DUALPATH_BINARY_DEFAULT;
+}
+
+// Starts `dualpath node --registry R --node N --timeout-ms T [extra...]` with `secret` in its environment.
+inline int start_node(const std::string& registry, uint32_t node, int timeout_ms, const std::string& secret,
+                      const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args{dualpath_binary(), "node", "--registry", registry, "--node", std::to_string(node),
+                                "--timeout-ms", std::to_string(timeout_ms)};
+  args.insert(args.end(), extra.begin(), extra.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string prefix = std::string(dualpath::secret_env) + "=";
+  std::vector<std::string> env_text{prefix + secret};
+  for (char** e = environ; *e; ++e)
+    if (std::string(*e).rfind(prefix, 0) != 0) env_text.emplace_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data()) == 0);
+  return pid;
+}
+
+// The exit status of `pid`, waiting at most `seconds` (-1 if it is still running then: it gets killed).
+inline int exit_status(int pid, int seconds) {
+  for (int i = 0; i < seconds * 50; ++i) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    usleep(20000);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+}  // namespace hand_nodes
