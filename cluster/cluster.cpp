@@ -194,8 +194,14 @@ struct turn_collector {
             ++progress.agents_done;
             last_event = std::max(last_event, now_ns());
           },
-          [&](atom::lost, uint32_t) { ++migrated; },
-          [&](atom::retry, uint32_t) { ++retried; },
+          [&](atom::lost, uint32_t) {
+            ++migrated;
+            if (options.metrics) options.metrics->count_rerun(true);
+          },
+          [&](atom::retry, uint32_t) {
+            ++retried;
+            if (options.metrics) options.metrics->count_rerun(false);
+          },
           caf::after(std::chrono::milliseconds(200)) >> [] {});
       // Every 200 ms, busy or idle: a node that died is noticed even while the others keep answering.
       if (seconds_between(last_check, now_ns()) >= 0.2) {
@@ -297,6 +303,7 @@ struct turn_collector {
   void on_lost(caf::scoped_actor& self, uint32_t node, const std::string& how) {
     spdlog::warn("launcher: {}; going on without node {}", how, node);
     lost.emplace_back(node, how);
+    if (options.metrics) options.metrics->count_lost_node();
     if (options.on_node_lost) options.on_node_lost(node, how);
     nodes->announce_lost(node);
     // Requests the survivors had sent to the lost node's actors are not failed by CAF when its host

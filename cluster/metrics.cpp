@@ -74,6 +74,14 @@ struct metrics_endpoint::impl {
                                              .Name("dualpath_unpersisted_blocks_total")
                                              .Help("Write-backs of a node that persisted nothing (ENOSPC, EROFS, EIO)")
                                              .Register(*registry);
+  pm::Family<pm::Counter>& reruns = pm::BuildCounter()
+                                        .Name("dualpath_turns_rerun_total")
+                                        .Help("Turns re-run, by cause: a lost node (migrated) or a transient fault")
+                                        .Register(*registry);
+  pm::Family<pm::Counter>& lost_nodes = pm::BuildCounter()
+                                            .Name("dualpath_nodes_lost_total")
+                                            .Help("Nodes lost while the run went on")
+                                            .Register(*registry);
   pm::Family<pm::Gauge>& engine_tok = pm::BuildGauge()
                                           .Name("dualpath_engine_tokens")
                                           .Help("tok_e: tokens an engine still has to process")
@@ -160,6 +168,16 @@ void metrics_endpoint::set_unpersisted(uint32_t node, uint64_t blocks_total) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   const std::string n = std::to_string(node);
   impl_->advance(impl_->unpersisted, {{"node", n}}, "unpersisted/" + n, blocks_total);
+}
+
+void metrics_endpoint::count_rerun(bool node_lost) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->reruns.Add({{"cause", node_lost ? "node_lost" : "fault"}}).Increment();
+}
+
+void metrics_endpoint::count_lost_node() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->lost_nodes.Add({}).Increment();
 }
 
 void metrics_endpoint::set_snic(uint32_t node, uint64_t read_bytes_total, uint64_t read_q) {

@@ -34,6 +34,10 @@ class metrics_endpoint {
   void set_engine(uint32_t engine, const char* role, uint64_t tok, uint32_t seq, uint64_t free_hbm);
   void set_waiting(uint64_t requests);
   void set_policy(const std::string& policy);
+  // Reliability (docs/design.md §13): a turn re-run because a node was lost or after a transient fault;
+  // a node lost while the run went on.
+  void count_rerun(bool node_lost);
+  void count_lost_node();
 
  private:
   struct impl;

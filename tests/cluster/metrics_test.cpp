@@ -65,6 +65,21 @@ TEST_CASE("metrics: a scrape shows turns, latencies, SNICs, engines, the queue a
   CHECK(sample(second, "dualpath_snic_read_bytes_total{node=\"2\"}") == 1500);
   CHECK(sample(second, "dualpath_scheduler_policy_info{policy=\"dualpath\"}") == 0);
   CHECK(sample(second, "dualpath_scheduler_policy_info{policy=\"basic\"}") == 1);
+
+  // Reliability counters; the CNIC and write-back counters take running totals like the SNIC's.
+  m.count_rerun(true);
+  m.count_rerun(true);
+  m.count_rerun(false);
+  m.count_lost_node();
+  m.set_cnic(2, "kv", "out", 4096);
+  m.set_cnic(2, "kv", "out", 6144);
+  m.set_unpersisted(2, 3);
+  const auto third = scrape(m.port());
+  CHECK(sample(third, "dualpath_turns_rerun_total{cause=\"node_lost\"}") == 2);
+  CHECK(sample(third, "dualpath_turns_rerun_total{cause=\"fault\"}") == 1);
+  CHECK(sample(third, "dualpath_nodes_lost_total") == 1);
+  CHECK(sample(third, "dualpath_cnic_bytes_total{class=\"kv\",direction=\"out\",node=\"2\"}") == 6144);
+  CHECK(sample(third, "dualpath_unpersisted_blocks_total{node=\"2\"}") == 3);
 }
 
 TEST_CASE("metrics: a port that is taken is refused with the address") {
