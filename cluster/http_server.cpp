@@ -173,6 +173,8 @@ void http_server::impl::on_readable(connection& c) {
     r = handle(req);
   }
   c.out = format_http_response(r);
+  // Sending gets a budget of its own: a handler may have waited (a policy switch waits for the scheduler).
+  if (!gone) c.deadline = std::chrono::steady_clock::now() + connection_budget;
 }
 
 void http_server::impl::serve() {
