@@ -56,6 +56,7 @@ quota_ms = 300
 )";
 
 struct run_args {
+  double series_window_s = 1.0;
   cli::workload_options workload;
   cli::serving_options serving;
   std::string cluster_file;
@@ -110,6 +111,7 @@ actors::run_summary run_policy(const run_args& a, const cluster_config& config, 
   o.control_port = a.control_port;
   o.metrics = a.metrics.get();
   o.ui = a.ui.get();
+  o.series_window_s = a.series_window_s;
   o.control_host = a.control_host;
   o.processes = a.processes || !a.node_registry.empty();
   if (a.node_registry.empty() && a.processes) o.node_program = fs::read_symlink("/proc/self/exe").string();
@@ -210,6 +212,10 @@ void setup(CLI::App& root) {
                   "One process per node, started by hand (any host): publish the registry on HOST:PORT (0: any "
                   "free port, printed) and wait for the nodes to join");
   cmd->add_flag("--keep-store", a->keep_store, "Do not clear the policy's store directory first");
+  cmd->add_option("--series-window", a->series_window_s,
+                  "Seconds per window of the report's snic_over_time and load_over_time")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 3600.0));
   cmd->callback([a] { run_command(*a); });
 }
 

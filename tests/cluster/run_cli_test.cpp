@@ -38,6 +38,8 @@ TEST_CASE("run: a missing model directory, an unwritable store and bad flags or 
       {"run --quiet --aps-sweep 1 --slo-ttft 0", "--slo-ttft"},
       {"run --quiet --processes --policy oracle", "without --processes"},
       {"node --registry 127.0.0.1 --node 0", "expected HOST:PORT"},
+      {"run --quiet --series-window 0", "--series-window"},
+      {"node --registry 127.0.0.1:1 --node 0 --metrics-port x", "--metrics-port"},
   };
   for (const auto& [args, message] : cases) {
     CAPTURE(args);
@@ -56,6 +58,7 @@ TEST_CASE("run: the embedded default writes a JSON report with every policy and 
   const std::string json = ss.str();
   for (const char* field : {"\"runs\"", "\"policy\": \"basic\"", "\"policy\": \"dualpath\"", "\"policy\": \"oracle\"",
                             "\"dualpath_vs_basic\"", "\"oracle_vs_dualpath\"", "\"ttft_breakdown_s\"", "\"snic_max_over_avg\"",
-                            "\"jct_over_bound\"", "\"mismatched_turns\": 0", "\"verified_turns\": 4"})
+                            "\"jct_over_bound\"", "\"mismatched_turns\": 0", "\"verified_turns\": 4",
+                            "\"load_over_time\"", "\"retried_turns\": 0", "\"unpersisted_blocks\": 0"})
     CHECK_MESSAGE(json.find(field) != std::string::npos, field);
 }

@@ -17,13 +17,14 @@ TEST_CASE("load_over_time: every turn of a run in a window, the paths add up, th
   run_options o;
   o.config = small_cluster(dir.path, 2);
   o.policy = "dualpath";
-  o.scripts = scripts(4, 4, 0);
-  o.series_window_s = 0.5;
+  o.scripts = scripts(6, 8, 0);  // a second or two: the scheduler is sampled every 0.1 s
+  o.series_window_s = 0.2;
   const auto s = run_cluster(o);
   const auto& t = s.load_time;
-  CHECK(t.window_s == 0.5);
+  CHECK(t.window_s == 0.2);
   REQUIRE(!t.windows.empty());
-  CHECK(t.windows.size() == size_t(std::ceil(s.jct_s / 0.5 - 1e-9)));
+  CHECK(t.windows.size() == size_t(std::ceil(s.jct_s / 0.2 - 1e-9)));
+  MESSAGE(t.windows.size(), " windows over ", s.jct_s, " s");
   const uint32_t engines = (o.config.prefill_nodes + o.config.decode_nodes) * o.config.engines_per_node;
   CHECK(t.engines == engines);
   CHECK(t.prefill[0]);
@@ -44,5 +45,5 @@ TEST_CASE("load_over_time: every turn of a run in a window, the paths add up, th
   CHECK(peak_tok > 0);  // some engine had tokens to process in some window
   const auto j = to_json(s);
   CHECK(j["load_over_time"]["windows"].size() == t.windows.size());
-  CHECK(j["snic_over_time"]["window_s"] == 0.5);
+  CHECK(j["snic_over_time"]["window_s"] == 0.2);
 }
