@@ -31,4 +31,12 @@ case "$kind" in
 esac
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDUALPATH_CUDA=OFF "${flags[@]}" >/dev/null
 cmake --build "$dir" -j"$jobs"
-ctest --test-dir "$dir" --output-on-failure "${suites[@]}" "$@"
+if [ "$kind" = asan ] && [ $# -eq 0 ]; then
+  # The SIMT emulator of tests/gpu runs CUDA threads as ucontext fibers, whose stack switches the sanitizers
+  # do not follow (UBSan reports its thread_local coordinates as null there): those cases run in make test.
+  echo "sanitize: tests/gpu's emulated-CUDA cases are left out (ucontext fibers); every other case runs" >&2
+  ctest --test-dir "$dir" --output-on-failure -E '^gpu$'
+  "$dir/tests/gpu/test_gpu" --test-case-exclude='*emulat*'
+else
+  ctest --test-dir "$dir" --output-on-failure "${suites[@]}" "$@"
+fi
