@@ -6,7 +6,9 @@
 
 #include "gpu/bf16.hpp"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not under TSan: the clones' ifunc resolvers run while the dynamic loader relocates, before TSan's runtime
+// is up, and their instrumented code crashes there (`make tsan`).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define DUALPATH_MULTIVERSION __attribute__((target_clones("avx2", "default")))
 #else
 #define DUALPATH_MULTIVERSION
