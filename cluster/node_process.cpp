@@ -141,10 +141,12 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   // Host the node until the launcher says stop, or until the launcher is gone.
   self->monitor(registry);
   bool done = false, orphaned = false;
+  // The metrics are sampled from the start (every series present, at 0) and then 4 times a second.
+  if (metrics) sample_node_metrics(*metrics, *io);
   while (!done) {
     self->receive([&](atom::stop) { done = true; },
                   [&](const caf::down_msg&) { done = orphaned = true; },
-                  caf::after(std::chrono::seconds(1)) >> [] {});
+                  caf::after(std::chrono::milliseconds(250)) >> [] {});
     if (metrics) sample_node_metrics(*metrics, *io);
   }
   stop_all();

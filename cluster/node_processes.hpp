@@ -91,7 +91,7 @@ class node_processes {
 // stops answering (every wait is bounded by `timeout`).
 // `secret` is the cluster's (core/secret.hpp); a registry that refuses it ends the process with user_error.
 // With `metrics_port`, it serves its own node's Prometheus metrics on 127.0.0.1 (0: any free port, printed):
-// its SNIC, CNIC and write-back counters, updated once a second (docs/design.md §15).
+// its SNIC, CNIC and write-back counters, updated 4 times a second (docs/design.md §15).
 void run_node_process(const std::string& host, uint16_t port, uint32_t node, std::chrono::milliseconds timeout,
                       const std::string& secret, std::optional<uint16_t> metrics_port = std::nullopt);
 

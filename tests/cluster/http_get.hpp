@@ -1,17 +1,34 @@
 #pragma once
-// A plain HTTP GET on loopback for the tests of the metrics endpoints, and a reader of their text format.
+// Plain HTTP on loopback for the tests of the metrics endpoints and the live page, and a reader of the
+// metrics' text format.
 #include <doctest/doctest.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <string>
 
 namespace http_get {
 
-// GET `path` on 127.0.0.1:port with a 5 s receive timeout; the whole response ("" when nothing listens).
-inline std::string get(uint16_t port, const std::string& path = "/metrics") {
+// Everything the peer sends until it closes (or the socket's receive timeout passes); a signal that
+// interrupts a receive does not end it.
+inline std::string receive_all(int fd) {
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0) out.append(buf, size_t(n));
+    else if (n < 0 && errno == EINTR) continue;
+    else break;
+  }
+  return out;
+}
+
+// One request to 127.0.0.1:port with a 5 s receive bound; the whole response ("" when nothing listens).
+inline std::string request(uint16_t port, const std::string& method, const std::string& path,
+                           const std::string& body = "", const std::string& content_type = "application/json") {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(fd >= 0);
   timeval tv{5, 0};
@@ -24,14 +41,17 @@ inline std::string get(uint16_t port, const std::string& path = "/metrics") {
     ::close(fd);
     return "";
   }
-  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  if (!body.empty()) req += "Content-Type: " + content_type + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  req += "\r\n" + body;
   REQUIRE(::send(fd, req.data(), req.size(), 0) == ssize_t(req.size()));
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, size_t(n));
+  std::string out = receive_all(fd);
   ::close(fd);
   return out;
 }
+
+// GET `path` on 127.0.0.1:port; the whole response ("" when nothing listens).
+inline std::string get(uint16_t port, const std::string& path = "/metrics") { return request(port, "GET", path); }
 
 // The value of the first sample line that starts with `series` (name and labels as exposed); -1 if none.
 inline double sample(const std::string& text, const std::string& series) {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cluster/http_server.hpp"
+#include "tests/cluster/http_get.hpp"
 
 using namespace dualpath::actors;
 
@@ -49,10 +50,11 @@ TEST_CASE("http_server: a handler that takes longer than a connection's budget s
   REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
   const std::string req = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
   REQUIRE(::send(fd, req.data(), req.size(), 0) == ssize_t(req.size()));
-  std::string out;
-  char buf[1024];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, size_t(n));
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string out = http_get::receive_all(fd);
   ::close(fd);
+  MESSAGE("answer after ", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), " s, ",
+          out.size(), " bytes");
   CHECK(out.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
   CHECK(out.find("\r\n\r\nlate but whole") != std::string::npos);
 }

@@ -26,7 +26,7 @@ TEST_CASE("dualpath node --metrics-port: each node process's endpoint answers du
   o.policy = "dualpath";
   o.processes = true;
   o.node_registry = "127.0.0.1:0";
-  o.scripts = scripts(6, 5, 1);
+  o.scripts = scripts(8, 8, 1);  // a few seconds: the nodes sample 4 times a second, the test scrapes 5
   o.progress_every_s = 0.2;
   const uint32_t nodes = o.config.prefill_nodes + o.config.decode_nodes;
   std::vector<uint16_t> ports;
@@ -54,7 +54,7 @@ TEST_CASE("dualpath node --metrics-port: each node process's endpoint answers du
   const auto s = run_cluster(o);
   REQUIRE(pids.size() == nodes);
   for (int pid : pids) CHECK(hand_nodes::exit_status(pid, 10) == 0);
-  check_turns_right(s, 30, 30);
+  check_turns_right(s, 64, 64);
   for (uint32_t n = 0; n < nodes; ++n) {
     CAPTURE(n);
     CHECK(answered[n] >= 1);

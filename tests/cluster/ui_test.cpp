@@ -1,9 +1,6 @@
 // The live cluster page (docs/design.md §15): the state JSON, the secret's guard on POST /policy, and the page
 // itself rendered by headless Chromium during a real embedded run.
 #include <doctest/doctest.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +19,7 @@
 
 #include "cluster/ui_page.hpp"
 #include "tests/cluster/cli_run.hpp"
+#include "tests/cluster/http_get.hpp"
 #include "tests/cluster/runtime_fixtures.hpp"
 
 using namespace dualpath;
@@ -38,23 +36,8 @@ struct reply {
 // One request to 127.0.0.1:port (5 s receive bound); the status and body of the answer.
 reply http_call(uint16_t port, const std::string& method, const std::string& path, const std::string& body = "",
                 const std::string& content_type = "application/json") {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-  if (!body.empty()) req += "Content-Type: " + content_type + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-  req += "\r\n" + body;
-  REQUIRE(::send(fd, req.data(), req.size(), 0) == ssize_t(req.size()));
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, size_t(n));
-  ::close(fd);
+  const std::string out = http_get::request(port, method, path, body, content_type);
+  REQUIRE(!out.empty());
   reply r;
   if (out.rfind("HTTP/1.1 ", 0) == 0) r.status = std::stoi(out.substr(9, 3));
   const auto at = out.find("\r\n\r\n");
