@@ -308,8 +308,10 @@ struct turn_collector {
     nodes->announce_lost(node);
     // Requests the survivors had sent to the lost node's actors are not failed by CAF when its host
     // vanishes: they time out, an engine's data-plane waits within 2 · timeout_s (actors/engine_base.hpp),
-    // and a pass waiting on one holds its PE meanwhile. That silence does not count as a stall.
-    last_event = std::max(last_event, now_ns() + int64_t(2 * view.config.timeout_s * 1e9));
+    // and a pass waiting on one holds its PE meanwhile. That silence does not count as a stall, twice over:
+    // a turn re-run after such a wait can meet a second one (a chaos run once sat silent 34 s after losing
+    // a decode node with timeout_s 10, then finished nothing more in the old 30 s bound).
+    last_event = std::max(last_event, now_ns() + int64_t(4 * view.config.timeout_s * 1e9));
     const auto& c = view.config;
     uint32_t prefill_lost = 0;
     for (const auto& l : lost) prefill_lost += view.is_prefill_node(l.first) ? 1 : 0;
