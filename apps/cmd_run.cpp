@@ -175,6 +175,11 @@ void run_command(run_args& a) {
              });
 }
 
+// A listening address flag: PORT (on 127.0.0.1) or HOST:PORT to listen elsewhere.
+std::pair<std::string, uint16_t> listen_at(const std::string& text, const char* flag) {
+  return actors::parse_host_port(text.find(':') == std::string::npos ? "127.0.0.1:" + text : text, flag, true);
+}
+
 void setup(CLI::App& root) {
   auto a = std::make_shared<run_args>();
   auto* cmd = root.add_subcommand("run", "Run the embedded cluster on an agent trace and report JCT, TTFT, TPOT");
@@ -188,11 +193,7 @@ void setup(CLI::App& root) {
       "default, else 0 = off)");
   cmd->add_option_function<std::string>(
       "--control-port",
-      [a](const std::string& text) {
-        // PORT (on 127.0.0.1) or HOST:PORT to listen elsewhere.
-        const std::string at = text.find(':') == std::string::npos ? "127.0.0.1:" + text : text;
-        std::tie(a->control_host, a->control_port) = actors::parse_host_port(at, "--control-port", true);
-      },
+      [a](const std::string& text) { std::tie(a->control_host, a->control_port) = listen_at(text, "--control-port"); },
       "Publish the scheduler's control port for `dualpath ctl` on [HOST:]PORT (HOST default 127.0.0.1; port 0: any "
       "free port, printed); needs the cluster's secret ([runtime] secret or $DUALPATH_SECRET)");
   cmd->add_option_function<uint16_t>(
@@ -200,10 +201,7 @@ void setup(CLI::App& root) {
       "Serve Prometheus metrics on http://127.0.0.1:PORT/metrics while it runs (0: any free port, printed)");
   cmd->add_option_function<std::string>(
       "--ui-port",
-      [a](const std::string& text) {
-        const std::string at = text.find(':') == std::string::npos ? "127.0.0.1:" + text : text;
-        std::tie(a->ui_host, a->ui_port) = actors::parse_host_port(at, "--ui-port", true);
-      },
+      [a](const std::string& text) { std::tie(a->ui_host, a->ui_port) = listen_at(text, "--ui-port"); },
       "Serve a live page of the cluster (nodes, SNICs, loads, progress, TTFT, a policy switch) on "
       "http://[HOST:]PORT/ (HOST default 127.0.0.1; port 0: any free port, printed)");
   cmd->add_flag("--processes", a->processes,

@@ -244,24 +244,18 @@ struct turn_collector {
         }
       options.on_progress(progress);
     }
-    if (options.metrics) sample_metrics(stats);
-    if (options.ui) sample_ui(stats);
-  }
-
-  void sample_ui(const std::optional<scheduler_counters>& stats) {
+    if (!options.metrics && !options.ui) return;
+    // Embedded runs: each node's SNIC, read once for both (a node process serves its own, cluster/node_process.cpp).
     std::vector<ui_page::snic_sample> snics;
     if (ios)
       for (const auto& io : *ios) snics.push_back({io->stats().snic_bytes, io->read_q()});
-    options.ui->update(progress, seconds_between(t0, now_ns()), stats, snics);
+    if (options.metrics) sample_metrics(stats, snics);
+    if (options.ui) options.ui->update(progress, seconds_between(t0, now_ns()), stats, snics);
   }
 
   // Each node's SNIC, the scheduler's queue and policy, and each engine's load.
-  void sample_metrics(const std::optional<scheduler_counters>& stats) {
-    if (ios)
-      for (size_t n = 0; n < ios->size(); ++n) {
-        const auto& io = *(*ios)[n];
-        options.metrics->set_snic(uint32_t(n), io.stats().snic_bytes, io.read_q());
-      }
+  void sample_metrics(const std::optional<scheduler_counters>& stats, const std::vector<ui_page::snic_sample>& snics) {
+    for (size_t n = 0; n < snics.size(); ++n) options.metrics->set_snic(uint32_t(n), snics[n].read_bytes, snics[n].read_q);
     if (!stats) return;
     options.metrics->set_waiting(stats->waiting);
     options.metrics->set_policy(stats->policy);

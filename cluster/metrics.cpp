@@ -100,13 +100,13 @@ struct metrics_endpoint::impl {
                                       .Help("1 for the scheduler's active policy")
                                       .Register(*registry);
 
-  std::map<uint32_t, uint64_t> snic_seen;  // last running total per node, to count the increments
-  std::map<std::string, uint64_t> totals_seen;  // the same for the other running totals, by series
+  // Counters fed running totals: the last total per counter (a family's counters never move in memory).
+  std::map<const pm::Counter*, uint64_t> seen_totals;
 
-  // Counters are fed running totals: add what is new since the last one (present from the first, at 0).
-  void advance(pm::Family<pm::Counter>& family, const pm::Labels& labels, const std::string& series, uint64_t total) {
-    uint64_t& seen = totals_seen[series];
+  // Adds what is new since the counter's last total; the series is present from the first one, even at 0.
+  void advance(pm::Family<pm::Counter>& family, const pm::Labels& labels, uint64_t total) {
     auto& c = family.Add(labels);
+    uint64_t& seen = seen_totals[&c];
     if (total > seen) c.Increment(double(total - seen));
     seen = std::max(seen, total);
   }
@@ -159,15 +159,13 @@ void metrics_endpoint::observe_turn(const turn_record& r, uint32_t block_tokens)
 
 void metrics_endpoint::set_cnic(uint32_t node, const char* cls, const char* direction, uint64_t bytes_total) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  const std::string n = std::to_string(node);
-  impl_->advance(impl_->cnic_bytes, {{"node", n}, {"class", cls}, {"direction", direction}},
-                 "cnic/" + n + "/" + cls + "/" + direction, bytes_total);
+  impl_->advance(impl_->cnic_bytes, {{"node", std::to_string(node)}, {"class", cls}, {"direction", direction}},
+                 bytes_total);
 }
 
 void metrics_endpoint::set_unpersisted(uint32_t node, uint64_t blocks_total) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  const std::string n = std::to_string(node);
-  impl_->advance(impl_->unpersisted, {{"node", n}}, "unpersisted/" + n, blocks_total);
+  impl_->advance(impl_->unpersisted, {{"node", std::to_string(node)}}, blocks_total);
 }
 
 void metrics_endpoint::count_rerun(bool node_lost) {
@@ -184,10 +182,7 @@ void metrics_endpoint::set_snic(uint32_t node, uint64_t read_bytes_total, uint64
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto& m = *impl_;
   const pm::Labels labels{{"node", std::to_string(node)}};
-  uint64_t& seen = m.snic_seen[node];
-  if (read_bytes_total > seen) m.snic_bytes.Add(labels).Increment(double(read_bytes_total - seen));
-  else m.snic_bytes.Add(labels);  // present from the first sample on, even at 0
-  seen = std::max(seen, read_bytes_total);
+  m.advance(m.snic_bytes, labels, read_bytes_total);
   m.snic_q.Add(labels).Set(double(read_q));
 }
 

@@ -1,10 +1,6 @@
 // The small HTTP server behind the metrics and the live page (cluster/http_server.hpp): request parsing and
 // its bounds, and a slow handler's answer still reaching the peer.
 #include <doctest/doctest.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -39,20 +35,8 @@ TEST_CASE("http_server: a handler that takes longer than a connection's budget s
     std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // over the 2 s a request may take to arrive
     return http_response{200, "text/plain", "late but whole"};
   });
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  timeval tv{10, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(server.port());
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  const std::string req = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-  REQUIRE(::send(fd, req.data(), req.size(), 0) == ssize_t(req.size()));
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string out = http_get::receive_all(fd);
-  ::close(fd);
+  const std::string out = http_get::get(server.port(), "/");  // a 5 s receive bound
   MESSAGE("answer after ", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), " s, ",
           out.size(), " bytes");
   CHECK(out.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
