@@ -141,10 +141,11 @@ struct client_state {
 
   void on_expire(uint64_t request) {
     if (!in_flight || request != current.request || !retry.holding || !held) return;
-    const auto r = decode(*held);
+    const auto e = std::move(*held);  // finish() resets `held`: it must not answer from it
+    const auto r = decode(e);
     if (retry.expired(r.failure == failure_kind::transient) == turn_retry::verdict::retry)
       return rerun("a transient fault: " + r.error, rerun_cause::fault);
-    finish(*held, r);
+    finish(e, r);
   }
 
   void finish(const envelope<schema::TurnResult>& e, const turn_result& r) {

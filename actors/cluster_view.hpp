@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -30,12 +31,21 @@ struct cluster_view {
   storage::block_store* store = nullptr;  // clients look up hits; the store is a shared directory
 
   scheduler_actor scheduler;
+  // Filled before any request flows; once actors run, a node's handles are read through the accessors
+  // below, because a node that rejoins (docs/design.md §13) replaces its own while engines send to them.
   std::vector<traffic_queue_actor> traffic_queues;  // per node
   // Per global engine id; the entry of the other role is an empty handle.
   std::vector<prefill_engine_actor> prefill_engines;
   std::vector<decode_engine_actor> decode_engines;
   std::vector<leader_actor> leaders;                // per node
-  std::vector<client_actor> clients;                // per agent
+  std::vector<client_actor> clients;                // per agent (never replaced)
+
+  traffic_queue_actor traffic_queue(uint32_t node) const { return read_locked(traffic_queues, node); }
+  leader_actor leader(uint32_t node) const { return read_locked(leaders, node); }
+  prefill_engine_actor prefill_engine(uint32_t engine) const { return read_locked(prefill_engines, engine); }
+  decode_engine_actor decode_engine(uint32_t engine) const { return read_locked(decode_engines, engine); }
+  // Files node `h.node`'s handles (at wiring, or when it rejoins), its engines under their roles.
+  void set_node(const node_handles& h);
 
   uint32_t engine_count() const { return nodes() * config.engines_per_node; }
   // Files `engine` (spawned here or received from another process) under its role's handles.
@@ -55,7 +65,23 @@ struct cluster_view {
   // Multi-process runs: how long a client holds a failed attempt, waiting for news that a node was lost
   // (then the turn is re-run instead of failed); 0 (embedded runs): a failure is final at once.
   double node_loss_grace_s = 0;
+
+ private:
+  template <class Handle>
+  Handle read_locked(const std::vector<Handle>& v, uint32_t i) const {
+    std::shared_lock lock(*handles_mutex_);
+    return v.at(i);
+  }
+  // Shared by copies of the view (a copy reads the same kind of vectors, so the same lock serves).
+  std::shared_ptr<std::shared_mutex> handles_mutex_ = std::make_shared<std::shared_mutex>();
 };
+
+inline void cluster_view::set_node(const node_handles& h) {
+  std::unique_lock lock(*handles_mutex_);
+  traffic_queues.at(h.node) = caf::actor_cast<traffic_queue_actor>(h.traffic_queue);
+  leaders.at(h.node) = caf::actor_cast<leader_actor>(h.leader);
+  for (size_t i = 0; i < h.engines.size(); ++i) set_engine(uint32_t(h.node * config.engines_per_node + i), h.engines[i]);
+}
 
 inline void cluster_view::set_engine(uint32_t engine, const caf::actor& a) {
   if (is_prefill_node(node_of(engine))) prefill_engines.at(engine) = caf::actor_cast<prefill_engine_actor>(a);

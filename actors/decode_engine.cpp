@@ -78,7 +78,7 @@ struct decode_state : engine_base {
       tok += r.sequence.size() + r.info.payload.gen - r.generated.size();
       ids.push_back(id);
     }
-    self->send(view().leaders[node()], atom::engine_st_v, setup.engine,
+    self->send(view().leader(node()), atom::engine_st_v, setup.engine,
                uint32_t(waiting.size() + active.size() + admitting.size()), tok, hbm->free_bytes(), std::move(ids));
   }
 
@@ -113,7 +113,7 @@ struct decode_state : engine_base {
   }
 
   void release_de_slots(const handoff_info& h) {
-    self->send(view().traffic_queues[node()], atom::release_v, encode(slot_list{h.de_slots, 0}));
+    self->send(view().traffic_queue(node()), atom::release_v, encode(slot_list{h.de_slots, 0}));
   }
 
   void reply_error(const handoff_info& h, const std::string& why, failure_kind kind = failure_kind::fatal) {
@@ -125,7 +125,7 @@ struct decode_state : engine_base {
     copy_batch batch{runtime::plan_hbm_load(geo(), slots(), setup.engine, r.info.de_slots, r.hbm.offset)};
     admitting[r.info.payload.request] = r.info.payload.tokens.size() + r.info.payload.gen;
     auto shared = std::make_shared<de_request>(std::move(r));
-    self->request(view().traffic_queues[node()], data_plane_timeout(), atom::copy_v, encode(batch))
+    self->request(view().traffic_queue(node()), data_plane_timeout(), atom::copy_v, encode(batch))
         .then(
             [this, shared](uint64_t) {
               admitting.erase(shared->info.payload.request);
@@ -237,7 +237,7 @@ struct decode_state : engine_base {
       batch.traffic = transport::traffic_class::model;
       batch.ops.push_back({setup.engine, region_kind::hbm, collective.offset, collective_peer(), region_kind::hbm, 0,
                            view().model_traffic_bytes()});
-      self->request(view().traffic_queues[node()], data_plane_timeout(), atom::copy_v, encode(batch))
+      self->request(view().traffic_queue(node()), data_plane_timeout(), atom::copy_v, encode(batch))
           .then([done](uint64_t) { done(""); },
                 [done](caf::error& err) { done("model traffic failed: " + describe(err)); });
     }

@@ -64,7 +64,7 @@ struct leader_state {
                 std::vector<bool> named(view->engine_count(), false);
                 for (const auto& a : list) named.at(a.pe) = true;
                 for (size_t engine = 0; engine < named.size(); ++engine)
-                  if (named[engine]) self->send(view->prefill_engines.at(engine), atom::assign_v, e);
+                  if (named[engine]) self->send(view->prefill_engine(engine), atom::assign_v, e);
               },
               [this](caf::error& err) {
                 fetching = false;

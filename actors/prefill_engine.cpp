@@ -44,7 +44,7 @@ void prefill_state::report() {
     tok += r.payload.tokens.empty() ? r.asg.request.append_tokens
                                     : r.prompt() - std::min<uint64_t>(r.prompt(), r.src.valid * geo().block_tokens);
   }
-  self->send(view().leaders[node()], atom::engine_st_v, setup.engine, uint32_t(requests.size()), tok,
+  self->send(view().leader(node()), atom::engine_st_v, setup.engine, uint32_t(requests.size()), tok,
              hbm->free_bytes(), std::move(ids));
 }
 
@@ -60,7 +60,7 @@ void prefill_state::cleanup(pe_request& r, bool release_de) {
     std::vector<uint32_t> real;
     for (auto s : slots)
       if (s != UINT32_MAX) real.push_back(s);
-    if (!real.empty()) self->send(view().traffic_queues[node], atom::release_v, encode(slot_list{real, 0}));
+    if (!real.empty()) self->send(view().traffic_queue(node), atom::release_v, encode(slot_list{real, 0}));
   };
   send_release(r.asg.pe_node, r.src.pe_slots);
   if (release_de) send_release(r.asg.de_node, r.src.de_slots);
@@ -129,14 +129,14 @@ void prefill_state::prepare(pe_request& r) {
 void prefill_state::reserve_de_slots(pe_request& r, uint32_t count) {
   const uint64_t id = r.payload.request;
   const uint32_t de_node = r.asg.de_node;
-  self->request(view().traffic_queues[de_node], data_plane_timeout(), atom::reserve_v, count)
+  self->request(view().traffic_queue(de_node), data_plane_timeout(), atom::reserve_v, count)
       .then(
           [this, id, de_node](const envelope<schema::Slots>& e) {
             auto s = decode(e);
             auto it = requests.find(id);
             if (it == requests.end()) {
               // The request failed meanwhile: the slots go straight back, or they would leak for good.
-              return self->send(view().traffic_queues[de_node], atom::release_v, e);
+              return self->send(view().traffic_queue(de_node), atom::release_v, e);
             }
             auto& q = it->second;
             size_t k = 0;
@@ -154,7 +154,7 @@ void prefill_state::reserve_de_slots(pe_request& r, uint32_t count) {
 void prefill_state::load_hit(pe_request& r, uint32_t node, std::vector<block_key> keys, uint32_t first) {
   const uint64_t id = r.payload.request;
   const bool on_pe = node == r.asg.pe_node && first == 0;
-  self->request(view().traffic_queues[node], data_plane_timeout(), atom::load_v, encode_load(keys, id))
+  self->request(view().traffic_queue(node), data_plane_timeout(), atom::load_v, encode_load(keys, id))
       .then([this, id, node, first, on_pe](const envelope<schema::LoadResult>& e) {
               on_loaded(id, node, first, on_pe, decode(e));
             },
@@ -168,7 +168,7 @@ void prefill_state::on_loaded(uint64_t id, uint32_t node, uint32_t first, bool o
   auto it = requests.find(id);
   if (it == requests.end()) {
     // The request failed while its blocks were read: their slots go back, or they would leak for good.
-    if (!res.slots.empty()) self->send(view().traffic_queues[node], atom::release_v, encode(slot_list{res.slots, 0}));
+    if (!res.slots.empty()) self->send(view().traffic_queue(node), atom::release_v, encode(slot_list{res.slots, 0}));
     return;
   }
   auto& q = it->second;

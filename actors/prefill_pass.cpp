@@ -187,7 +187,7 @@ void prefill_state::fetch_layer() {
   auto remaining = std::make_shared<size_t>(by_node.size());
   for (auto& [n, ops] : by_node) {
     ++p.in_flight;
-    self->request(view().traffic_queues[n], data_plane_timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
+    self->request(view().traffic_queue(n), data_plane_timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
         .then(
             [this, layer, remaining](uint64_t) {
               if (!returned() || --*remaining > 0) return;
@@ -277,7 +277,7 @@ void prefill_state::forward_layer(uint32_t layer) {
   p.forwards_pending++;
   for (auto& [de, ops] : by_de) {
     ++p.in_flight;
-    self->request(view().traffic_queues[node()], data_plane_timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
+    self->request(view().traffic_queue(node()), data_plane_timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
         .then(
             [this, layer, remaining](uint64_t) {
               if (!returned() || --*remaining > 0) return;
@@ -335,7 +335,7 @@ void prefill_state::hand_off(pass_state& p, int64_t first_token_ns) {
     h.corrupt_blocks = r.corrupt;
     h.kv_verified = r.kv_verified;
     h.kv_corrupt = r.kv_corrupt;
-    self->send(view().decode_engines.at(r.asg.de), atom::handoff_v, encode(h));
+    self->send(view().decode_engine(r.asg.de), atom::handoff_v, encode(h));
     const uint64_t id = r.payload.request;
     cleanup(r, false);
     requests.erase(id);

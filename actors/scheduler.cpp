@@ -126,6 +126,12 @@ struct scheduler_state {
     return turns;
   }
 
+  uint32_t rejoin_node(uint32_t node) {
+    view.restore_node(node);
+    spdlog::info("scheduler: node {} rejoined; its engines take work from its next report", node);
+    return node;
+  }
+
   void apply_switch(uint32_t index) {
     if (index < switches.size()) set_policy(switches[index].policy);
   }
@@ -157,6 +163,7 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
       [=](atom::stats) { return self->state.stats(); },
       [=](atom::scripted, uint32_t index) { self->state.apply_switch(index); },
       [=](atom::lost, uint32_t node) { return self->state.lose_node(node); },
+      [=](atom::rejoin, uint32_t node) { return self->state.rejoin_node(node); },
   };
 }
 

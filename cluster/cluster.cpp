@@ -164,7 +164,8 @@ struct turn_collector {
   const run_options& options;
   const cluster_view& view;
   node_processes* nodes = nullptr;  // multi-process runs: nodes can be lost (docs/design.md §13)
-  std::vector<std::pair<uint32_t, std::string>> lost;  // lost nodes, and how, in the order noticed
+  std::vector<std::pair<uint32_t, std::string>> lost;  // nodes lost now, and how, in the order noticed
+  uint64_t lost_total = 0, rejoined = 0;                // losses and rejoins over the run
   uint64_t migrated = 0;                                // turns re-run because of them
   uint64_t retried = 0;                                 // turns re-run after a transient fault
   int64_t last_event = 0;  // the latest answered turn (or, after a loss, the moment the loss's waits end)
@@ -286,6 +287,8 @@ struct turn_collector {
     if (nodes)
       for (auto& [n, how] : nodes->poll_lost())
         if (stall.empty()) on_lost(self, n, how);
+    if (nodes && stall.empty())
+      for (uint32_t n : nodes->poll_rejoined()) on_rejoined(self, n);
     if (stall.empty() && seconds_between(last_event, now_ns()) > view.config.timeout_s)
       stall = fmt::format("no turn finished for {:.0f} s ({} of {} turns done{})", view.config.timeout_s,
                           progress.turns_done, progress.turns_total, waiting_hint(self, view));
@@ -297,6 +300,7 @@ struct turn_collector {
   void on_lost(caf::scoped_actor& self, uint32_t node, const std::string& how) {
     spdlog::warn("launcher: {}; going on without node {}", how, node);
     lost.emplace_back(node, how);
+    ++lost_total;
     if (options.metrics) options.metrics->count_lost_node();
     if (options.on_node_lost) options.on_node_lost(node, how);
     nodes->announce_lost(node);
@@ -324,7 +328,23 @@ struct turn_collector {
                  [&](const caf::error& e) {
                    stall = "the scheduler did not drop node " + std::to_string(node) + ": " + caf::to_string(e);
                  });
-    for (const auto& client : view.clients) caf::anon_send(client, atom::lost_v, uint32_t(lost.size()), turns);
+    for (const auto& client : view.clients) caf::anon_send(client, atom::lost_v, uint32_t(lost_total), turns);
+  }
+
+  // docs/design.md §13: a lost node is back, already wired to every survivor; the scheduler counts its
+  // engines again from its leader's next report.
+  void on_rejoined(caf::scoped_actor& self, uint32_t node) {
+    lost.erase(std::remove_if(lost.begin(), lost.end(), [&](const auto& l) { return l.first == node; }), lost.end());
+    ++rejoined;
+    const auto wait = std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view.config.timeout_s));
+    self->request(view.scheduler, wait, atom::rejoin_v, node)
+        .receive([](uint32_t) {},
+                 [&](const caf::error& e) {
+                   stall = "the scheduler did not take node " + std::to_string(node) + " back: " + caf::to_string(e);
+                 });
+    spdlog::info("launcher: node {} rejoined the run", node);
+    if (options.metrics) options.metrics->count_rejoined_node();
+    if (options.on_node_rejoined) options.on_node_rejoined(node);
   }
 };
 
@@ -443,7 +463,8 @@ run_summary run_cluster(const run_options& o) {
     to_verify = std::move(collector.to_verify);
     stall = collector.stall;
     t0 = collector.t0;
-    summary.lost_nodes = collector.lost.size();
+    summary.lost_nodes = collector.lost_total;
+    summary.rejoined_nodes = collector.rejoined;
     summary.migrated_turns = collector.migrated;
     summary.retried_turns = collector.retried;
     if (nodes && stall.empty()) stall = nodes->check().message();  // a dead node cannot report its counters

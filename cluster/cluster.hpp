@@ -44,6 +44,8 @@ struct run_options {
   std::function<void(const std::vector<int>&)> on_nodes_started;  // pids of the node processes
   // A node was lost and the run goes on without it (docs/design.md §13): its index and how it was lost.
   std::function<void(uint32_t node, const std::string& how)> on_node_lost;
+  // A lost node joined again (`dualpath node --node N` started anew) and takes work (docs/design.md §13).
+  std::function<void(uint32_t node)> on_node_rejoined;
   // Prometheus metrics (cluster/metrics.hpp), updated as turns end and once a second; not owned.
   class metrics_endpoint* metrics = nullptr;
   // The live cluster page (cluster/ui_page.hpp), fed where the metrics are and switching the policy; not owned.

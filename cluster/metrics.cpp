@@ -82,6 +82,10 @@ struct metrics_endpoint::impl {
                                             .Name("dualpath_nodes_lost_total")
                                             .Help("Nodes lost while the run went on")
                                             .Register(*registry);
+  pm::Family<pm::Counter>& rejoined_nodes = pm::BuildCounter()
+                                                .Name("dualpath_nodes_rejoined_total")
+                                                .Help("Lost nodes that joined the run again")
+                                                .Register(*registry);
   pm::Family<pm::Gauge>& engine_tok = pm::BuildGauge()
                                           .Name("dualpath_engine_tokens")
                                           .Help("tok_e: tokens an engine still has to process")
@@ -176,6 +180,11 @@ void metrics_endpoint::count_rerun(bool node_lost) {
 void metrics_endpoint::count_lost_node() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->lost_nodes.Add({}).Increment();
+}
+
+void metrics_endpoint::count_rejoined_node() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->rejoined_nodes.Add({}).Increment();
 }
 
 void metrics_endpoint::set_snic(uint32_t node, uint64_t read_bytes_total, uint64_t read_q) {

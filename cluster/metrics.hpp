@@ -38,6 +38,7 @@ class metrics_endpoint {
   // a node lost while the run went on.
   void count_rerun(bool node_lost);
   void count_lost_node();
+  void count_rejoined_node();  // a lost node that joined again
 
  private:
   struct impl;

@@ -19,7 +19,17 @@ namespace dualpath::actors {
 
 namespace {
 
-node_control_actor::behavior_type node_control(node_control_actor::pointer, runtime::node_io* io, caf::actor main) {
+// docs/design.md §13: lost node h.node is back; this node's engines and copies reach its new process.
+uint32_t rejoined(cluster_view& view, runtime::node_io& io, const node_handles& h,
+                  std::vector<runtime::endpoint_entry> entries) {
+  view.set_node(h);
+  io.node_rejoined(std::move(entries));
+  spdlog::info("node {}: node {} rejoined", io.node(), h.node);
+  return h.node;
+}
+
+node_control_actor::behavior_type node_control(node_control_actor::pointer, runtime::node_io* io, caf::actor main,
+                                                cluster_view_ptr view) {
   return {
       [io](atom::stats) {
         const auto s = io->stats();  // one snapshot, one lock
@@ -29,6 +39,9 @@ node_control_actor::behavior_type node_control(node_control_actor::pointer, runt
       [main](atom::stop) { caf::anon_send(main, atom::stop_v); },
       [io](atom::ping) { return io->node(); },
       [io](atom::lost, uint32_t node) { io->node_lost(node); },
+      [io, view](atom::rejoin, const node_handles& h, const envelope<schema::FabricDirectory>& e) {
+        return rejoined(*view, *io, h, decode(e));
+      },
   };
 }
 
@@ -94,7 +107,7 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   auto view = make_view(base, config, run_mode_of(policy));
   io = make_node_io(config, base.geometry, node, false, *base.store);
   node_actors mine = spawn_node_actors(sys, base, view, *io, node, base.first);
-  auto control = sys.spawn(node_control, io.get(), caf::actor_cast<caf::actor>(self));
+  auto control = sys.spawn(node_control, io.get(), caf::actor_cast<caf::actor>(self), view);
   mine.all.push_back(caf::actor_cast<caf::actor>(control));
 
   node_handles own;
@@ -124,11 +137,7 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   // Everyone's handles into this process's view, then this node's endpoints to every peer.
   view->scheduler = caf::actor_cast<scheduler_actor>(cluster.scheduler);
   fill(view->clients, cluster.clients);
-  for (const auto& n : cluster.nodes) {
-    view->traffic_queues.at(n.node) = caf::actor_cast<traffic_queue_actor>(n.traffic_queue);
-    view->leaders.at(n.node) = caf::actor_cast<leader_actor>(n.leader);
-    for (size_t i = 0; i < n.engines.size(); ++i) view->set_engine(uint32_t(n.node * config.engines_per_node + i), n.engines[i]);
-  }
+  for (const auto& n : cluster.nodes) view->set_node(n);
   runtime::fabric_directory directory(view->engine_count());
   for (auto& e : entries) directory.at(e.engine) = std::move(e);
   io->connect(directory);

@@ -29,30 +29,58 @@ struct registry_state {
   std::string cluster_file, policy;
   std::string proof;                       // secret_proof(secret, registry): what every message must carry
   std::shared_ptr<refused_peers> refused;  // messages without it (docs/design.md §13)
-  caf::actor launcher;  // gets (ready, cluster_handles) once every node is connected
+  caf::actor launcher;  // gets (join, N), (ready, cluster_handles) once every node is connected, then (rejoin, ...)
   cluster_handles handles;
   std::vector<bool> registered;
-  std::vector<runtime::endpoint_entry> entries;
+  std::vector<std::vector<runtime::endpoint_entry>> entries;  // per node: its endpoints as last registered
   std::vector<wiring_promise> waiting;
   uint32_t ready = 0;
+  bool wired = false;          // every node got the cluster: from now on only a lost node may join again
+  std::vector<bool> lost;      // the launcher said so: a new process may take this index
+  std::vector<bool> rejoining;  // wired again, its ready not yet seen
 
   uint32_t nodes() const { return uint32_t(registered.size()); }
 
   std::string refuse(uint32_t node) const {
     if (node >= nodes()) return fmt::format("node {} is not in this cluster ({} nodes)", node, nodes());
+    if (wired && !lost[node]) return fmt::format("node {} is running: only a lost node can join a running cluster", node);
     return "";
   }
 
-  // Node `h.node` registered; once all have, every waiting node gets the whole cluster.
+  envelope<schema::FabricDirectory> directory() const {
+    std::vector<runtime::endpoint_entry> all;
+    for (const auto& n : entries) all.insert(all.end(), n.begin(), n.end());
+    return encode(all);
+  }
+
+  // Node `h.node` registered; once all have, every waiting node gets the whole cluster. A node that
+  // rejoins gets it at once, as it is now (docs/design.md §13).
   void add(const node_handles& h, std::vector<runtime::endpoint_entry> node_entries, wiring_promise promise) {
     registered[h.node] = true;
     handles.nodes[h.node] = h;
-    for (auto& e : node_entries) entries.push_back(std::move(e));
+    entries[h.node] = std::move(node_entries);
+    if (wired) {
+      lost[h.node] = false;
+      rejoining[h.node] = true;
+      promise.deliver(handles, directory());
+      return;
+    }
     waiting.push_back(std::move(promise));
     if (std::count(registered.begin(), registered.end(), true) < int(nodes())) return;
-    const auto directory = encode(entries);
-    for (auto& p : waiting) p.deliver(handles, directory);
+    wired = true;
+    const auto all = directory();
+    for (auto& p : waiting) p.deliver(handles, all);
     waiting.clear();
+  }
+
+  void on_ready(uint32_t node) {
+    if (node >= nodes()) return;
+    if (rejoining[node]) {
+      rejoining[node] = false;
+      caf::anon_send(launcher, atom::rejoin_v, handles.nodes[node], encode(entries[node]));
+    } else if (++ready == nodes()) {
+      caf::anon_send(launcher, atom::ready_v, handles);
+    }
   }
 };
 
@@ -79,11 +107,17 @@ registry_actor::behavior_type registry(registry_actor::stateful_pointer<registry
   st.handles = std::move(handles);
   st.handles.nodes.resize(nodes);
   st.registered.assign(nodes, false);
+  st.entries.resize(nodes);
+  st.lost.assign(nodes, false);
+  st.rejoining.assign(nodes, false);
   return {
       [self](atom::join, uint32_t node, const std::string& proof) -> caf::result<envelope<schema::NodeSetup>> {
         if (auto e = admit(self, proof, "join", node)) return e;
-        if (auto why = self->state.refuse(node); !why.empty()) return caf::make_error(caf::sec::invalid_argument, why);
-        caf::anon_send(self->state.launcher, atom::join_v, node);
+        if (auto why = self->state.refuse(node); !why.empty()) {
+          spdlog::warn("node registry: refused a join as node {}: {}", node, why);
+          return caf::make_error(caf::sec::invalid_argument, why);
+        }
+        if (!self->state.wired) caf::anon_send(self->state.launcher, atom::join_v, node);  // start-up progress
         return encode_setup(self->state.cluster_file, self->state.policy);
       },
       [self](atom::wire, const node_handles& h, const envelope<schema::FabricDirectory>& e,
@@ -101,8 +135,13 @@ registry_actor::behavior_type registry(registry_actor::stateful_pointer<registry
       },
       [self](atom::ready, uint32_t node, const std::string& proof) {
         if (admit(self, proof, "ready", node)) return;
-        if (++self->state.ready == self->state.nodes())
-          caf::anon_send(self->state.launcher, atom::ready_v, self->state.handles);
+        self->state.on_ready(node);
+      },
+      [self](atom::lost, uint32_t node, const std::string& proof) {
+        if (admit(self, proof, "lost", node) || node >= self->state.nodes()) return;
+        self->state.lost[node] = true;
+        self->state.registered[node] = false;
+        self->state.rejoining[node] = false;
       },
   };
 }
@@ -121,11 +160,11 @@ node_processes::node_processes(caf::actor_system& sys, const cluster_view& view,
   handles.scheduler = caf::actor_cast<caf::actor>(view.scheduler);
   for (const auto& c : view.clients) handles.clients.push_back(caf::actor_cast<caf::actor>(c));
   watcher_ = std::make_unique<caf::scoped_actor>(sys);
-  caf::scoped_actor self{sys};
+  auto& self = *watcher_;  // hears the registry: joins, the cluster once ready, rejoins later
+  proof_ = secret_proof(launch.secret, secret_purpose::registry);
   // format_cluster_config leaves the secret out: the cluster file travels, the secret does not.
   auto reg = sys.spawn(registry, nodes, format_cluster_config(view.config), view.mode.name(), handles,
-                       caf::actor_cast<caf::actor>(self), secret_proof(launch.secret, secret_purpose::registry),
-                       launch.refused);
+                       caf::actor_cast<caf::actor>(self), proof_, launch.refused);
   registry_ = caf::actor_cast<caf::actor>(reg);
 
   std::string host = "127.0.0.1";
@@ -149,18 +188,19 @@ node_processes::node_processes(caf::actor_system& sys, const cluster_view& view,
     bool ready = false;
     cluster_handles wired;
     while (!ready && failure.empty()) {
+      bool quiet = false;
       self->receive([&](atom::ready, const cluster_handles& h) { ready = true, wired = h; },
                     [&](atom::join, uint32_t node) { joined.at(node) = true; },
-                    caf::after(std::chrono::milliseconds(100)) >> [&] {
-                      failure = check().message();
-                      if (failure.empty() && std::chrono::steady_clock::now() > deadline) {
-                        std::string missing;
-                        for (uint32_t n = 0; n < nodes; ++n)
-                          if (!joined[n]) missing += (missing.empty() ? "" : ", ") + std::to_string(n);
-                        failure = fmt::format("the nodes were not all up within {} s (never joined: {})",
-                                              timeout_.count() / 1000.0, missing.empty() ? "none" : missing);
-                      }
-                    });
+                    caf::after(std::chrono::milliseconds(100)) >> [&] { quiet = true; });
+      if (!quiet) continue;
+      failure = check().message();  // receives on the watcher too: never from inside its handlers
+      if (failure.empty() && std::chrono::steady_clock::now() > deadline) {
+        std::string missing;
+        for (uint32_t n = 0; n < nodes; ++n)
+          if (!joined[n]) missing += (missing.empty() ? "" : ", ") + std::to_string(n);
+        failure = fmt::format("the nodes were not all up within {} s (never joined: {})", timeout_.count() / 1000.0,
+                              missing.empty() ? "none" : missing);
+      }
     }
     if (!failure.empty()) throw user_error("multi-process run: " + failure);
     for (const auto& n : wired.nodes) {
@@ -169,6 +209,7 @@ node_processes::node_processes(caf::actor_system& sys, const cluster_view& view,
     }
     stopped_.assign(controls_.size(), false);
     lost_.assign(controls_.size(), false);
+    lost_at_.assign(controls_.size(), {});
   } catch (...) {
     shutdown();
     throw;
@@ -247,22 +288,29 @@ std::optional<size_t> node_processes::note_down(const caf::down_msg& d) {
 
 node_processes::~node_processes() { shutdown(); }
 
+void node_processes::drain() {
+  for (bool more = true; more;) {
+    more = false;
+    (*watcher_)->receive([&](const caf::down_msg& d) { more = true, downs_.push_back(d); },
+                         [&](atom::rejoin, const node_handles& h, const envelope<schema::FabricDirectory>& e) {
+                           more = true, rejoins_.emplace_back(h, e);
+                           spdlog::info("launcher: node {} joined again; it takes work once its quarantine ends ({} ms "
+                                        "after its loss)", h.node, quarantine().count());
+                         },
+                         caf::after(std::chrono::seconds(0)) >> [] {});
+  }
+}
+
 status node_processes::check() {
   const auto ended = reap_until(std::chrono::steady_clock::now());
   if (!ended.empty())
     return status(errc::unavailable, describe_exit(uint32_t(ended[0].first), pids_[ended[0].first], ended[0].second));
   // Nodes on other hosts (or not yet reaped): their control actor's down message says they are gone.
+  drain();
   std::string gone;
-  bool more = true;
-  while (more && gone.empty()) {
-    more = false;
-    (*watcher_)->receive(
-        [&](const caf::down_msg& d) {
-          more = true;
-          if (auto n = note_down(d)) gone = fmt::format("node {} went away ({})", *n, sys_.render(d.reason));
-        },
-        caf::after(std::chrono::seconds(0)) >> [] {});
-  }
+  for (const auto& d : downs_)
+    if (auto n = note_down(d); n && gone.empty()) gone = fmt::format("node {} went away ({})", *n, sys_.render(d.reason));
+  downs_.clear();
   if (gone.empty()) return {};
   return status(errc::unavailable, gone);
 }
@@ -272,20 +320,16 @@ std::vector<std::pair<uint32_t, std::string>> node_processes::poll_lost() {
   auto lose = [&](size_t n, std::string how) {
     if (n >= lost_.size() || lost_[n]) return;
     lost_[n] = stopped_[n] = true;
+    lost_at_[n] = std::chrono::steady_clock::now();
     out.emplace_back(uint32_t(n), std::move(how));
   };
   for (const auto& [n, status] : reap_until(std::chrono::steady_clock::now()))
     lose(n, describe_exit(uint32_t(n), pids_[n], status));
-  for (bool more = true; more;) {
-    more = false;
-    (*watcher_)->receive(
-        [&](const caf::down_msg& d) {
-          more = true;
-          for (size_t n = 0; n < controls_.size(); ++n)
-            if (controls_[n].address() == d.source) lose(n, fmt::format("node {} went away ({})", n, sys_.render(d.reason)));
-        },
-        caf::after(std::chrono::seconds(0)) >> [] {});
-  }
+  drain();
+  for (const auto& d : downs_)
+    for (size_t n = 0; n < controls_.size(); ++n)
+      if (controls_[n].address() == d.source) lose(n, fmt::format("node {} went away ({})", n, sys_.render(d.reason)));
+  downs_.clear();
   // The heartbeat: a node whose process runs but whose actors do not answer is as good as dead.
   const auto now = std::chrono::steady_clock::now();
   if (now - last_ping_ < heartbeat_interval) return out;
@@ -310,6 +354,45 @@ std::vector<std::pair<uint32_t, std::string>> node_processes::poll_lost() {
 void node_processes::announce_lost(uint32_t node) {
   for (size_t n = 0; n < controls_.size(); ++n)
     if (!lost_[n]) caf::anon_send(controls_[n], atom::lost_v, node);
+  caf::anon_send(caf::actor_cast<registry_actor>(registry_), atom::lost_v, node, proof_);  // it may join again
+}
+
+std::chrono::milliseconds node_processes::quarantine() const { return 2 * timeout_ + std::chrono::seconds(1); }
+
+std::vector<uint32_t> node_processes::poll_rejoined() {
+  drain();
+  std::vector<uint32_t> out;
+  caf::scoped_actor self{sys_};
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<std::pair<node_handles, envelope<schema::FabricDirectory>>> later;
+  for (auto& rejoin : rejoins_) {
+    const auto& [h, entries] = rejoin;
+    const size_t n = h.node;
+    if (n >= controls_.size() || !lost_[n]) continue;
+    if (now < lost_at_[n] + quarantine()) {  // a survivor's wait may still name the old process
+      if (std::find_if(later.begin(), later.end(), [&](const auto& l) { return l.first.node == h.node; }) == later.end())
+        later.push_back(std::move(rejoin));
+      continue;
+    }
+    auto control = caf::actor_cast<node_control_actor>(h.control);
+    // The new process first hears which nodes are still lost, then every survivor switches to it.
+    for (size_t m = 0; m < controls_.size(); ++m)
+      if (lost_[m] && m != n) caf::anon_send(control, atom::lost_v, uint32_t(m));
+    for (size_t m = 0; m < controls_.size(); ++m) {
+      if (lost_[m] || m == n) continue;
+      self->request(controls_[m], timeout_, atom::rejoin_v, h, entries)
+          .receive([](uint32_t) {},
+                   [&](const caf::error& e) {  // that survivor is going: the heartbeat will say so
+                     spdlog::warn("launcher: node {} did not take rejoined node {}: {}", m, n, sys_.render(e));
+                   });
+    }
+    controls_[n] = control;
+    (*watcher_)->monitor(controls_[n]);
+    lost_[n] = stopped_[n] = false;
+    out.push_back(uint32_t(n));
+  }
+  rejoins_ = std::move(later);
+  return out;
 }
 
 std::vector<node_counters> node_processes::stats() {
@@ -342,6 +425,7 @@ void node_processes::stop() {
   while (std::count(stopped_.begin(), stopped_.end(), false) > 0) {
     bool timed_out = false;
     (*watcher_)->receive([&](const caf::down_msg& d) { note_down(d); },
+                         [](atom::rejoin, const node_handles&, const envelope<schema::FabricDirectory>&) {},
                          caf::after(std::chrono::milliseconds(100)) >>
                              [&] { timed_out = std::chrono::steady_clock::now() > deadline; });
     if (timed_out) throw user_error("multi-process run: a node did not stop within the timeout");

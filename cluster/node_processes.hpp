@@ -53,8 +53,18 @@ class node_processes {
   // control actor gone down, or, at most every heartbeat interval, one that did not answer a ping within
   // the heartbeat deadline: a spawned one is then killed). A lost node is left out of stats() and stop().
   std::vector<std::pair<uint32_t, std::string>> poll_lost();
-  // Tells every node still running that `node` is lost (their copies to it fail at once).
+  // Tells every node still running that `node` is lost (their copies to it fail at once), and the registry
+  // that a new process may join as `node`.
   void announce_lost(uint32_t node);
+  // docs/design.md §13: the lost nodes that joined again (`dualpath node --node N` started anew) and whose
+  // quarantine has ended. Each is told which nodes are still lost, every survivor is pointed at its new
+  // actors and endpoints (waiting for each to take them), and it is watched again; the caller tells the
+  // scheduler. A new process is wired at once but switched to only a quarantine after the loss.
+  std::vector<uint32_t> poll_rejoined();
+  // How long after its loss a node's index stays with the dead process: every wait of a survivor that can
+  // name it (2 timeout_s at most, actors/engine_base.hpp) has ended by then, so no late copy, release or
+  // hand-off planned for the dead process reaches the new one, whose slots and HBM mean other things.
+  std::chrono::milliseconds quarantine() const;
   // Counters of every node (user_error if one does not answer within the timeout).
   std::vector<node_counters> stats();
   // Asks every node to stop and waits until they have.
@@ -69,6 +79,8 @@ class node_processes {
   std::vector<std::pair<size_t, int>> reap_until(std::chrono::steady_clock::time_point deadline);
   // Marks the node whose control actor this down message is about; its index unless already marked.
   std::optional<size_t> note_down(const caf::down_msg& d);
+  // Takes what the watcher was sent: down messages into downs_, the registry's rejoins into rejoins_.
+  void drain();
 
   caf::actor_system& sys_;
   std::chrono::milliseconds timeout_;
@@ -76,13 +88,17 @@ class node_processes {
   std::vector<bool> reaped_;
   std::vector<node_control_actor> controls_;
   std::vector<bool> stopped_;                   // node's control actor is gone (down message seen)
-  std::vector<bool> lost_;                      // given up for the rest of the run (poll_lost)
+  std::vector<bool> lost_;                      // given up until it rejoins (poll_lost, poll_rejoined)
+  std::vector<std::chrono::steady_clock::time_point> lost_at_;  // when poll_lost gave it up
   std::chrono::steady_clock::time_point last_ping_{};
   // A dead process is seen at once (reaped, or its control actor's down message); a hung one by the
   // heartbeat: pinged every interval, lost when it does not answer within the deadline.
   static constexpr std::chrono::milliseconds heartbeat_interval{500}, heartbeat_deadline{2000};
   std::unique_ptr<caf::scoped_actor> watcher_;  // monitors every node's control actor
+  std::vector<caf::down_msg> downs_;
+  std::vector<std::pair<node_handles, envelope<schema::FabricDirectory>>> rejoins_;
   caf::actor registry_;
+  std::string proof_;  // the registry's: the launcher's own messages to it carry it too
   uint16_t port_ = 0;
 };
 

@@ -49,3 +49,5 @@ CAF_ADD_ATOM(dualpath, dualpath::atom, lost, "lost")
 // A turn re-run after a transient fault (docs/design.md §13), as the client tells the launcher.
 CAF_ADD_ATOM(dualpath, dualpath::atom, retry, "retry")
 CAF_ADD_ATOM(dualpath, dualpath::atom, ping, "ping")
+// A lost node's index joined again with a new process (docs/design.md §13).
+CAF_ADD_ATOM(dualpath, dualpath::atom, rejoin, "rejoin")

@@ -48,7 +48,11 @@ using scheduler_actor = caf::typed_actor<
     // the fresh view, so nothing more is assigned to them; answers the requests assigned with their PE or DE
     // on N and not yet superseded by their agent's next submit (the clients re-run them). The launcher waits
     // `timeout_s`.
-    caf::replies_to<atom::lost, uint32_t>::with<std::vector<uint64_t>>>;
+    caf::replies_to<atom::lost, uint32_t>::with<std::vector<uint64_t>>,
+    // Launcher: lost node N is back (a new process, already wired to every survivor): its leader's reports
+    // count again, so its engines get work from its first report on. Answers N. The launcher waits
+    // `timeout_s`.
+    caf::replies_to<atom::rejoin, uint32_t>::with<uint32_t>>;
 
 // ---- control port (published for `dualpath ctl`; only this narrow interface is reachable) ----
 // Every command starts with the proof of the cluster's secret (core/secret.hpp, docs/design.md §13); a
@@ -189,8 +193,12 @@ using registry_actor = caf::typed_actor<
     // every handle of the cluster and every endpoint.
     caf::replies_to<atom::wire, node_handles, envelope<schema::FabricDirectory>, std::string>::with<
         cluster_handles, envelope<schema::FabricDirectory>>,
-    // Node -> registry: node N connected its endpoints to every peer. No answer.
-    caf::reacts_to<atom::ready, uint32_t, std::string>>;
+    // Node -> registry: node N connected its endpoints to every peer. No answer. A node that rejoins is
+    // announced to the launcher from here, as (rejoin, its handles, its endpoints).
+    caf::reacts_to<atom::ready, uint32_t, std::string>,
+    // Launcher -> registry: node N was lost; a new process may now join and wire as N, and is answered at
+    // once with the cluster as it is (docs/design.md §13). No answer.
+    caf::reacts_to<atom::lost, uint32_t, std::string>>;
 
 // A node process's own small control actor, reached by the launcher.
 using node_control_actor = caf::typed_actor<
@@ -202,7 +210,10 @@ using node_control_actor = caf::typed_actor<
     // within the heartbeat deadline is treated as lost. The launcher waits that deadline.
     caf::replies_to<atom::ping>::with<uint32_t>,
     // The launcher: node N was lost; this node's copies to it fail at once from now on. No answer.
-    caf::reacts_to<atom::lost, uint32_t>>;
+    caf::reacts_to<atom::lost, uint32_t>,
+    // The launcher: lost node N is back with these handles and endpoints; this node's engines and copies
+    // reach it from the answer on. Answers N. The launcher waits `timeout_s`.
+    caf::replies_to<atom::rejoin, node_handles, envelope<schema::FabricDirectory>>::with<uint32_t>>;
 
 }  // namespace dualpath::actors
 

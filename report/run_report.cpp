@@ -129,6 +129,7 @@ nlohmann::json to_json(const run_summary& s) {
   j["persisted_blocks"] = s.persisted_blocks;
   j["hit_blocks"] = s.hit_blocks;
   j["lost_nodes"] = s.lost_nodes;
+  j["rejoined_nodes"] = s.rejoined_nodes;
   j["migrated_turns"] = s.migrated_turns;
   j["retried_turns"] = s.retried_turns;
   j["unpersisted_blocks"] = s.unpersisted_blocks;
@@ -174,7 +175,9 @@ std::string report_table(const std::vector<run_summary>& runs) {
   }
   for (const auto& r : runs)
     if (r.lost_nodes > 0)
-      out += fmt::format("{}: {} nodes lost, {} turns re-run on the survivors\n", r.policy, r.lost_nodes, r.migrated_turns);
+      out += fmt::format("{}: {} nodes lost, {} turns re-run on the survivors{}\n", r.policy, r.lost_nodes,
+                         r.migrated_turns,
+                         r.rejoined_nodes ? fmt::format(", {} nodes rejoined", r.rejoined_nodes) : std::string());
   for (const auto& r : runs)
     if (r.retried_turns > 0 || r.unpersisted_blocks > 0)
       out += fmt::format("{}: {} turns retried after a KV transfer fault, {} blocks not persisted\n", r.policy,

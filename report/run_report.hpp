@@ -68,6 +68,7 @@ struct run_summary {
   uint64_t hit_blocks = 0;  // Full Blocks served from storage (either path), summed over turns
   // Multi-process runs (docs/design.md §13): nodes lost while the run went on, and turns re-run because of it.
   uint64_t lost_nodes = 0, migrated_turns = 0;
+  uint64_t rejoined_nodes = 0;  // lost nodes that joined again and took work
   // Faults survived (docs/design.md §13): turns re-run after a KV transfer's error; blocks a write-back
   // could not persist (ENOSPC, EROFS, EIO: the turn is answered, the next turn recomputes them).
   uint64_t retried_turns = 0, unpersisted_blocks = 0;

@@ -92,6 +92,18 @@ void node_io::node_lost(uint32_t node) {
   });
 }
 
+void node_io::node_rejoined(std::vector<endpoint_entry> entries) {
+  post_command([this, entries = std::move(entries)] {
+    for (const auto& e : entries) {
+      if (e.engine >= fabric_.directory.size()) continue;
+      fabric_.directory[e.engine] = e;
+      // A new address gets a new peer; copies to the dead one's index keep failing.
+      for (size_t i = 0; i < fabric_.endpoints.size() && i < fabric_.peer_index.size(); ++i)
+        fabric_.peer_index[i][e.engine] = fabric_.endpoints[i]->connect(e.address);
+    }
+  });
+}
+
 gpu::hbm_arena& node_io::hbm(uint32_t engine) {
   const auto li = fabric_.local_index(engine);
   if (!li) throw std::logic_error("engine " + std::to_string(engine) + " is not on node " + std::to_string(options_.node));
@@ -216,9 +228,12 @@ void node_io::release(const std::vector<uint32_t>& slots) {
 
 void node_io::copy(std::vector<copy_op> ops, transport::traffic_class tc, std::function<void(status)> done) {
   if (ops.empty()) return done(status{});
-  // Checked here, on the caller's thread: a bad op is the caller's error, never a throw on the progress thread.
-  if (status s = fabric_.validate(ops); !s.ok()) return done(std::move(s));
-  post_command([this, ops = std::move(ops), tc, done = std::move(done)]() mutable { mover_->post(ops, tc, std::move(done)); });
+  // Checked on the progress thread, where the directory changes when a node rejoins; a bad op is the
+  // caller's error, answered through `done`, never a throw there.
+  post_command([this, ops = std::move(ops), tc, done = std::move(done)]() mutable {
+    if (status s = fabric_.validate(ops); !s.ok()) return done(std::move(s));
+    mover_->post(ops, tc, std::move(done));
+  });
 }
 
 void node_io::persist(block_key key, block_key parent, const std::byte* payload, std::function<void()> done) {

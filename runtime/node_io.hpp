@@ -115,6 +115,9 @@ class node_io {
   // Node `node` was lost (docs/design.md §13): copies to its engines fail at once rather than hold this
   // node's endpoints until the transport's timeout.
   void node_lost(uint32_t node);
+  // A lost node came back (docs/design.md §13) with these endpoints: copies to its engines go to them from
+  // every command posted after this one.
+  void node_rejoined(std::vector<endpoint_entry> entries);
 
  private:
   void run();

@@ -48,6 +48,9 @@ class fresh_view {
   // flight from it is ignored), and every request with a charge on it loses all its charges (it is re-run
   // under a new id). Answers how many requests lost their charges.
   size_t remove_node(uint32_t node);
+  // Lost node `node` is back as a new process: its next report brings its engines in again, empty. (A late
+  // report of the dead one cannot come after this: its connection closed before the loss was noticed.)
+  void restore_node(uint32_t node) { lost_.erase(node); }
   bool lost(uint32_t node) const { return lost_.count(node) > 0; }
 
   size_t pending() const { return live_; }       // charges not yet acknowledged

@@ -163,8 +163,15 @@ address_bytes fabric_port::address() const {
 
 uint32_t fabric_port::connect(const address_bytes& peer) {
   if (peer.empty()) throw user_error("transport: connect() got an empty peer address");
+  auto local_flag = [&] {  // an endpoint of this process at that address: its liveness is known directly
+    std::lock_guard lock(registry().mutex);
+    auto it = registry().alive.find(peer);
+    return it != registry().alive.end() ? it->second.lock() : nullptr;
+  };
   if (auto it = peer_index_.find(peer); it != peer_index_.end()) {
-    peers_[it->second].dead_reason.clear();  // reconnecting revives a peer marked dead
+    auto& p = peers_[it->second];
+    p.dead_reason.clear();  // reconnecting revives a peer marked dead (a node that rejoined at the same address)
+    p.local_alive = local_flag();
     return it->second;
   }
   fi_addr_t addr = FI_ADDR_UNSPEC;
@@ -175,12 +182,7 @@ uint32_t fabric_port::connect(const address_bytes& peer) {
                                  peer.size(), provider_name()));
   }
   const auto index = static_cast<uint32_t>(peers_.size());
-  std::shared_ptr<std::atomic<bool>> local;
-  {
-    std::lock_guard lock(registry().mutex);
-    if (auto it = registry().alive.find(peer); it != registry().alive.end()) local = it->second.lock();
-  }
-  peers_.push_back(peer_state{peer, addr, {}, std::move(local)});
+  peers_.push_back(peer_state{peer, addr, {}, local_flag()});
   peer_index_.emplace(peer, index);
   return index;
 }

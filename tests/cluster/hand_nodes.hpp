@@ -2,6 +2,7 @@
 // `dualpath node` processes started by hand, as an operator would on another host (docs/design.md §13), for
 // the tests of runs with `--node-registry`: the secret goes in the environment, out of `ps`.
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -22,9 +23,10 @@ inline std::string dualpath_binary() {
   return env && *env ? env : DUALPATH_BINARY_DEFAULT;
 }
 
-// Starts `dualpath node --registry R --node N --timeout-ms T [extra...]` with `secret` in its environment.
+// Starts `dualpath node --registry R --node N --timeout-ms T [extra...]` with `secret` in its environment;
+// its stderr goes to `log` when given.
 inline int start_node(const std::string& registry, uint32_t node, int timeout_ms, const std::string& secret,
-                      const std::vector<std::string>& extra = {}) {
+                      const std::vector<std::string>& extra = {}, const std::string& log = "") {
   std::vector<std::string> args{dualpath_binary(), "node", "--registry", registry, "--node", std::to_string(node),
                                 "--timeout-ms", std::to_string(timeout_ms)};
   args.insert(args.end(), extra.begin(), extra.end());
@@ -38,8 +40,13 @@ inline int start_node(const std::string& registry, uint32_t node, int timeout_ms
   std::vector<char*> envp;
   for (auto& e : env_text) envp.push_back(e.data());
   envp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (!log.empty()) posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = 0;
-  REQUIRE(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data()) == 0);
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE(rc == 0);
   return pid;
 }
 

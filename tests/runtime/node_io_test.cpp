@@ -127,3 +127,43 @@ TEST_CASE("copies move bytes through libfabric: loopback buffer to HBM and node 
   CHECK(std::memcmp(b.slot_data(2), p.data(), p.size()) == 0);
   CHECK(a.stats().copies == 2);
 }
+
+// docs/design.md §13: a lost node's copies fail at once; once it comes back as a new process (new endpoints,
+// new registrations), node_rejoined points the survivors at it and the same copy lands there.
+TEST_CASE("copies to a lost node fail at once; after node_rejoined they reach its new endpoints") {
+  fixture fx;
+  node_io a(fx.options(0, 4), *fx.store);
+  auto b = std::make_unique<node_io>(fx.options(1, 4), *fx.store);
+  fabric_directory dir(2);
+  for (auto* io : {&a, b.get()})
+    for (auto& e : io->entries()) dir[e.engine] = e;
+  a.connect(dir);
+  b->connect(dir);
+
+  const auto p = fx.payload(5);
+  auto src = a.hbm(0).allocate(p.size());
+  std::memcpy(src.data, p.data(), p.size());
+  auto copy_to = [&](node_io& target) {
+    std::promise<std::string> done;
+    a.copy({{0, region_kind::hbm, src.offset, 1, region_kind::buffer, target.slot_offset(1), p.size()}},
+           transport::traffic_class::kv, [&](status e) { done.set_value(e.ok() ? "" : e.message()); });
+    auto f = done.get_future();
+    REQUIRE(ready(f, 5000));
+    return f.get();
+  };
+  CHECK(copy_to(*b).empty());
+
+  a.node_lost(1);
+  const auto lost = copy_to(*b);
+  CHECK(lost.find("node 1 was lost") != std::string::npos);
+
+  b.reset();  // the process is gone; node 1 starts again with other addresses and keys
+  node_io b2(fx.options(1, 4), *fx.store);
+  fabric_directory dir2 = dir;
+  for (auto& e : b2.entries()) dir2[e.engine] = e;
+  b2.connect(dir2);
+  a.node_rejoined(b2.entries());
+  std::memset(b2.slot_data(1), 0, p.size());
+  CHECK(copy_to(b2).empty());
+  CHECK(std::memcmp(b2.slot_data(1), p.data(), p.size()) == 0);
+}

@@ -59,3 +59,23 @@ TEST_CASE("fresh view: a lost node leaves the snapshot, its requests' charges go
   CHECK(v.lost(2));
   CHECK_FALSE(v.lost(3));
 }
+
+TEST_CASE("fresh view: a restored node's next report brings its engines back, empty, and they are chosen again") {
+  fresh_view v(100);
+  for (uint32_t n : {0u, 1u}) v.report(report_of(n, role::prefill), 0);
+  for (uint32_t n : {2u, 3u}) v.report(report_of(n, role::decode), 0);
+  v.record({placed_on(7, 0, 2)}, 0);
+  v.remove_node(2);
+  v.restore_node(2);
+  CHECK_FALSE(v.lost(2));
+  CHECK(v.snapshot().find(2) == nullptr);  // nothing until the new process reports
+  v.report(report_of(2, role::decode), 2);
+  REQUIRE(v.snapshot().find(2) != nullptr);
+  CHECK(v.snapshot().engine_count(role::decode) == 2);
+  const auto& e = v.snapshot().find(2)->engines.at(0);
+  CHECK(e.seq == 0);  // request 7's charges went with the loss and do not come back
+  CHECK(e.tok == 0);
+  v.record({placed_on(9, 1, 2)}, 2);  // assigned there; the new process's next report does not know it yet
+  v.report(report_of(2, role::decode), 3);
+  CHECK(v.snapshot().find(2)->engines.at(0).seq == 1);  // charged like any engine's
+}
