@@ -44,8 +44,16 @@ struct cluster_view {
   leader_actor leader(uint32_t node) const { return read_locked(leaders, node); }
   prefill_engine_actor prefill_engine(uint32_t engine) const { return read_locked(prefill_engines, engine); }
   decode_engine_actor decode_engine(uint32_t engine) const { return read_locked(decode_engines, engine); }
-  // Files node `h.node`'s handles (at wiring, or when it rejoins), its engines under their roles.
+  // Files node `h.node`'s handles (at wiring, or when it rejoins), its engines under their roles, and
+  // counts one more generation of it.
   void set_node(const node_handles& h);
+  // How many times this process filed node `node`'s handles. A request remembers its DE node's generation
+  // at assignment; once that node rejoined (a new process), what the request holds there (buffer slots, a
+  // hand-off due) belonged to the dead one, and nothing more about it may be sent (docs/design.md §13).
+  uint32_t generation(uint32_t node) const {
+    std::shared_lock lock(*handles_mutex_);
+    return node < generations_.size() ? generations_[node] : 0;
+  }
 
   uint32_t engine_count() const { return nodes() * config.engines_per_node; }
   // Files `engine` (spawned here or received from another process) under its role's handles.
@@ -74,6 +82,7 @@ struct cluster_view {
   }
   // Shared by copies of the view (a copy reads the same kind of vectors, so the same lock serves).
   std::shared_ptr<std::shared_mutex> handles_mutex_ = std::make_shared<std::shared_mutex>();
+  std::vector<uint32_t> generations_;  // per node, under the lock
 };
 
 inline void cluster_view::set_node(const node_handles& h) {
@@ -81,6 +90,8 @@ inline void cluster_view::set_node(const node_handles& h) {
   traffic_queues.at(h.node) = caf::actor_cast<traffic_queue_actor>(h.traffic_queue);
   leaders.at(h.node) = caf::actor_cast<leader_actor>(h.leader);
   for (size_t i = 0; i < h.engines.size(); ++i) set_engine(uint32_t(h.node * config.engines_per_node + i), h.engines[i]);
+  if (generations_.size() <= h.node) generations_.resize(h.node + 1, 0);
+  ++generations_[h.node];
 }
 
 inline void cluster_view::set_engine(uint32_t engine, const caf::actor& a) {

@@ -63,7 +63,7 @@ void prefill_state::cleanup(pe_request& r, bool release_de) {
     if (!real.empty()) self->send(view().traffic_queue(node), atom::release_v, encode(slot_list{real, 0}));
   };
   send_release(r.asg.pe_node, r.src.pe_slots);
-  if (release_de) send_release(r.asg.de_node, r.src.de_slots);
+  if (release_de && de_current(r)) send_release(r.asg.de_node, r.src.de_slots);
   r.src.pe_slots.clear();
   r.src.de_slots.clear();
   if (r.new_kv) {
@@ -81,6 +81,7 @@ void prefill_state::on_assign(const envelope<schema::Assignments>& e) {
     r.src.pe_node = a.pe_node;
     r.src.de = a.de;
     r.src.de_node = a.de_node;
+    r.de_generation = view().generation(a.de_node);
     r.payload.request = a.request.id;
     r.payload.agent = view().agent_of(a.request.id);
     const int64_t assigned = now_ns();

@@ -170,9 +170,20 @@ bool prefill_state::allocate_pass(pass_state& p, const std::vector<schedule::bat
 }
 
 // Hit Layer Blocks of layer `fetched_next` into its staging slot, from whichever node buffer holds them.
+const pe_request* prefill_state::stale_entry() const {
+  if (!pass) return nullptr;
+  for (const auto& e : pass->entries)
+    if (!de_current(*e.req)) return e.req;
+  return nullptr;
+}
+
 void prefill_state::fetch_layer() {
+  if (!pass || pass->aborted) return;  // an aborted pass (perhaps settled already) does nothing more
   auto& p = *pass;
   if (p.fetched_next >= geo().layers) return;
+  // Slots on a DE node that rejoined since belong to its new process: read none of them (§13).
+  if (const auto* r = stale_entry())
+    return abort_pass("DE node " + std::to_string(r->asg.de_node) + " was lost and has rejoined as a new process");
   const uint32_t layer = p.fetched_next;
   // Its staging slot is free once layer - depth is computed and its forward landed.
   if (layer >= p.computed + p.staging.depth || p.slot_busy[layer % p.staging.depth]) return;
@@ -218,6 +229,7 @@ void prefill_state::verify_staged(uint32_t layer) {
 }
 
 void prefill_state::step() {
+  if (!pass || pass->aborted) return;  // an aborted pass (perhaps settled already) does nothing more
   auto& p = *pass;
   const auto& g = geo();
   if (!p.started || !p.ep_admitted || p.computing || p.finishing) return;
@@ -267,7 +279,10 @@ void prefill_state::layer_computed(uint32_t layer) {
 
 // Layer `layer` to the DE buffer: hit KV too on the PE path (first pass only), new KV always.
 void prefill_state::forward_layer(uint32_t layer) {
+  if (!pass || pass->aborted) return;  // an aborted pass (perhaps settled already) does nothing more
   auto& p = *pass;
+  if (const auto* r = stale_entry())  // nor write into them
+    return abort_pass("DE node " + std::to_string(r->asg.de_node) + " was lost and has rejoined as a new process");
   std::vector<runtime::forward_entry> entries;
   for (auto& e : p.entries)
     entries.push_back({&e.req->src, e.cached, e.bsz, e.req->prompt(), e.req->new_kv->offset, e.forward_hit});
@@ -335,6 +350,12 @@ void prefill_state::hand_off(pass_state& p, int64_t first_token_ns) {
     h.corrupt_blocks = r.corrupt;
     h.kv_verified = r.kv_verified;
     h.kv_corrupt = r.kv_corrupt;
+    if (!de_current(r)) {  // the new process never reserved these slots: the turn is re-run (§13)
+      answer_failure(self, r.payload, "DE node " + std::to_string(r.asg.de_node) + " was lost and has rejoined");
+      cleanup(r, false);
+      requests.erase(r.payload.request);
+      continue;
+    }
     self->send(view().decode_engine(r.asg.de), atom::handoff_v, encode(h));
     const uint64_t id = r.payload.request;
     cleanup(r, false);

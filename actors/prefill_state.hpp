@@ -26,6 +26,7 @@ struct pe_request {
   std::optional<gpu::hbm_allocation> new_kv;  // [layer][token][bytes] for tokens [valid·bt, prompt)
   bool hit_forwarded = false;
   uint64_t kv_verified = 0, kv_corrupt = 0;
+  uint32_t de_generation = 0;  // cluster_view::generation of its DE node at assignment
 
   uint64_t prompt() const { return payload.tokens.size(); }
 };
@@ -77,6 +78,10 @@ struct prefill_state : engine_base {
   void fail(pe_request& r, const std::string& why);
   // Frees what the request holds on this side. The DE buffer slots go back too unless the DE took them.
   void cleanup(pe_request& r, bool release_de = true);
+  // False once the request's DE node rejoined as a new process: its slots and hand-off died with the old one.
+  bool de_current(const pe_request& r) const { return view().generation(r.asg.de_node) == r.de_generation; }
+  // The first request of the pass whose DE node was replaced since its assignment, if any.
+  const pe_request* stale_entry() const;
 
   // ---- assignment: fetch the tokens, then bring hit KV into the DRAM buffers (prefill_engine.cpp) ----
   void on_assign(const envelope<schema::Assignments>& e);

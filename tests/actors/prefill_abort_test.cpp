@@ -136,3 +136,34 @@ TEST_CASE_FIXTURE(engine_fixture, "a failed load or DE reservation fails the tur
   CHECK(pe_cs->calls.empty());
   CHECK(last_report(pe_id).free_hbm == big_hbm);
 }
+
+// docs/design.md §13: the request's DE node was lost and rejoined as a new process while the pass ran. The
+// slots it holds there were the dead process's: the pass stops before its next copy, the turn fails (the
+// client re-runs it), and no release or hand-off reaches the new process. A request assigned afterwards runs.
+TEST_CASE_FIXTURE(engine_fixture, "a DE node that rejoined as a new process: the pass stops and nothing goes to it") {
+  start_holding_copies();
+  assign(1, 40, 2);
+  REQUIRE(in_flight(0, kind::fetch) == 2);
+  node_handles back;  // what the launcher's rejoin files in this process (here the same actors)
+  back.node = 1;
+  back.traffic_queue = caf::actor_cast<caf::actor>(tq[1]);
+  back.leader = caf::actor_cast<caf::actor>(view->leaders[1]);
+  back.engines = {caf::actor_cast<caf::actor>(de)};  // node 1's one engine
+  const uint32_t before = view->generation(1);
+  view->set_node(back);
+  CHECK(view->generation(1) == before + 1);
+
+  answer_fetches({0, 1});  // layer 0 is computed; its forward would write into the new process's slots
+  REQUIRE(rec->results.size() == 1);
+  CHECK(rec->results[0].request == 1);
+  CHECK(contains(rec->results[0].error, "DE node 1 was lost and has rejoined"));
+  CHECK(layers_posted(0, kind::forward).empty());
+  CHECK(rec->handoffs.empty());
+  CHECK(tq_s[1]->released.empty());                         // its DE slots died with the old process
+  CHECK(tq_s[0]->released == std::vector<uint32_t>{3, 4});  // its PE slots come back here
+  CHECK(last_report(pe_id).free_hbm == big_hbm);
+
+  tq_s[0]->copy = answer::now;
+  assign(2, 40, 2);  // assigned after the rejoin: it knows the new generation
+  check_only_handoff(2, 1);
+}
