@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <thread>
+#include <utility>
 
 #include "protocol/system_config.hpp"
 #include "cluster/metrics.hpp"
@@ -93,9 +94,20 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   auto registry = connect_registry(sys, host, port, timeout);
 
   std::string failure, cluster_file, policy;
-  self->request(registry, timeout, atom::join_v, node, proof)
-      .receive([&](const envelope<schema::NodeSetup>& e) { std::tie(cluster_file, policy) = decode(e); },
-               [&](const caf::error& e) { failure = sys.render(e); });
+  // A node restarted at once after a crash may ask before the launcher has found the old process lost
+  // (within a second; a hung one within the 2 s heartbeat deadline): while the registry says the index is
+  // running, ask again, until `timeout`.
+  const auto join_deadline = std::chrono::steady_clock::now() + timeout;
+  for (bool told = false;; std::this_thread::sleep_for(std::chrono::milliseconds(250))) {
+    failure.clear();
+    self->request(registry, timeout, atom::join_v, node, proof)
+        .receive([&](const envelope<schema::NodeSetup>& e) { std::tie(cluster_file, policy) = decode(e); },
+                 [&](const caf::error& e) { failure = sys.render(e); });
+    if (failure.find("is running") == std::string::npos || std::chrono::steady_clock::now() > join_deadline) break;
+    if (!std::exchange(told, true))
+      fmt::print(stderr, "dualpath: node {}: the registry at {} says node {} is running; asking again until it is "
+                 "found lost (at most {} s)\n", node, where, node, timeout.count() / 1000.0);
+  }
   if (failure.find("wrong cluster secret") != std::string::npos)
     throw user_error(fmt::format("node {}: the registry at {} refused it: wrong cluster secret (give the cluster's "
                                  "secret with --secret or {})", node, where, secret_env));

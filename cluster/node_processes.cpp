@@ -244,6 +244,7 @@ void node_processes::spawn_nodes(const std::string& program, const std::string& 
 // then kills and reaps them; closes the registry.
 void node_processes::shutdown() {
   for (auto& c : controls_) caf::anon_send(c, atom::stop_v);
+  if (watcher_) stop_rejoining();
   reap_until(std::chrono::steady_clock::now() + std::chrono::seconds(5));
   for (size_t i = 0; i < pids_.size(); ++i)
     if (!reaped_[i]) {
@@ -357,6 +358,12 @@ void node_processes::announce_lost(uint32_t node) {
   caf::anon_send(caf::actor_cast<registry_actor>(registry_), atom::lost_v, node, proof_);  // it may join again
 }
 
+void node_processes::stop_rejoining() {
+  drain();
+  for (const auto& r : rejoins_) caf::anon_send(caf::actor_cast<node_control_actor>(r.first.control), atom::stop_v);
+  rejoins_.clear();
+}
+
 std::chrono::milliseconds node_processes::quarantine() const { return 2 * timeout_ + std::chrono::seconds(1); }
 
 std::vector<uint32_t> node_processes::poll_rejoined() {
@@ -378,14 +385,16 @@ std::vector<uint32_t> node_processes::poll_rejoined() {
     // The new process first hears which nodes are still lost, then every survivor switches to it.
     for (size_t m = 0; m < controls_.size(); ++m)
       if (lost_[m] && m != n) caf::anon_send(control, atom::lost_v, uint32_t(m));
-    for (size_t m = 0; m < controls_.size(); ++m) {
-      if (lost_[m] || m == n) continue;
-      self->request(controls_[m], timeout_, atom::rejoin_v, h, entries)
-          .receive([](uint32_t) {},
-                   [&](const caf::error& e) {  // that survivor is going: the heartbeat will say so
-                     spdlog::warn("launcher: node {} did not take rejoined node {}: {}", m, n, sys_.render(e));
-                   });
-    }
+    // All at once, each answer within the heartbeat deadline: a survivor that died meanwhile (the next
+    // poll_lost says so) holds this loop 2 s at most, not a timeout per node.
+    using answer = decltype(self->request(controls_[0], heartbeat_deadline, atom::rejoin_v, h, entries));
+    std::vector<std::pair<size_t, answer>> asked;
+    for (size_t m = 0; m < controls_.size(); ++m)
+      if (!lost_[m] && m != n) asked.emplace_back(m, self->request(controls_[m], heartbeat_deadline, atom::rejoin_v, h, entries));
+    for (auto& [m, a] : asked)
+      a.receive([](uint32_t) {}, [&, m = m](const caf::error& e) {
+        spdlog::warn("launcher: node {} did not take rejoined node {}: {}", m, n, sys_.render(e));
+      });
     controls_[n] = control;
     (*watcher_)->monitor(controls_[n]);
     lost_[n] = stopped_[n] = false;
@@ -415,6 +424,7 @@ std::vector<node_counters> node_processes::stats() {
 void node_processes::stop() {
   for (size_t n = 0; n < controls_.size(); ++n)
     if (!(n < lost_.size() && lost_[n])) caf::anon_send(controls_[n], atom::stop_v);
+  stop_rejoining();
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   // Spawned processes must exit cleanly; every node's control actor must go down.
   for (const auto& [i, status] : reap_until(deadline))

@@ -81,6 +81,8 @@ class node_processes {
   std::optional<size_t> note_down(const caf::down_msg& d);
   // Takes what the watcher was sent: down messages into downs_, the registry's rejoins into rejoins_.
   void drain();
+  // Nodes wired again but still in quarantine are not watched yet: they are told to stop with the rest.
+  void stop_rejoining();
 
   caf::actor_system& sys_;
   std::chrono::milliseconds timeout_;
