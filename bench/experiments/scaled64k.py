@@ -181,8 +181,7 @@ def snic_balance(args, tmp):
 
 def scaling(args, tmp):
     pts = []
-    # append x0.5 is left out: `dualpath sim` aborts on that trace (free(): invalid pointer), x0.75 runs
-    for kind, factors in (("append", (0.75, 1.0, 2.0)), ("gen", (0.5, 1.0, 2.0))):
+    for kind, factors in (("append", (0.5, 0.75, 1.0, 2.0)), ("gen", (0.5, 1.0, 2.0))):
         for f in factors:
             tr = trace(tmp, args.agents, args.scale, f if kind == "append" else 1.0, f if kind == "gen" else 1.0)
             c = cluster_variant(tmp, "scaling", hbm_gb=args.hbm_gb, prefill_hbm_gb=args.hbm_gb, snic_gb_per_s=READ_BOUND_SNIC)
