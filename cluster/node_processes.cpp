@@ -11,6 +11,7 @@
 #include <cstring>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "cluster/control_client.hpp"
 #include "cluster/node_processes.hpp"
@@ -210,6 +211,7 @@ node_processes::node_processes(caf::actor_system& sys, const cluster_view& view,
     stopped_.assign(controls_.size(), false);
     lost_.assign(controls_.size(), false);
     lost_at_.assign(controls_.size(), {});
+    back_as_.assign(controls_.size(), std::nullopt);
   } catch (...) {
     shutdown();
     throw;
@@ -382,22 +384,29 @@ std::vector<uint32_t> node_processes::poll_rejoined() {
       continue;
     }
     auto control = caf::actor_cast<node_control_actor>(h.control);
-    // The new process first hears which nodes are still lost, then every survivor switches to it.
+    // The new process first hears which nodes are lost now, and which came back since it was wired (its
+    // wiring answer named their dead processes), then every survivor switches to it.
     for (size_t m = 0; m < controls_.size(); ++m)
       if (lost_[m] && m != n) caf::anon_send(control, atom::lost_v, uint32_t(m));
-    // All at once, each answer within the heartbeat deadline: a survivor that died meanwhile (the next
+    // All at once, each answer within the heartbeat deadline: a node that died meanwhile (the next
     // poll_lost says so) holds this loop 2 s at most, not a timeout per node.
     using answer = decltype(self->request(controls_[0], heartbeat_deadline, atom::rejoin_v, h, entries));
-    std::vector<std::pair<size_t, answer>> asked;
+    std::vector<std::tuple<size_t, size_t, answer>> asked;  // who, about whom
     for (size_t m = 0; m < controls_.size(); ++m)
-      if (!lost_[m] && m != n) asked.emplace_back(m, self->request(controls_[m], heartbeat_deadline, atom::rejoin_v, h, entries));
-    for (auto& [m, a] : asked)
-      a.receive([](uint32_t) {}, [&, m = m](const caf::error& e) {
-        spdlog::warn("launcher: node {} did not take rejoined node {}: {}", m, n, sys_.render(e));
+      if (!lost_[m] && m != n && back_as_[m])
+        asked.emplace_back(n, m, self->request(control, heartbeat_deadline, atom::rejoin_v, back_as_[m]->first,
+                                               back_as_[m]->second));
+    for (size_t m = 0; m < controls_.size(); ++m)
+      if (!lost_[m] && m != n)
+        asked.emplace_back(m, n, self->request(controls_[m], heartbeat_deadline, atom::rejoin_v, h, entries));
+    for (auto& [who, about, a] : asked)
+      a.receive([](uint32_t) {}, [&, who = who, about = about](const caf::error& e) {
+        spdlog::warn("launcher: node {} did not take rejoined node {}: {}", who, about, sys_.render(e));
       });
     controls_[n] = control;
     (*watcher_)->monitor(controls_[n]);
     lost_[n] = stopped_[n] = false;
+    back_as_[n] = rejoin;
     out.push_back(uint32_t(n));
   }
   rejoins_ = std::move(later);

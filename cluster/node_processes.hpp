@@ -92,6 +92,8 @@ class node_processes {
   std::vector<bool> stopped_;                   // node's control actor is gone (down message seen)
   std::vector<bool> lost_;                      // given up until it rejoins (poll_lost, poll_rejoined)
   std::vector<std::chrono::steady_clock::time_point> lost_at_;  // when poll_lost gave it up
+  // Per node that rejoined: its process's handles and endpoints, for a node that rejoins after it.
+  std::vector<std::optional<std::pair<node_handles, envelope<schema::FabricDirectory>>>> back_as_;
   std::chrono::steady_clock::time_point last_ping_{};
   // A dead process is seen at once (reaped, or its control actor's down message); a hung one by the
   // heartbeat: pinged every interval, lost when it does not answer within the deadline.
