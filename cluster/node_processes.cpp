@@ -388,17 +388,18 @@ std::vector<uint32_t> node_processes::poll_rejoined() {
     // wiring answer named their dead processes), then every survivor switches to it.
     for (size_t m = 0; m < controls_.size(); ++m)
       if (lost_[m] && m != n) caf::anon_send(control, atom::lost_v, uint32_t(m));
-    // All at once, each answer within the heartbeat deadline: a node that died meanwhile (the next
-    // poll_lost says so) holds this loop 2 s at most, not a timeout per node.
-    using answer = decltype(self->request(controls_[0], heartbeat_deadline, atom::rejoin_v, h, entries));
+    // All at once, so a node that died meanwhile (the next poll_lost says so) holds this loop one timeout,
+    // not one per node. Not less: the scheduler gives the node work next, and a survivor that has not yet
+    // filed its handles would send to the dead process.
+    using answer = decltype(self->request(controls_[0], timeout_, atom::rejoin_v, h, entries));
     std::vector<std::tuple<size_t, size_t, answer>> asked;  // who, about whom
     for (size_t m = 0; m < controls_.size(); ++m)
       if (!lost_[m] && m != n && back_as_[m])
-        asked.emplace_back(n, m, self->request(control, heartbeat_deadline, atom::rejoin_v, back_as_[m]->first,
+        asked.emplace_back(n, m, self->request(control, timeout_, atom::rejoin_v, back_as_[m]->first,
                                                back_as_[m]->second));
     for (size_t m = 0; m < controls_.size(); ++m)
       if (!lost_[m] && m != n)
-        asked.emplace_back(m, n, self->request(controls_[m], heartbeat_deadline, atom::rejoin_v, h, entries));
+        asked.emplace_back(m, n, self->request(controls_[m], timeout_, atom::rejoin_v, h, entries));
     for (auto& [who, about, a] : asked)
       a.receive([](uint32_t) {}, [&, who = who, about = about](const caf::error& e) {
         spdlog::warn("launcher: node {} did not take rejoined node {}: {}", who, about, sys_.render(e));
@@ -441,10 +442,14 @@ void node_processes::stop() {
       throw user_error("multi-process run: at the end, " + describe_exit(uint32_t(i), pids_[i], status));
   for (size_t i = 0; i < pids_.size(); ++i)
     if (!reaped_[i]) throw user_error(fmt::format("node {} (pid {}) did not exit after stop", i, pids_[i]));
+  for (const auto& d : downs_) note_down(d);  // taken by stop_rejoining's drain
+  downs_.clear();
   while (std::count(stopped_.begin(), stopped_.end(), false) > 0) {
     bool timed_out = false;
     (*watcher_)->receive([&](const caf::down_msg& d) { note_down(d); },
-                         [](atom::rejoin, const node_handles&, const envelope<schema::FabricDirectory>&) {},
+                         [](atom::rejoin, const node_handles& h, const envelope<schema::FabricDirectory>&) {
+                           caf::anon_send(caf::actor_cast<node_control_actor>(h.control), atom::stop_v);
+                         },
                          caf::after(std::chrono::milliseconds(100)) >>
                              [&] { timed_out = std::chrono::steady_clock::now() > deadline; });
     if (timed_out) throw user_error("multi-process run: a node did not stop within the timeout");

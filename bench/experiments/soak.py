@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -136,6 +137,7 @@ def run(tmp, name, args, kills=0, restart=False):
     cmd = [BIN, "run", "--cluster", cluster, "--trace", os.path.join(tmp, "trace.jsonl"), *nodes_flag,
            "--max-turns", str(args.max_turns), "--tool-time", "--verify-every", "1", "--report", report]
     print("+ dualpath", " ".join(cmd[1:]), file=sys.stderr, flush=True)
+    shutil.rmtree(os.path.join(tmp, "store"), ignore_errors=True)  # every run starts cold: runs compare alike
     rng = random.Random(args.seed)
     log = []
     env = dict(os.environ, DUALPATH_SECRET="soak-" + "%032x" % random.Random(args.seed).getrandbits(128))
