@@ -1,5 +1,6 @@
 #include "transport/transfer_table.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -131,12 +132,23 @@ std::optional<uint64_t> transfer_table::complete(uint64_t id, time_point now) {
   return release;
 }
 
+void transfer_table::log_failure(const transfer& t, const std::string& why, time_point now) {
+  auto& l = failure_logs_[t.peer];
+  if (l.why == why && now - l.logged < std::chrono::seconds(1)) {
+    ++l.unlogged;
+    return;
+  }
+  const std::string more = l.unlogged ? fmt::format(" ({} more to this peer not shown)", l.unlogged) : std::string();
+  spdlog::warn("transport: {} transfer (context {}, {} bytes, peer {}) failed: {}{}", to_string(t.tc), t.context,
+               t.bytes, t.peer, why, more);
+  l = {why, now, 0};
+}
+
 void transfer_table::fail(uint64_t id, const std::string& why, time_point now) {
   auto it = transfers_.find(id);
   if (it == transfers_.end()) return;
   const auto& t = it->second;
-  spdlog::warn("transport: {} transfer (context {}, {} bytes, peer {}) failed: {}", to_string(t.tc), t.context,
-               t.bytes, t.peer, why);
+  log_failure(t, why, now);
   if (t.held) slices_.erase(t.held);
   for (uint64_t sid : t.posted) {
     auto sit = slices_.find(sid);

@@ -143,6 +143,15 @@ class transfer_table {
   void account(const slice& s, bool posting);
   void finish(uint64_t transfer, bool ok, const std::string& why, time_point now);
 
+  // The warning a failed transfer logs, once per peer and reason a second: a lost node fails every slice
+  // queued to it at once, and one line per transfer would bury the log (the rest are counted in the next).
+  struct failure_log {
+    std::string why;
+    time_point logged{};
+    uint64_t unlogged = 0;
+  };
+  void log_failure(const transfer& t, const std::string& why, time_point now);
+  std::unordered_map<uint32_t, failure_log> failure_logs_;  // by peer
   std::unordered_map<uint64_t, transfer> transfers_;
   std::unordered_map<uint64_t, slice> slices_;
   std::unordered_set<uint64_t> posted_;
