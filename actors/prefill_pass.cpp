@@ -170,20 +170,20 @@ bool prefill_state::allocate_pass(pass_state& p, const std::vector<schedule::bat
 }
 
 // Hit Layer Blocks of layer `fetched_next` into its staging slot, from whichever node buffer holds them.
-const pe_request* prefill_state::stale_entry() const {
-  if (!pass) return nullptr;
+bool prefill_state::abort_if_stale() {
   for (const auto& e : pass->entries)
-    if (!de_current(*e.req)) return e.req;
-  return nullptr;
+    if (!de_current(*e.req)) {
+      abort_pass("DE node " + std::to_string(e.req->asg.de_node) + " was lost and has rejoined as a new process");
+      return true;
+    }
+  return false;
 }
 
 void prefill_state::fetch_layer() {
   if (!pass || pass->aborted) return;  // an aborted pass (perhaps settled already) does nothing more
   auto& p = *pass;
   if (p.fetched_next >= geo().layers) return;
-  // Slots on a DE node that rejoined since belong to its new process: read none of them (§13).
-  if (const auto* r = stale_entry())
-    return abort_pass("DE node " + std::to_string(r->asg.de_node) + " was lost and has rejoined as a new process");
+  if (abort_if_stale()) return;
   const uint32_t layer = p.fetched_next;
   // Its staging slot is free once layer - depth is computed and its forward landed.
   if (layer >= p.computed + p.staging.depth || p.slot_busy[layer % p.staging.depth]) return;
@@ -281,8 +281,7 @@ void prefill_state::layer_computed(uint32_t layer) {
 void prefill_state::forward_layer(uint32_t layer) {
   if (!pass || pass->aborted) return;  // an aborted pass (perhaps settled already) does nothing more
   auto& p = *pass;
-  if (const auto* r = stale_entry())  // nor write into them
-    return abort_pass("DE node " + std::to_string(r->asg.de_node) + " was lost and has rejoined as a new process");
+  if (abort_if_stale()) return;
   std::vector<runtime::forward_entry> entries;
   for (auto& e : p.entries)
     entries.push_back({&e.req->src, e.cached, e.bsz, e.req->prompt(), e.req->new_kv->offset, e.forward_hit});

@@ -80,8 +80,9 @@ struct prefill_state : engine_base {
   void cleanup(pe_request& r, bool release_de = true);
   // False once the request's DE node rejoined as a new process: its slots and hand-off died with the old one.
   bool de_current(const pe_request& r) const { return view().generation(r.asg.de_node) == r.de_generation; }
-  // The first request of the pass whose DE node was replaced since its assignment, if any.
-  const pe_request* stale_entry() const;
+  // Aborts the pass if a request's DE node was replaced since its assignment: slots there belong to the
+  // new process, so the pass reads none and writes none of them (§13). True if it aborted.
+  bool abort_if_stale();
 
   // ---- assignment: fetch the tokens, then bring hit KV into the DRAM buffers (prefill_engine.cpp) ----
   void on_assign(const envelope<schema::Assignments>& e);

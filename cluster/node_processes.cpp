@@ -379,8 +379,7 @@ std::vector<uint32_t> node_processes::poll_rejoined() {
     const size_t n = h.node;
     if (n >= controls_.size() || !lost_[n]) continue;
     if (now < lost_at_[n] + quarantine()) {  // a survivor's wait may still name the old process
-      if (std::find_if(later.begin(), later.end(), [&](const auto& l) { return l.first.node == h.node; }) == later.end())
-        later.push_back(std::move(rejoin));
+      later.push_back(std::move(rejoin));  // (one per node: the registry wires one process per lost index)
       continue;
     }
     auto control = caf::actor_cast<node_control_actor>(h.control);

@@ -14,6 +14,7 @@ the undisturbed run. Talks only to 127.0.0.1. A few minutes.
                             [--seed 1]
 """
 import argparse
+import collections
 import contextlib
 import json
 import os
@@ -74,43 +75,31 @@ def node_pids(launcher):
     return out
 
 
-def answered(log_path):
-    """True once the launcher's progress line says a turn was answered ("dualpath: turns 3/480 ...")."""
-    with open(log_path) as f:
-        for line in f:
-            if line.startswith("dualpath: turns ") and not line.startswith("dualpath: turns 0/"):
-                return True
-    return False
+class launcher_log:
+    """What the launcher's stderr has said so far, read incrementally (each poll reads only the new lines):
+    turns answered of the total, the registry's address, and how often each node rejoined."""
 
+    def __init__(self, path):
+        self.path, self.offset, self.partial = path, 0, ""
+        self.done, self.total, self.registry = 0, None, None
+        self.rejoins = collections.Counter()
 
-def all_answered(log_path):
-    """True once a progress line says every turn was answered ("dualpath: turns 480/480 ...")."""
-    with open(log_path) as f:
-        for line in f:
-            if line.startswith("dualpath: turns "):
-                done, total = line.split()[2].split("/")
-                if done == total:
-                    return True
-    return False
+    def poll(self):
+        with open(self.path) as f:
+            f.seek(self.offset)
+            text = self.partial + f.read()
+            self.offset = f.tell()
+        *lines, self.partial = text.split("\n")
+        for line in lines:
+            if line.startswith("dualpath: turns "):  # "dualpath: turns 3/480 agents ..."
+                self.done, self.total = map(int, line.split()[2].split("/"))
+            elif line.startswith("dualpath: node registry at "):  # "... at HOST:PORT: start ..."
+                self.registry = line.split(" at ", 1)[1].split(": ", 1)[0]
+            elif "launcher: node " in line and " rejoined the run" in line:
+                self.rejoins[int(line.split("launcher: node ", 1)[1].split()[0])] += 1
 
-
-def registry_of(log_path):
-    """HOST:PORT from the launcher's "dualpath: node registry at HOST:PORT: start ..." line, or None."""
-    with open(log_path) as f:
-        for line in f:
-            if line.startswith("dualpath: node registry at "):
-                return line.split(" at ", 1)[1].split(": ", 1)[0]
-    return None
-
-
-def rejoined(log_path):
-    """Node indices the launcher switched back to ("launcher: node N rejoined the run"), in order."""
-    out = []
-    with open(log_path) as f:
-        for line in f:
-            if "launcher: node " in line and " rejoined the run" in line:
-                out.append(int(line.split("launcher: node ", 1)[1].split()[0]))
-    return out
+    def all_answered(self):
+        return self.total is not None and self.done == self.total
 
 
 class hand_nodes:
@@ -143,34 +132,34 @@ def run(tmp, name, args, kills=0, restart=False):
     env = dict(os.environ, DUALPATH_SECRET="soak-" + "%032x" % random.Random(args.seed).getrandbits(128))
     hands = hand_nodes(tmp, env)
     to_restart = []  # (when, node)
+    kills_of = collections.Counter()
     with open(os.path.join(tmp, f"{name}.log"), "w") as err:
         proc = subprocess.Popen(cmd, cwd=tmp, stdout=subprocess.DEVNULL, stderr=err, env=env)
         start = time.monotonic()
         alive = set(range(PREFILL + DECODE))
-        registry = None
+        said = launcher_log(err.name)
         deadline = start + 1800  # bounded: the run itself ends long before
         next_kill = None  # the first kill comes --interval after the first answered turn: a node lost
         # while the cluster is still being wired ends the run (docs/design.md §13)
         while proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
-            if restart and registry is None:
-                registry = registry_of(err.name)
-                if registry:
+            said.poll()
+            if restart and not hands.all:
+                if said.registry:
                     for n in range(PREFILL + DECODE):
-                        hands.start(registry, n)
+                        hands.start(said.registry, n)
                 continue
-            if to_restart and all_answered(err.name):
+            if to_restart and said.all_answered():
                 to_restart.clear()  # the run is ending: a node started now would find no registry
             for when, n in [r for r in to_restart if r[0] <= time.monotonic()]:
                 to_restart.remove((when, n))
-                hands.start(registry, n)
-            if restart:  # a node is up again once the launcher switched back to it
-                back = rejoined(err.name)
-                alive |= {n for n in back if back.count(n) == sum(1 for k in log if k["node"] == n)}
+                hands.start(said.registry, n)
+            if restart:  # a node is up again once the launcher switched back to it as often as it was killed
+                alive |= {n for n, times in said.rejoins.items() if times == kills_of[n]}
             if len(log) >= kills:
                 continue
             if next_kill is None:
-                if answered(err.name):
+                if said.done > 0:
                     next_kill = time.monotonic() + args.interval
                 continue
             if time.monotonic() < next_kill:
@@ -186,6 +175,7 @@ def run(tmp, name, args, kills=0, restart=False):
             v = rng.choice(victims)
             os.kill(pids[v], signal.SIGKILL)
             alive.discard(v)
+            kills_of[v] += 1
             if restart:
                 to_restart.append((time.monotonic() + args.restart_after, v))
             log.append({"node": v, "role": "prefill" if v < PREFILL else "decode",

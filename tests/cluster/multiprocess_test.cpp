@@ -28,7 +28,7 @@ using namespace runtime_fixtures;
 
 namespace {
 
-using hand_nodes::dualpath_binary;
+using dualpath::test::binary;
 
 // A storage-bound 1P2D cluster whose nodes are processes of their own.
 run_options processes_run(const fs::path& dir, const std::string& provider) {
@@ -37,7 +37,7 @@ run_options processes_run(const fs::path& dir, const std::string& provider) {
   o.config.provider = provider;
   o.policy = "dualpath";
   o.processes = true;
-  o.node_program = dualpath_binary();
+  o.node_program = binary();
   o.scripts = scripts(4, 3, 1);
   return o;
 }
@@ -114,7 +114,7 @@ TEST_CASE("one process per node: oracle is refused, and a node without a registr
   CHECK_THROWS_WITH_AS(run_cluster(o), doctest::Contains("without --processes"), user_error);
 
   const std::string err = (dir.path / "err.txt").string();
-  const std::string cmd = "DUALPATH_SECRET=" + hand_secret + " timeout 20 '" + dualpath_binary() +
+  const std::string cmd = "DUALPATH_SECRET=" + hand_secret + " timeout 20 '" + binary() +
                           "' node --registry 127.0.0.1:1 --node 0 --timeout-ms 500 2>'" + err + "'";
   const int status = std::system(cmd.c_str());
   REQUIRE(WIFEXITED(status));

@@ -14,6 +14,7 @@
 #include "cluster/cluster.hpp"
 #include "core/status.hpp"
 #include "runtime_fixtures.hpp"
+#include "tests/cluster/cli_run.hpp"
 
 using namespace dualpath;
 using namespace dualpath::actors;
@@ -24,25 +25,12 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-std::string dualpath_binary() {
-  const char* env = std::getenv("DUALPATH_BINARY");
-  return env && *env ? env : DUALPATH_BINARY_DEFAULT;
-}
-
 constexpr uint32_t agents = 8, turns = 12;
 
 // 2P2D, one process per node, every turn verified.
 run_options two_by_two(const fs::path& dir) {
-  run_options o;
-  o.config = small_cluster(dir, 2);
-  o.config.prefill_nodes = 2;
-  o.config.provider = "tcp";
-  o.config.timeout_s = 10;  // a wait on a lost node's actors ends (times out) within it
-  o.policy = "dualpath";
-  o.processes = true;
-  o.node_program = dualpath_binary();
-  o.scripts = scripts(agents, turns, 1);
-  o.progress_every_s = 0.2;
+  auto o = two_by_two_processes(dir, agents, turns, 10);
+  o.node_program = test::binary();
   return o;
 }
 

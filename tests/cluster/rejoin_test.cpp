@@ -8,9 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -33,30 +31,14 @@ const std::string secret = "rejoin-test-secret";
 // 2P2D, nodes joined by hand, every turn verified; agents think `tool_ms` between turns, so the run outlasts
 // the quarantines of its rejoins.
 run_options two_by_two(const fs::path& dir, uint32_t turns, uint32_t tool_ms) {
-  run_options o;
-  o.config = small_cluster(dir, 2);
-  o.config.prefill_nodes = 2;
-  o.config.provider = "tcp";
-  // A wait on a lost node's actors ends (times out) within 2 timeout_s; a rejoin waits that out (+1 s).
-  o.config.timeout_s = 4;
+  auto o = two_by_two_processes(dir, agents, turns, 4);  // a rejoin waits 2 timeout_s + 1 s out
   o.config.secret = secret;
-  o.policy = "dualpath";
-  o.processes = true;
   o.node_registry = "127.0.0.1:0";
-  o.scripts = scripts(agents, turns, 1);
   for (auto& s : o.scripts) {
     s.replay_tool_time = true;
     for (auto& t : s.turns) t.tool_ms = tool_ms;
   }
-  o.progress_every_s = 0.2;
   return o;
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // Starts the nodes by hand, kills victims when told, and starts a lost node again `restart_after_s` after
@@ -160,7 +142,7 @@ TEST_CASE("node rejoin: a SIGKILLed decode node started again as the same index 
 
   REQUIRE(duplicate > 0);
   CHECK(hand_nodes::exit_status(duplicate, 10) == 2);
-  const auto refused = read_text(duplicate_log);
+  const auto refused = test::slurp(duplicate_log);
   CHECK(refused.find("says node 0 is running; asking again") != std::string::npos);  // for its 3 s timeout
   CHECK(refused.find("node 0 is running: only a lost node can join a running cluster") != std::string::npos);
   MESSAGE("node ", victim, " killed and restarted: switched to ", c.rejoin_s[0], " s after its loss, then held up to ",

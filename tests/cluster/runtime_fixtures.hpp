@@ -65,4 +65,20 @@ inline std::vector<agent_script> scripts(uint32_t agents, uint32_t turns, uint32
   return out;
 }
 
+// 2P2D over tcp, one process per node, every turn verified, progress every 0.2 s: the cluster of the
+// node-loss and rejoin tests, which say how its nodes start. A wait on a lost node's actors ends (times
+// out) within 2 `timeout_s`.
+inline run_options two_by_two_processes(const fs::path& dir, uint32_t agents, uint32_t turns, double timeout_s) {
+  run_options o;
+  o.config = small_cluster(dir, 2);
+  o.config.prefill_nodes = 2;
+  o.config.provider = "tcp";
+  o.config.timeout_s = timeout_s;
+  o.policy = "dualpath";
+  o.processes = true;
+  o.scripts = scripts(agents, turns, 1);
+  o.progress_every_s = 0.2;
+  return o;
+}
+
 }  // namespace runtime_fixtures

@@ -21,8 +21,7 @@
 #include "core/status.hpp"
 #include "runtime_fixtures.hpp"
 #include "tests/cluster/cli_run.hpp"
-
-extern char** environ;
+#include "tests/cluster/hand_nodes.hpp"
 
 using namespace dualpath;
 using namespace dualpath::actors;
@@ -36,44 +35,8 @@ namespace {
 
 const std::string right_secret = "secret-test-right-secret-42";
 
-// `dualpath ARGS`, stderr to `err`, DUALPATH_SECRET=secret in its environment ("" = none).
-int spawn_dualpath(const std::vector<std::string>& args, const std::string& secret, const fs::path& out,
-                   const fs::path& err) {
-  std::vector<std::string> all{binary()};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const std::string prefix = std::string(secret_env) + "=";
-  std::vector<std::string> env_text;
-  if (!secret.empty()) env_text.push_back(prefix + secret);
-  for (char** e = environ; *e; ++e)
-    if (std::string(*e).rfind(prefix, 0) != 0) env_text.emplace_back(*e);
-  std::vector<char*> envp;
-  for (auto& e : env_text) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  REQUIRE(rc == 0);
-  return pid;
-}
-
-// Exit code of `pid` within `seconds` (-1: still running, then killed).
-int wait_exit(int pid, int seconds) {
-  for (int i = 0; i < seconds * 50; ++i) {
-    int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-  return -1;
-}
+using hand_nodes::exit_status;
+using hand_nodes::spawn;  // `dualpath ARGS` with DUALPATH_SECRET=secret ("" = none), stdout and stderr to files
 
 }  // namespace
 
@@ -112,14 +75,14 @@ TEST_CASE("a node with a wrong secret is refused, named and counted; the run goe
       return a;
     };
     // The stranger asks for node 0 first; the real node 0 still gets in after it.
-    stranger = spawn_dualpath(args(0), "wrong-secret-of-a-stranger", dir.path / "s.out", dir.path / "s.err");
-    CHECK(wait_exit(stranger, 20) == 2);
+    stranger = spawn(args(0), "wrong-secret-of-a-stranger", dir.path / "s.out", dir.path / "s.err");
+    CHECK(exit_status(stranger, 20) == 2);
     for (uint32_t n = 0; n < 3; ++n)
-      pids.push_back(spawn_dualpath(args(n), right_secret, dir.path / ("n" + std::to_string(n) + ".out"),
+      pids.push_back(spawn(args(n), right_secret, dir.path / ("n" + std::to_string(n) + ".out"),
                                     dir.path / ("n" + std::to_string(n) + ".err")));
   };
   const auto s = run_cluster(o);
-  for (int pid : pids) CHECK(wait_exit(pid, 10) == 0);
+  for (int pid : pids) CHECK(exit_status(pid, 10) == 0);
   CHECK(s.refused_joins == 1);
   CHECK(s.verified_turns == 12);
   CHECK(s.mismatched_turns == 0);
@@ -145,7 +108,7 @@ TEST_CASE("a run whose nodes are started by hand needs a given secret (exit 2, o
 TEST_CASE("ctl with a wrong secret is refused (exit 2) and counted; the right secret works") {
   test::scratch_dir dir;
   unsetenv(secret_env);
-  const int server = spawn_dualpath({"ctl", "serve", "--listen", "127.0.0.1:0", "--seconds", "60"}, right_secret,
+  const int server = spawn({"ctl", "serve", "--listen", "127.0.0.1:0", "--seconds", "60"}, right_secret,
                                     dir.path / "serve.out", dir.path / "serve.err");
   std::string port;
   const std::regex at("control port 127\\.0\\.0\\.1:([0-9]+)");
@@ -170,7 +133,7 @@ TEST_CASE("ctl with a wrong secret is refused (exit 2) and counted; the right se
   CHECK(right.out.find("policy: dualpath") != std::string::npos);  // the wrong one switched nothing
   CHECK(right.out.find("refused commands: 1") != std::string::npos);
   kill(server, SIGTERM);
-  wait_exit(server, 10);
+  exit_status(server, 10);
   const std::string log = slurp(dir.path / "serve.err");
   CHECK(log.find("refused 'policy set'") != std::string::npos);
   CHECK(log.find(right_secret) == std::string::npos);
