@@ -5,6 +5,7 @@
 #include <caf/fwd.hpp>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -31,9 +32,11 @@ run_base prepare_run(const cluster_config& c, const std::string& origin);
 cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const run_mode& mode);
 
 // Node `node`'s data plane (bypass: the oracle's in-process I/O, its hit KV from `dram`, shared by the nodes).
+// `provider_lock`: shared by the nodes of one process (transport::fabric_options::provider_lock).
 std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const runtime::kv_geometry& geo,
                                                uint32_t node, bool bypass, storage::block_store& store,
-                                               std::shared_ptr<runtime::dram_blocks> dram = nullptr);
+                                               std::shared_ptr<runtime::dram_blocks> dram = nullptr,
+                                               std::shared_ptr<std::mutex> provider_lock = nullptr);
 
 struct node_actors {
   traffic_queue_actor traffic_queue;

@@ -24,11 +24,17 @@ void completion_loop::drain() {
   constexpr int batch = 64;
   fi_cq_data_entry entries[batch];
   for (;;) {
-    const ssize_t n = fi_cq_read(port_.cq(), entries, batch);
+    ssize_t n;
+    fi_cq_err_entry err{};
+    {
+      // Released before the completions are handled: they may post again (fabric_options::provider_lock).
+      std::unique_lock<std::mutex> serial;
+      if (port_.call_lock()) serial = std::unique_lock<std::mutex>(*port_.call_lock());
+      n = fi_cq_read(port_.cq(), entries, batch);
+      if (n == -FI_EAVAIL && fi_cq_readerr(port_.cq(), &err, 0) != 1) return;
+    }
     if (n == -FI_EAGAIN) return;
     if (n == -FI_EAVAIL) {
-      fi_cq_err_entry err{};
-      if (fi_cq_readerr(port_.cq(), &err, 0) != 1) return;
       char buf[256] = {};
       const char* prov = fi_cq_strerror(port_.cq(), err.prov_errno, err.err_data, buf, sizeof(buf));
       const std::string why = fmt::format("{} ({})", fi_strerror(err.err), prov ? prov : "");

@@ -74,6 +74,8 @@ fabric_port::fabric_port(const fabric_options& opts) : opts_(opts), serial_(next
     close();
     throw;
   }
+  // shm alone guards peers with spin locks (fabric_options::provider_lock).
+  if (opts_.provider_lock && std::strstr(provider_name(), "shm") != nullptr) call_lock_ = opts_.provider_lock.get();
 }
 
 void fabric_port::open() {
@@ -238,6 +240,8 @@ post_result fabric_port::post(const slice& s) {
   c.slice = s.id;
   const fi_addr_t dest = peers_.at(s.peer).fi_addr;
   ssize_t rc;
+  std::unique_lock<std::mutex> serial;
+  if (call_lock_) serial = std::unique_lock<std::mutex>(*call_lock_);
   if (!s.is_write) {
     rc = fi_read(ep_, s.local, s.length, s.desc, dest, s.remote_addr, s.key, &c.ctx);
   } else if (s.carries_data) {

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -68,6 +69,8 @@ class fabric_port {
   const char* provider_name() const { return core_->info->fabric_attr->prov_name; }
   // tcp and sockets carry every slice to a peer in one byte stream (see fabric_options::kv_guard_bytes).
   bool stream_provider() const;
+  // The lock its provider calls take (fabric_options::provider_lock), or null.
+  std::mutex* call_lock() const { return call_lock_; }
   size_t cq_data_size() const { return cq_data_size_; }
   fid_cq* cq() const { return cq_; }
 
@@ -95,6 +98,7 @@ class fabric_port {
   void close();
 
   fabric_options opts_;
+  std::mutex* call_lock_ = nullptr;
   uint64_t serial_;
   std::shared_ptr<fabric_core> core_ = std::make_shared<fabric_core>();
   fid_ep* ep_ = nullptr;

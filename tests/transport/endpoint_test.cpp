@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <map>
 #include <set>
 
@@ -256,4 +258,30 @@ TEST_CASE("an unknown provider is refused by name") {
   fabric_options o;
   o.provider = "no-such-provider";
   CHECK_THROWS_WITH_AS(endpoint::open(o), doctest::Contains("no-such-provider"), dualpath::user_error);
+}
+
+TEST_CASE("endpoints sharing a provider lock: shm calls wait for it, tcp ignores it, bytes arrive intact") {
+  for (const std::string provider : {"shm", "tcp"}) {
+    CAPTURE(provider);
+    auto opts = loopback_options(provider);
+    opts.provider_lock = std::make_shared<std::mutex>();
+    buffered_pair p(opts, 256 << 10);
+    std::atomic<bool> finished{false};
+    bool landed = false;
+    std::unique_lock<std::mutex> held(*opts.provider_lock);
+    // The writer's post and its polls are provider calls: on shm they wait while the lock is held.
+    std::thread writer([&] {
+      p.a->write(traffic_class::kv, *p.src_mr, 0, p.to_b, p.dst_mr->remote(), 0, p.src.size, 1);
+      std::vector<completion> done;
+      landed = pump(p.both(), [&] { return done.size() == 1; }, 10s, &done) && done[0].ok;
+      finished = true;
+    });
+    const auto deadline = std::chrono::steady_clock::now() + 300ms;
+    while (!finished && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+    CHECK(finished.load() == (provider != "shm"));
+    held.unlock();
+    writer.join();
+    CHECK(landed);
+    CHECK(fnv1a(p.dst.ptr, p.dst.size) == fnv1a(p.src.ptr, p.src.size));
+  }
 }
