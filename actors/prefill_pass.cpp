@@ -349,13 +349,9 @@ void prefill_state::hand_off(pass_state& p, int64_t first_token_ns) {
     h.corrupt_blocks = r.corrupt;
     h.kv_verified = r.kv_verified;
     h.kv_corrupt = r.kv_corrupt;
-    if (!de_current(r)) {  // the new process never reserved these slots: the turn is re-run (§13)
+    if (de_current(r)) self->send(view().decode_engine(r.asg.de), atom::handoff_v, encode(h));
+    else  // the new process never reserved these slots: the turn is re-run (§13)
       answer_failure(self, r.payload, "DE node " + std::to_string(r.asg.de_node) + " was lost and has rejoined");
-      cleanup(r, false);
-      requests.erase(r.payload.request);
-      continue;
-    }
-    self->send(view().decode_engine(r.asg.de), atom::handoff_v, encode(h));
     const uint64_t id = r.payload.request;
     cleanup(r, false);
     requests.erase(id);

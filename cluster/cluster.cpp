@@ -300,6 +300,11 @@ struct turn_collector {
   // docs/design.md §13: the scheduler drops the node and names its turns in flight; every client hears of
   // the loss (the named turns, and those that failed meanwhile, are re-run). With no prefill or no decode
   // node left the run ends, naming every lost node.
+  // How long the launcher waits for the scheduler to drop or take back a node.
+  caf::timespan scheduler_wait() const {
+    return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view.config.timeout_s));
+  }
+
   void on_lost(caf::scoped_actor& self, uint32_t node, const std::string& how) {
     spdlog::warn("launcher: {}; going on without node {}", how, node);
     lost.emplace_back(node, how);
@@ -325,8 +330,7 @@ struct turn_collector {
       return;
     }
     std::vector<uint64_t> turns;
-    const auto wait = std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(c.timeout_s));
-    self->request(view.scheduler, wait, atom::lost_v, node)
+    self->request(view.scheduler, scheduler_wait(), atom::lost_v, node)
         .receive([&](const std::vector<uint64_t>& t) { turns = t; },
                  [&](const caf::error& e) {
                    stall = "the scheduler did not drop node " + std::to_string(node) + ": " + caf::to_string(e);
@@ -339,8 +343,7 @@ struct turn_collector {
   void on_rejoined(caf::scoped_actor& self, uint32_t node) {
     lost.erase(std::remove_if(lost.begin(), lost.end(), [&](const auto& l) { return l.first == node; }), lost.end());
     ++rejoined;
-    const auto wait = std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view.config.timeout_s));
-    self->request(view.scheduler, wait, atom::rejoin_v, node)
+    self->request(view.scheduler, scheduler_wait(), atom::rejoin_v, node)
         .receive([](uint32_t) {},
                  [&](const caf::error& e) {
                    stall = "the scheduler did not take node " + std::to_string(node) + " back: " + caf::to_string(e);

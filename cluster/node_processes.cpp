@@ -371,9 +371,10 @@ std::chrono::milliseconds node_processes::quarantine() const { return 2 * timeou
 std::vector<uint32_t> node_processes::poll_rejoined() {
   drain();
   std::vector<uint32_t> out;
+  if (rejoins_.empty()) return out;  // every 200 ms: spawn no actor for nothing
   caf::scoped_actor self{sys_};
   const auto now = std::chrono::steady_clock::now();
-  std::vector<std::pair<node_handles, envelope<schema::FabricDirectory>>> later;
+  std::vector<rejoin_message> later;
   for (auto& rejoin : rejoins_) {
     const auto& [h, entries] = rejoin;
     const size_t n = h.node;

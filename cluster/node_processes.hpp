@@ -84,6 +84,9 @@ class node_processes {
   // Nodes wired again but still in quarantine are not watched yet: they are told to stop with the rest.
   void stop_rejoining();
 
+  // What the registry says of a node that joined again: its new process's handles and endpoints.
+  using rejoin_message = std::pair<node_handles, envelope<schema::FabricDirectory>>;
+
   caf::actor_system& sys_;
   std::chrono::milliseconds timeout_;
   std::vector<int> pids_;
@@ -93,14 +96,14 @@ class node_processes {
   std::vector<bool> lost_;                      // given up until it rejoins (poll_lost, poll_rejoined)
   std::vector<std::chrono::steady_clock::time_point> lost_at_;  // when poll_lost gave it up
   // Per node that rejoined: its process's handles and endpoints, for a node that rejoins after it.
-  std::vector<std::optional<std::pair<node_handles, envelope<schema::FabricDirectory>>>> back_as_;
+  std::vector<std::optional<rejoin_message>> back_as_;
   std::chrono::steady_clock::time_point last_ping_{};
   // A dead process is seen at once (reaped, or its control actor's down message); a hung one by the
   // heartbeat: pinged every interval, lost when it does not answer within the deadline.
   static constexpr std::chrono::milliseconds heartbeat_interval{500}, heartbeat_deadline{2000};
   std::unique_ptr<caf::scoped_actor> watcher_;  // monitors every node's control actor
   std::vector<caf::down_msg> downs_;
-  std::vector<std::pair<node_handles, envelope<schema::FabricDirectory>>> rejoins_;
+  std::vector<rejoin_message> rejoins_;
   caf::actor registry_;
   std::string proof_;  // the registry's: the launcher's own messages to it carry it too
   uint16_t port_ = 0;

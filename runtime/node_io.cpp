@@ -76,10 +76,12 @@ std::vector<endpoint_entry> node_io::entries() const {
 void node_io::connect(const fabric_directory& directory) {
   fabric_.directory = directory;
   fabric_.peer_index.assign(fabric_.endpoints.size(), std::vector<uint32_t>(directory.size(), 0));
-  for (size_t i = 0; i < fabric_.endpoints.size(); ++i) {
-    for (size_t e = 0; e < directory.size(); ++e)
-      fabric_.peer_index[i][e] = fabric_.endpoints[i]->connect(directory[e].address);
-  }
+  for (size_t e = 0; e < directory.size(); ++e) connect_engine(uint32_t(e), directory[e].address);
+}
+
+void node_io::connect_engine(uint32_t engine, const transport::address_bytes& address) {
+  for (size_t i = 0; i < fabric_.endpoints.size() && i < fabric_.peer_index.size(); ++i)
+    fabric_.peer_index[i][engine] = fabric_.endpoints[i]->connect(address);
 }
 
 void node_io::node_lost(uint32_t node) {
@@ -97,9 +99,7 @@ void node_io::node_rejoined(std::vector<endpoint_entry> entries) {
     for (const auto& e : entries) {
       if (e.engine >= fabric_.directory.size()) continue;
       fabric_.directory[e.engine] = e;
-      // A new address gets a new peer; copies to the dead one's index keep failing.
-      for (size_t i = 0; i < fabric_.endpoints.size() && i < fabric_.peer_index.size(); ++i)
-        fabric_.peer_index[i][e.engine] = fabric_.endpoints[i]->connect(e.address);
+      connect_engine(e.engine, e.address);  // a new address gets a new peer; the dead one's index keeps failing
     }
   });
 }

@@ -121,6 +121,8 @@ class node_io {
 
  private:
   void run();
+  // Every local endpoint's peer index for `engine`, reached at `address`.
+  void connect_engine(uint32_t engine, const transport::address_bytes& address);
   // Starts a load once its slots are reserved (progress thread): through the SNIC gate, or for the oracle
   // straight from the store on the background thread.
   void start_load(std::vector<block_key> keys, load_result partial, std::function<void(load_result)> done);

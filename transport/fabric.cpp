@@ -240,8 +240,7 @@ post_result fabric_port::post(const slice& s) {
   c.slice = s.id;
   const fi_addr_t dest = peers_.at(s.peer).fi_addr;
   ssize_t rc;
-  std::unique_lock<std::mutex> serial;
-  if (call_lock_) serial = std::unique_lock<std::mutex>(*call_lock_);
+  const auto serial = hold_call_lock();
   if (!s.is_write) {
     rc = fi_read(ep_, s.local, s.length, s.desc, dest, s.remote_addr, s.key, &c.ctx);
   } else if (s.carries_data) {

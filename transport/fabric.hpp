@@ -69,8 +69,10 @@ class fabric_port {
   const char* provider_name() const { return core_->info->fabric_attr->prov_name; }
   // tcp and sockets carry every slice to a peer in one byte stream (see fabric_options::kv_guard_bytes).
   bool stream_provider() const;
-  // The lock its provider calls take (fabric_options::provider_lock), or null.
-  std::mutex* call_lock() const { return call_lock_; }
+  // Held around each provider call (fabric_options::provider_lock); owns nothing where there is no lock.
+  std::unique_lock<std::mutex> hold_call_lock() const {
+    return call_lock_ ? std::unique_lock<std::mutex>(*call_lock_) : std::unique_lock<std::mutex>();
+  }
   size_t cq_data_size() const { return cq_data_size_; }
   fid_cq* cq() const { return cq_; }
 
