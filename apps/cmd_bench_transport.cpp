@@ -1,5 +1,6 @@
 // `dualpath bench transport`: Layer Block write throughput vs memcpy, and model latency under kv load.
 #include "apps/bench_command.hpp"
+#include "apps/cli_checks.hpp"
 #include "bench/transport_bench.hpp"
 
 namespace {
@@ -11,7 +12,9 @@ void setup(CLI::App& root) {
       b::run_transport_bench);
   cmd->add_option("--provider", opt->provider, "libfabric provider: shm, tcp, verbs, efa, ...")->capture_default_str();
   cmd->add_option("--mode", opt->mode, "throughput: block writes vs memcpy; latency: model messages under kv load")
-      ->capture_default_str();
+      ->transform(dualpath::cli::one_of(std::map<std::string, b::transport_bench_mode>{
+          {"throughput", b::transport_bench_mode::throughput}, {"latency", b::transport_bench_mode::latency}}))
+      ->default_str("throughput");
   cmd->add_option("--slice-bytes", opt->slice_bytes, "Slice size: transfers are cut into slices of this size")
       ->capture_default_str();
   cmd->add_option("--total-bytes", opt->total_bytes, "Bytes written per throughput run")->capture_default_str();

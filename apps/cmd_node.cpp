@@ -14,7 +14,7 @@ namespace {
 struct node_args {
   std::string registry;
   uint32_t node = 0;
-  int timeout_ms = 60000;
+  int timeout_ms = 15000;
   std::string secret;
   std::optional<uint16_t> metrics_port;
 };

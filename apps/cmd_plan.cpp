@@ -83,7 +83,7 @@ void plan_command(const plan_args& a) {
         std::vector<actors::sweep_point> points;
         for (double aps : rates) {
           cli::workload_options w = a.workload;
-          w.mode = "online";
+          w.mode = cli::arrivals::online;
           w.aps = aps;
           auto r = cli::simulate(c, a.flags, policy, w, fmt::format("{}@{}", label, aps), a.serving.quiet);
           const bool ok = actors::meets_slo(r.summary, a.serving.slo);

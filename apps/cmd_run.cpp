@@ -18,6 +18,7 @@
 #include "cluster/control_client.hpp"
 #include "apps/command_registry.hpp"
 #include "apps/workload.hpp"
+#include "core/model_catalog.hpp"
 #include "core/secret.hpp"
 #include "core/status.hpp"
 #include "core/trace.hpp"
@@ -165,7 +166,10 @@ void run_command(run_args& a) {
   }
   const auto policies = cli::chosen_policies(
       a.serving, embedded_default ? std::vector<std::string>{"basic", "dualpath", "oracle"} : std::vector<std::string>{config.policy});
-  const uint32_t vocab = config.model == "tiny" || config.model == "small" ? find_model(config.model).vocab : 32000;
+  // Mooncake prompts are drawn from the vocabulary of a catalog model whose math runs; others take 32000 ids.
+  uint32_t vocab = 32000;
+  for (const auto& m : model_catalog())
+    if (m.name == config.model && m.runnable) vocab = m.vocab;
   const bool demo_trace = embedded_default && a.workload.trace_file.empty() && a.workload.preset.empty();
   // The embedded default shows that the tokens are right: every turn is recomputed from scratch afterwards.
   const uint32_t verify_every = a.verify_every_set ? a.verify_every : (embedded_default ? 1 : 0);
@@ -185,8 +189,7 @@ void setup(CLI::App& root) {
   auto* cmd = root.add_subcommand("run", "Run the embedded cluster on an agent trace and report JCT, TTFT, TPOT");
   cmd->add_option("--cluster", a->cluster_file, "Cluster file (TOML); default: the embedded 1P2D tiny cluster");
   cli::add_workload_options(cmd, a->workload);
-  cli::add_serving_options(cmd, a->serving,
-                           "basic | layerwise | dualpath_nosched | dualpath | round_robin | split | oracle");
+  cli::add_serving_options(cmd, a->serving);
   cmd->add_option_function<uint32_t>(
       "--verify-every", [a](uint32_t n) { a->verify_every = n, a->verify_every_set = true; },
       "Recompute every Nth turn from scratch on the cpu backend and compare tokens (default: 1 for the embedded "

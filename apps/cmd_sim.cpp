@@ -35,8 +35,7 @@ void setup(CLI::App& root) {
   cmd->add_option("--cluster", a->cluster_file, "Cluster file (TOML); default: the paper's DS 660B 2P4D cluster");
   cli::add_cluster_overrides(cmd, a->overrides);
   cli::add_workload_options(cmd, a->workload);
-  cli::add_serving_options(cmd, a->serving,
-                           "basic | layerwise | dualpath_nosched | dualpath | round_robin | split | oracle");
+  cli::add_serving_options(cmd, a->serving);
   cli::add_sim_flags(cmd, a->flags);
   cmd->callback([a] { sim_command(*a); });
 }

@@ -14,6 +14,13 @@ void setup_all(CLI::App& root);
 // The subcommand `name` of `parent`, created on first use (for groups like `bench` or `trace`).
 CLI::App& group(CLI::App& parent, const std::string& name, const std::string& description);
 
+// Before parsing: every unsigned option refuses a negative value, and an unknown subcommand is named
+// (throws user_error).
+void check_values_and_names(CLI::App& root, int argc, char** argv);
+
+// DUALPATH_PARSE_ONLY=1: parse the command line and stop before any command runs (the docs check).
+void parse_only(CLI::App& root);
+
 // Writes `text` to stdout (keeps commands testable and output consistent).
 void print(const std::string& text);
 

@@ -1,5 +1,6 @@
 // `dualpath`: the command-line entry point. Bad input ends with one message on stderr and exit code 2.
 #include <spdlog/sinks/stdout_color_sinks.h>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -7,8 +8,11 @@
 #include <exception>
 
 #include "core/faults.hpp"
+#include "apps/cli_checks.hpp"
 #include "apps/command_registry.hpp"
 #include "core/status.hpp"
+#include "transport/endpoint.hpp"
+#include "core/stop_signals.hpp"
 
 namespace dualpath::cli {
 
@@ -37,6 +41,50 @@ CLI::App& group(CLI::App& parent, const std::string& name, const std::string& de
   return *sub;
 }
 
+namespace {
+
+// Every unsigned option refuses a negative value: CLI11 would wrap "-5" to 2^64 - 5.
+void refuse_negative_unsigned(CLI::App& app) {
+  for (auto* opt : app.get_options({}))
+    if (opt->get_type_name().rfind("UINT", 0) == 0) opt->check(non_negative());
+  for (auto* sub : app.get_subcommands({})) refuse_negative_unsigned(*sub);
+}
+
+// CLI11 answers an unknown subcommand with "A subcommand is required"; name it and the known ones instead.
+void name_unknown_subcommand(const CLI::App& root, int argc, char** argv) {
+  const CLI::App* at = &root;
+  std::string path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    const auto subs = at->get_subcommands({});
+    if (subs.empty() || word.empty() || word[0] == '-') return;
+    const CLI::App* next = nullptr;
+    std::string known;
+    for (const auto* s : subs) {
+      if (s->check_name(word)) next = s;
+      known += (known.empty() ? "" : ", ") + s->get_name();
+    }
+    if (!next)
+      throw user_error(fmt::format("{}unknown command '{}' (known: {})", path.empty() ? "" : path + ": ", word, known));
+    at = next;
+    path += (path.empty() ? "" : " ") + word;
+  }
+}
+
+}  // namespace
+
+void check_values_and_names(CLI::App& root, int argc, char** argv) {
+  refuse_negative_unsigned(root);
+  name_unknown_subcommand(root, argc, argv);
+}
+
+void parse_only(CLI::App& root) {
+  for (auto* sub : root.get_subcommands({})) {
+    sub->callback([] {});
+    parse_only(*sub);
+  }
+}
+
 void print(const std::string& text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
@@ -45,6 +93,9 @@ void print(const std::string& text) {
 }  // namespace dualpath::cli
 
 int main(int argc, char** argv) {
+  // Before any thread exists, so every thread inherits the blocked SIGTERM / SIGINT (core/stop_signals.hpp).
+  dualpath::own_stop_signals(std::chrono::seconds(8));
+  dualpath::transport::load_only_named_provider();
   CLI::App app{"DualPath: dual-path KV-cache loading for multi-turn agent inference"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
@@ -58,16 +109,21 @@ int main(int argc, char** argv) {
     // Fault seams armed by a test for the processes it starts (docs/design.md §16); off unless set.
     dualpath::throw_if_error(dualpath::faults::arm_from_env());
     dualpath::cli::setup_all(app);
+    dualpath::cli::check_values_and_names(app, argc, argv);
+    if (const char* p = std::getenv("DUALPATH_PARSE_ONLY"); p && std::string(p) == "1") dualpath::cli::parse_only(app);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : dualpath::exit_bad_input;
   } catch (const dualpath::user_error& e) {
     std::fprintf(stderr, "dualpath: %s\n", e.what());
+    if (const int sig = dualpath::stop_requested()) dualpath::end_process(dualpath::exit_code_for(sig));
     return dualpath::exit_bad_input;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dualpath: internal error: %s\n", e.what());
     return 1;
   }
+  // Stopped by a signal: the actors are down, and the libraries' exit-time destructors are not needed.
+  if (const int sig = dualpath::stop_requested()) dualpath::end_process(dualpath::exit_code_for(sig));
   return 0;
 }

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "apps/cli_checks.hpp"
 #include "apps/command_registry.hpp"
 #include "core/modes.hpp"
 #include "core/status.hpp"
@@ -17,10 +18,13 @@ namespace dualpath::cli {
 void add_workload_options(CLI::App* cmd, workload_options& w) {
   cmd->add_option("--trace", w.trace_file, "Trajectory JSONL or Mooncake trace");
   cmd->add_option("--preset", w.preset, "Synthetic trace preset (32k, 48k, 64k) instead of --trace");
-  cmd->add_option("--agents", w.agents, "Agents to replay (default: all in the trace; 6 for the demo trace)");
-  cmd->add_option("--max-turns", w.max_turns, "Replay at most this many turns per agent");
-  cmd->add_option("--mode", w.mode, "offline (all agents at t=0) or online (Poisson arrivals)");
-  cmd->add_option("--aps", w.aps, "Online mode: agents arriving per second");
+  cmd->add_option("--agents", w.agents, "Agents to replay (default: all in the trace; 6 for the demo trace)")
+      ->check(positive());
+  cmd->add_option("--max-turns", w.max_turns, "Replay at most this many turns per agent (default: all)")
+      ->check(positive());
+  cmd->add_option("--mode", w.mode, "offline (all agents at t=0) or online (Poisson arrivals)")
+      ->transform(one_of(std::map<std::string, arrivals>{{"offline", arrivals::offline}, {"online", arrivals::online}}));
+  cmd->add_option("--aps", w.aps, "Online mode: agents arriving per second")->check(positive());
   cmd->add_option("--time-scale", w.time_scale,
                   "Timestamped (Mooncake) traces: replay the recorded gaps times this (0.5 = twice as fast)")
       ->capture_default_str();
@@ -29,8 +33,10 @@ void add_workload_options(CLI::App* cmd, workload_options& w) {
 }
 
 void check_workload_options(const workload_options& w, bool sweep) {
-  if (w.mode != "offline" && w.mode != "online") throw user_error("--mode must be offline or online (got '" + w.mode + "')");
-  if (w.mode == "online" && !sweep && !(w.aps > 0)) throw user_error("--mode online needs --aps > 0");
+  if (w.mode == arrivals::online && !sweep && !(w.aps > 0)) throw user_error("--mode online needs --aps > 0");
+  if (w.mode == arrivals::offline && w.aps > 0)
+    throw user_error("--aps sets the online arrival rate: add --mode online (offline agents all start at t = 0)");
+  if (sweep && w.aps > 0) throw user_error("--aps and --aps-sweep: give one of them");
   if (!(w.time_scale > 0)) throw user_error("--time-scale must be a positive factor (got " + fmt::format("{}", w.time_scale) + ")");
 }
 
@@ -39,7 +45,7 @@ std::vector<workload_agent> build_workload(const workload_options& w, bool demo)
   std::mt19937_64 arrivals(w.seed * 7919 + 1);
   double clock = 0;
   auto next_arrival = [&]() {
-    if (w.mode != "online") return 0.0;
+    if (w.mode != arrivals::online) return 0.0;
     std::exponential_distribution<double> gap(w.aps);
     const double t = clock;
     clock += gap(arrivals);
@@ -90,8 +96,10 @@ std::vector<workload_agent> build_workload(const workload_options& w, bool demo)
   return out;
 }
 
-void add_serving_options(CLI::App* cmd, serving_options& s, const char* policies_help) {
-  cmd->add_option("--policy", s.policy, policies_help);
+void add_serving_options(CLI::App* cmd, serving_options& s) {
+  std::string names;
+  for (const auto& n : run_policy_names()) names += (names.empty() ? "" : " | ") + n;
+  cmd->add_option("--policy", s.policy, "Run policy: " + names);
   cmd->add_option("--compare", s.compare, "Comma-separated policies to run one after another");
   cmd->add_option("--aps-sweep", s.aps_sweep,
                   "Online capacity: run every policy at each of these arrival rates (comma-separated APS) and "
@@ -160,7 +168,7 @@ void serve(const serving_options& s, const workload_options& w, const std::vecto
     std::set<std::string> over;
     for (const double aps : rates) {
       workload_options at = w;
-      at.mode = "online";
+      at.mode = arrivals::online;
       at.aps = aps;
       for (const auto& policy : policies) {
         if (over.count(policy)) continue;

@@ -13,8 +13,12 @@
 
 namespace dualpath::cli {
 
+// When agents arrive: all at t = 0, or as a Poisson process of --aps agents per second.
+enum class arrivals { offline, online };
+
 struct workload_options {
-  std::string trace_file, preset, mode = "offline";
+  std::string trace_file, preset;
+  arrivals mode = arrivals::offline;
   uint32_t agents = 0, max_turns = 0;
   double aps = 0;
   double time_scale = 1;  // recorded timestamps × this (0.5 replays a trace twice as fast)
@@ -42,7 +46,7 @@ struct serving_options {
   actors::serving_slo slo;
   bool quiet = false;
 };
-void add_serving_options(CLI::App* cmd, serving_options& s, const char* policies_help);
+void add_serving_options(CLI::App* cmd, serving_options& s);
 
 std::vector<std::string> split_list(const std::string& s);
 // The policies to run: --compare, else --policy, else `fallback`; every name checked before any run.

@@ -17,6 +17,8 @@
 
 namespace dualpath::bench {
 
+const char* to_string(transport_bench_mode m) { return m == transport_bench_mode::throughput ? "throughput" : "latency"; }
+
 namespace {
 
 using namespace dualpath::transport;
@@ -247,9 +249,6 @@ void run_latency(const transport_bench_options& o, transport_bench_result& r) {
 transport_bench_result run_transport_bench(const transport_bench_options& in) {
   auto o = in;
   if (o.block_bytes == 0) o.block_bytes = o.slice_bytes;
-  if (o.mode != "throughput" && o.mode != "latency") {
-    throw user_error(fmt::format("bench transport: --mode '{}' is unknown; use throughput or latency", o.mode));
-  }
   if (o.slice_bytes == 0 || o.block_bytes == 0) throw user_error("bench transport: --slice-bytes must be positive");
   if (o.block_bytes % 8 != 0) throw user_error("bench transport: --block-bytes must be a multiple of 8");
   if (o.total_bytes < o.block_bytes) {
@@ -264,7 +263,7 @@ transport_bench_result run_transport_bench(const transport_bench_options& in) {
   }
   transport_bench_result r;
   r.options = o;
-  if (o.mode == "throughput") {
+  if (o.mode == transport_bench_mode::throughput) {
     run_throughput(o, r);
   } else {
     run_latency(o, r);
@@ -276,12 +275,12 @@ std::string transport_bench_result::to_json() const {
   nlohmann::json j;
   j["provider"] = options.provider;
   j["fabric_provider"] = fabric_provider;
-  j["mode"] = options.mode;
+  j["mode"] = to_string(options.mode);
   j["slice_bytes"] = options.slice_bytes;
   j["block_bytes"] = options.block_bytes;
   j["depth"] = options.depth;
   j["rate_gb_per_s"] = options.rate_gb_per_s;
-  if (options.mode == "throughput") {
+  if (options.mode == transport_bench_mode::throughput) {
     j["total_bytes"] = options.total_bytes;
     j["gb_per_s"] = gb_per_s;
     j["memcpy_gb_per_s"] = memcpy_gb_per_s;
@@ -309,7 +308,7 @@ std::string transport_bench_result::to_text() const {
   std::string out = fmt::format("provider {} ({})  slice {} B  block {} B  depth {}  cap {}\n", o.provider,
                                 fabric_provider, o.slice_bytes, o.block_bytes, o.depth,
                                 o.rate_gb_per_s > 0 ? fmt::format("{} GB/s", o.rate_gb_per_s) : "none");
-  if (o.mode == "throughput") {
+  if (o.mode == transport_bench_mode::throughput) {
     out += fmt::format("writes  {:8.2f} GB/s   memcpy {:8.2f} GB/s   ratio {:.2f}\n", gb_per_s, memcpy_gb_per_s,
                        memcpy_gb_per_s > 0 ? gb_per_s / memcpy_gb_per_s : 0);
     out += fmt::format("block completion latency  p50 {:.1f} us  p99 {:.1f} us\n", p50_us, p99_us);

@@ -7,9 +7,13 @@
 
 namespace dualpath::bench {
 
+// throughput: Layer Block writes against memcpy; latency: model messages while kv traffic saturates the link.
+enum class transport_bench_mode { throughput, latency };
+const char* to_string(transport_bench_mode m);
+
 struct transport_bench_options {
   std::string provider = "shm";
-  std::string mode = "throughput";   // throughput | latency
+  transport_bench_mode mode = transport_bench_mode::throughput;
   uint64_t slice_bytes = 1 << 20;
   uint64_t total_bytes = 1ull << 30; // bytes written per repeat (throughput) or by kv under load (latency)
   uint64_t block_bytes = 0;          // Layer Block size; 0 = slice_bytes

@@ -21,6 +21,7 @@
 #include "core/cost_model.hpp"
 #include "core/secret.hpp"
 #include "core/status.hpp"
+#include "core/stop_signals.hpp"
 #include "report/working_set.hpp"
 #include "schedule/calibration.hpp"
 #include "storage/block_store.hpp"
@@ -32,34 +33,31 @@ namespace {
 
 double seconds_between(int64_t a, int64_t b) { return a && b ? double(b - a) / 1e9 : 0; }
 
-turn_record record_of(const turn_result& r, int64_t t0) {
-  turn_record rec;
-  rec.agent = r.agent;
-  rec.turn = r.turn;
-  rec.error = r.error;
-  rec.ttft_s = seconds_between(r.times.submitted, r.times.first_token);
-  rec.has_ttst = r.times.second_token != 0;
-  rec.ttst_s = seconds_between(r.times.submitted, r.times.second_token);
-  rec.second_token_gap_s = seconds_between(r.times.first_token, r.times.second_token);
-  if (r.times.second_token && r.generated.size() > 2) {
-    // Per token while decoding: the wait for the last block's write-back is not decoding time.
-    rec.has_tpot = true;
-    rec.tpot_s = seconds_between(r.times.second_token, r.times.last_token) / double(r.generated.size() - 2);
-  }
-  rec.start_s = seconds_between(t0, r.times.submitted);
-  rec.queue_s = seconds_between(r.times.submitted, r.times.assigned);
-  rec.kv_read_s = seconds_between(r.times.assigned, r.times.kv_ready);
-  rec.assign_s = seconds_between(r.times.kv_ready, r.times.prefill_start);
-  rec.prefill_s = seconds_between(r.times.prefill_start, r.times.first_token);
-  rec.path = r.path;
-  rec.hit_blocks = r.valid_hit_blocks;
-  rec.prompt_tokens = r.prompt_tokens;
-  rec.generated_tokens = uint32_t(r.generated.size());
-  rec.corrupt_blocks = r.corrupt_blocks;
-  rec.kv_verified = r.kv_verified;
-  rec.kv_corrupt = r.kv_corrupt;
-  rec.done_s = seconds_between(t0, r.times.done ? r.times.done : now_ns());
-  return rec;
+// A runtime turn as the report's record: monotonic nanosecond stamps (0 = never reached) made relative to t0.
+turn_record record_of(const turn_result& r, int64_t t0, uint32_t block_tokens) {
+  const auto at = [t0](int64_t ns) { return ns ? std::optional<double>(double(ns - t0) / 1e9) : std::nullopt; };
+  turn_facts f;
+  f.agent = r.agent;
+  f.turn = r.turn;
+  f.error = r.error;
+  f.path = r.path;
+  f.hit_blocks = r.valid_hit_blocks;
+  f.block_tokens = block_tokens;
+  f.prompt_tokens = r.prompt_tokens;
+  f.generated_tokens = uint32_t(r.generated.size());
+  f.corrupt_blocks = r.corrupt_blocks;
+  f.kv_verified = r.kv_verified;
+  f.kv_corrupt = r.kv_corrupt;
+  turn_stamps t;
+  t.submitted = at(r.times.submitted);
+  t.assigned = at(r.times.assigned);
+  t.kv_ready = at(r.times.kv_ready);
+  t.prefill_start = at(r.times.prefill_start);
+  t.first_token = at(r.times.first_token);
+  t.second_token = at(r.times.second_token);
+  t.last_token = at(r.times.last_token);
+  t.done = at(r.times.done ? r.times.done : now_ns());
+  return make_turn_record(f, t);
 }
 
 // Why a stalled run may be stuck: requests the scheduler cannot place (asked with a short deadline).
@@ -279,7 +277,7 @@ struct turn_collector {
   }
 
   void on_result(const turn_result& r, const turn_payload& payload, int64_t t0) {
-    records.push_back(record_of(r, t0));
+    records.push_back(record_of(r, t0, view.geometry.block_tokens));
     if (options.metrics) options.metrics->observe_turn(records.back(), view.geometry.block_tokens);
     if (options.ui) options.ui->observe_turn(records.back());
     if (r.error.empty() && !payload.tokens.empty()) to_verify.emplace_back(payload.tokens, r.generated);
@@ -292,6 +290,7 @@ struct turn_collector {
         if (stall.empty()) on_lost(self, n, how);
     if (nodes && stall.empty())
       for (uint32_t n : nodes->poll_rejoined()) on_rejoined(self, n);
+    if (stall.empty() && stop_requested()) stall = fmt::format("stopped by signal {}", stop_requested());
     if (stall.empty() && seconds_between(last_event, now_ns()) > view.config.timeout_s)
       stall = fmt::format("no turn finished for {:.0f} s ({} of {} turns done{})", view.config.timeout_s,
                           progress.turns_done, progress.turns_total, waiting_hint(self, view));
@@ -488,6 +487,7 @@ run_summary run_cluster(const run_options& o) {
     nodes.reset();  // ends node processes still running
     stop_all();
   }  // the actor system waits here for every actor to stop
+  if (stop_requested()) throw user_error("run: " + stall);
   if (!stall.empty()) throw user_error((o.processes ? "run failed: " : "run stalled: ") + stall);
   summary.refused_joins = refused->joins.load();
   summary.refused_commands = refused->commands.load();

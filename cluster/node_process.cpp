@@ -15,6 +15,7 @@
 #include "cluster/node_host.hpp"
 #include "core/faults.hpp"
 #include "core/status.hpp"
+#include "core/stop_signals.hpp"
 
 namespace dualpath::actors {
 
@@ -54,8 +55,11 @@ registry_actor connect_registry(caf::actor_system& sys, const std::string& host,
     auto r = sys.middleman().remote_actor<registry_actor>(host, port);
     if (r) return *r;
     if (std::chrono::steady_clock::now() > deadline)
-      throw user_error(fmt::format("node: no registry at {}:{}: {}", host, port, sys.render(r.error())));
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      throw user_error(fmt::format("node: no registry at {}:{} within {:.1f} s: {}", host, port,
+                                   timeout.count() / 1000.0, sys.render(r.error())));
+    if (sleep_unless_stopped(std::chrono::milliseconds(100)))
+      throw user_error(fmt::format("node: stopped by signal {} while waiting for the registry at {}:{}",
+                                   stop_requested(), host, port));
   }
 }
 
@@ -91,6 +95,7 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   system_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
+  fmt::print(stderr, "dualpath: node {}: waiting up to {:.1f} s for the registry at {}\n", node, timeout.count() / 1000.0, where);
   auto registry = connect_registry(sys, host, port, timeout);
 
   std::string failure, cluster_file, policy;
@@ -98,16 +103,20 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   // (within a second; a hung one within the 2 s heartbeat deadline): while the registry says the index is
   // running, ask again, until `timeout`.
   const auto join_deadline = std::chrono::steady_clock::now() + timeout;
-  for (bool told = false;; std::this_thread::sleep_for(std::chrono::milliseconds(250))) {
+  for (bool told = false;; sleep_unless_stopped(std::chrono::milliseconds(250))) {
     failure.clear();
     self->request(registry, timeout, atom::join_v, node, proof)
         .receive([&](const envelope<schema::NodeSetup>& e) { std::tie(cluster_file, policy) = decode(e); },
                  [&](const caf::error& e) { failure = sys.render(e); });
-    if (failure.find("is running") == std::string::npos || std::chrono::steady_clock::now() > join_deadline) break;
+    if (failure.find("is running") == std::string::npos || std::chrono::steady_clock::now() > join_deadline ||
+        stop_requested())
+      break;
     if (!std::exchange(told, true))
       fmt::print(stderr, "dualpath: node {}: the registry at {} says node {} is running; asking again until it is "
                  "found lost (at most {} s)\n", node, where, node, timeout.count() / 1000.0);
   }
+  if (stop_requested())
+    throw user_error(fmt::format("node {}: stopped by signal {} while joining through {}", node, stop_requested(), where));
   if (failure.find("wrong cluster secret") != std::string::npos)
     throw user_error(fmt::format("node {}: the registry at {} refused it: wrong cluster secret (give the cluster's "
                                  "secret with --secret or {})", node, where, secret_env));
@@ -164,7 +173,7 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   bool done = false, orphaned = false;
   // The metrics are sampled from the start (every series present, at 0) and then 4 times a second.
   if (metrics) sample_node_metrics(*metrics, *io);
-  while (!done) {
+  while (!done && !stop_requested()) {
     self->receive([&](atom::stop) { done = true; },
                   [&](const caf::down_msg&) { done = orphaned = true; },
                   caf::after(std::chrono::milliseconds(250)) >> [] {});

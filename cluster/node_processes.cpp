@@ -16,6 +16,7 @@
 #include "cluster/control_client.hpp"
 #include "cluster/node_processes.hpp"
 #include "core/status.hpp"
+#include "core/stop_signals.hpp"
 
 extern char** environ;
 
@@ -195,6 +196,7 @@ node_processes::node_processes(caf::actor_system& sys, const cluster_view& view,
                     caf::after(std::chrono::milliseconds(100)) >> [&] { quiet = true; });
       if (!quiet) continue;
       failure = check().message();  // receives on the watcher too: never from inside its handlers
+      if (failure.empty() && stop_requested()) failure = fmt::format("stopped by signal {}", stop_requested());
       if (failure.empty() && std::chrono::steady_clock::now() > deadline) {
         std::string missing;
         for (uint32_t n = 0; n < nodes; ++n)

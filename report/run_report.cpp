@@ -39,7 +39,7 @@ void summarize_turns(run_summary& s, const std::vector<turn_record>& records) {
   s.ttft_peak_window_s = peak_window_mean_ttft(records);
   std::vector<double> ttft, ttst, gap, tpot, queue, assign, kv_read, prefill;
   std::map<uint32_t, std::pair<double, double>> agents;  // agent -> (first submission, last answer)
-  uint64_t prompt_tokens = 0;
+  uint64_t prompt_tokens = 0, hit_tokens = 0;
   for (const auto& r : records) {
     s.jct_s = std::max(s.jct_s, r.done_s);  // the job ends with its last turn
     if (!r.error.empty()) {
@@ -56,6 +56,7 @@ void summarize_turns(run_summary& s, const std::vector<turn_record>& records) {
       gap.push_back(r.second_token_gap_s);
     }
     prompt_tokens += r.prompt_tokens;
+    hit_tokens += r.hit_tokens;
     if (r.has_tpot) tpot.push_back(r.tpot_s);
     queue.push_back(r.queue_s);
     assign.push_back(r.assign_s);
@@ -75,6 +76,7 @@ void summarize_turns(run_summary& s, const std::vector<turn_record>& records) {
   s.ttst = summarize(ttst);
   s.second_token_gap = summarize(gap);
   s.prompt_tps = s.jct_s > 0 ? double(prompt_tokens) / s.jct_s : 0;
+  s.hit_rate = prompt_tokens > 0 ? double(hit_tokens) / double(prompt_tokens) : 0;
   double agent_sum = 0;
   for (const auto& [agent, span] : agents) agent_sum += span.second - span.first;
   s.agent_jct_mean_s = agents.empty() ? 0 : agent_sum / double(agents.size());
@@ -128,6 +130,7 @@ nlohmann::json to_json(const run_summary& s) {
   j["corrupt_blocks_recomputed"] = s.corrupt_blocks_recomputed;
   j["persisted_blocks"] = s.persisted_blocks;
   j["hit_blocks"] = s.hit_blocks;
+  j["hit_rate"] = s.hit_rate;
   j["lost_nodes"] = s.lost_nodes;
   j["rejoined_nodes"] = s.rejoined_nodes;
   j["migrated_turns"] = s.migrated_turns;
@@ -163,13 +166,13 @@ nlohmann::json report_json(const std::vector<run_summary>& runs) {
 std::string report_table(const std::vector<run_summary>& runs) {
   size_t width = 12;  // the policy column grows with the longest name, so the columns stay aligned
   for (const auto& r : runs) width = std::max(width, r.policy.size());
-  std::string out = fmt::format("{:<{}} {:>8} {:>6} {:>9} {:>9} {:>9} {:>10} {:>9} {:>10} {:>17} {:>9}\n", "policy",
-                                width, "jct_s", "turns", "ttft_p50", "ttft_p99", "tpot_p50", "kv_read_s", "snic_m/a",
-                                "snic_1s_m/a", "paths pe/de/split", "verified");
+  std::string out = fmt::format("{:<{}} {:>8} {:>6} {:>8} {:>9} {:>9} {:>9} {:>10} {:>9} {:>10} {:>17} {:>9}\n",
+                                "policy", width, "jct_s", "turns", "hit_rate", "ttft_p50", "ttft_p99", "tpot_p50",
+                                "kv_read_s", "snic_m/a", "snic_1s_m/a", "paths pe/de/split", "verified");
   for (const auto& r : runs) {
     const std::string paths = fmt::format("{}/{}/{}", r.path_pe, r.path_de, r.path_split);
-    out += fmt::format("{:<{}} {:>8.2f} {:>6} {:>9.3f} {:>9.3f} {:>9.4f} {:>10.3f} {:>9.2f} {:>10.2f} {:>17} {:>5}/{:<3}\n",
-                       r.policy, width, r.jct_s, r.turns, r.ttft.p50, r.ttft.p99, r.tpot.p50, r.kv_read.mean,
+    out += fmt::format("{:<{}} {:>8.2f} {:>6} {:>8.3f} {:>9.3f} {:>9.3f} {:>9.4f} {:>10.3f} {:>9.2f} {:>10.2f} {:>17} {:>5}/{:<3}\n",
+                       r.policy, width, r.jct_s, r.turns, r.hit_rate, r.ttft.p50, r.ttft.p99, r.tpot.p50, r.kv_read.mean,
                        r.snic_max_over_avg, r.snic_time.rate_max_over_avg_mean, paths,
                        r.verified_turns - r.mismatched_turns, r.verified_turns);
   }
@@ -185,6 +188,37 @@ std::string report_table(const std::vector<run_summary>& runs) {
   const auto j = report_json(runs);
   for (auto& [k, v] : j["speedup"].items()) out += fmt::format("{} = {:.2f}\n", k, v.get<double>());
   return out;
+}
+
+turn_record make_turn_record(const turn_facts& f, const turn_stamps& t) {
+  const auto span = [](const std::optional<double>& a, const std::optional<double>& b) { return a && b ? *b - *a : 0.0; };
+  turn_record r;
+  r.agent = f.agent;
+  r.turn = f.turn;
+  r.error = f.error;
+  r.path = f.path;
+  r.hit_blocks = f.hit_blocks;
+  r.hit_tokens = std::min(f.hit_blocks * f.block_tokens, f.prompt_tokens);
+  r.prompt_tokens = f.prompt_tokens;
+  r.generated_tokens = f.generated_tokens;
+  r.corrupt_blocks = f.corrupt_blocks;
+  r.kv_verified = f.kv_verified;
+  r.kv_corrupt = f.kv_corrupt;
+  r.start_s = t.submitted.value_or(0);
+  r.done_s = t.done.value_or(0);
+  r.ttft_s = span(t.submitted, t.first_token);
+  r.has_ttst = t.second_token.has_value();
+  r.ttst_s = span(t.submitted, t.second_token);
+  r.second_token_gap_s = span(t.first_token, t.second_token);
+  if (t.second_token && f.generated_tokens > 2) {
+    r.has_tpot = true;
+    r.tpot_s = span(t.second_token, t.last_token) / double(f.generated_tokens - 2);
+  }
+  r.queue_s = span(t.submitted, t.assigned);
+  r.kv_read_s = span(t.assigned, t.kv_ready);
+  r.assign_s = span(t.kv_ready, t.prefill_start);
+  r.prefill_s = span(t.prefill_start, t.first_token);
+  return r;
 }
 
 bool meets_slo(const run_summary& r, const serving_slo& slo) {

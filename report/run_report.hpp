@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@ struct turn_record {
   schedule::read_path path = schedule::read_path::pe;
   uint32_t hit_blocks = 0, corrupt_blocks = 0;
   uint32_t prompt_tokens = 0;
+  uint32_t hit_tokens = 0;        // prompt tokens whose KV came from storage (hit_blocks · block_tokens)
   uint32_t generated_tokens = 0;  // tokens the turn generated (its context grows by them)
   uint64_t kv_verified = 0, kv_corrupt = 0;
   double done_s = 0;  // since run start
@@ -66,6 +68,7 @@ struct run_summary {
   uint64_t kv_verified_blocks = 0, kv_corrupt_blocks = 0, corrupt_blocks_recomputed = 0;
   uint64_t persisted_blocks = 0;
   uint64_t hit_blocks = 0;  // Full Blocks served from storage (either path), summed over turns
+  double hit_rate = 0;      // hit tokens over prompt tokens of the answered turns
   // Multi-process runs (docs/design.md §13): nodes lost while the run went on, and turns re-run because of it.
   uint64_t lost_nodes = 0, migrated_turns = 0;
   uint64_t rejoined_nodes = 0;  // lost nodes that joined again and took work
@@ -76,6 +79,22 @@ struct run_summary {
   uint64_t refused_joins = 0, refused_commands = 0;
   std::string first_error;
 };
+
+// One turn's stamps in seconds since the run's start; a stamp the turn never reached is empty.
+struct turn_stamps {
+  std::optional<double> submitted, assigned, kv_ready, prefill_start, first_token, second_token, last_token, done;
+};
+// What a turn was, beside its stamps.
+struct turn_facts {
+  uint32_t agent = 0, turn = 0;
+  std::string error;
+  schedule::read_path path = schedule::read_path::pe;
+  uint32_t hit_blocks = 0, block_tokens = 0, prompt_tokens = 0, generated_tokens = 0, corrupt_blocks = 0;
+  uint64_t kv_verified = 0, kv_corrupt = 0;
+};
+// The one way a turn record is made, by the runtime's launcher and by the simulator alike: TTFT and its
+// breakdown from the stamps, TPOT per token after the second (not the write-back wait).
+turn_record make_turn_record(const turn_facts& f, const turn_stamps& t);
 
 // Fills the per-turn parts of `s` from `records`, the JCT (last turn done) included.
 void summarize_turns(run_summary& s, const std::vector<turn_record>& records);

@@ -212,32 +212,27 @@ void simulator::arrive(uint32_t id) {
 
 void simulator::record(uint32_t id, const std::string& error) {
   const agent_state& a = agents_[id];
-  actors::turn_record r;
-  r.agent = a.script->agent;
-  r.turn = a.turn;
-  r.error = error;
-  r.start_s = a.submitted;
-  r.done_s = now_;
-  r.prompt_tokens = uint32_t(a.prompt);
-  if (error.empty()) {
-    r.ttft_s = a.first_token - a.submitted;
-    r.has_ttst = a.second_token >= 0;
-    if (r.has_ttst) {
-      r.ttst_s = a.second_token - a.submitted;
-      r.second_token_gap_s = a.second_token - a.first_token;
-    }
-    if (r.has_ttst && a.gen > 2) {
-      r.has_tpot = true;
-      r.tpot_s = (a.last_token - a.second_token) / double(a.gen - 2);
-    }
-    r.queue_s = a.assigned - a.submitted;
-    r.kv_read_s = a.kv_ready - a.assigned;
-    r.assign_s = a.prefill_start - a.kv_ready;
-    r.prefill_s = a.first_token - a.prefill_start;
-    r.path = a.asg.path;
-    r.hit_blocks = a.hit;
+  actors::turn_facts f;
+  f.agent = a.script->agent;
+  f.turn = a.turn;
+  f.error = error;
+  f.prompt_tokens = uint32_t(a.prompt);
+  f.block_tokens = geo_.block_tokens;
+  actors::turn_stamps t;
+  t.submitted = a.submitted;
+  t.done = now_;
+  if (error.empty()) {  // a refused turn never reached the other stamps
+    f.path = a.asg.path;
+    f.hit_blocks = a.hit;
+    f.generated_tokens = a.gen;
+    t.assigned = a.assigned;
+    t.kv_ready = a.kv_ready;
+    t.prefill_start = a.prefill_start;
+    t.first_token = a.first_token;
+    if (a.second_token >= 0) t.second_token = a.second_token;
+    t.last_token = a.last_token;
   }
-  records_.push_back(std::move(r));
+  records_.push_back(actors::make_turn_record(f, t));
 }
 
 // A turn that cannot run: answered with the error, the agent goes on with its next turn as the client does.

@@ -18,6 +18,12 @@
 
 namespace dualpath::transport {
 
+// A process that calls this before its first endpoint lets libfabric load only the provider that endpoint
+// names (FI_PROVIDER, unless the user set it): a provider it never uses cannot install signal handlers or
+// probe hardware. For processes with one provider (the `dualpath` binary); a test binary that opens shm
+// and tcp endpoints does not call it.
+void load_only_named_provider();
+
 // `model`: latency-critical model traffic (collectives, PD hand-off). `kv`: bulk KV forwarding.
 enum class traffic_class : uint8_t { model, kv };
 const char* to_string(traffic_class tc);

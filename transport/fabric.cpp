@@ -11,12 +11,22 @@
 
 #include "core/status.hpp"
 #include "core/faults.hpp"
+#include "core/stop_signals.hpp"
 
 namespace dualpath::transport {
 
 namespace {
 
 std::atomic<uint64_t> next_endpoint_serial{1};
+std::atomic<bool> only_named_provider{false};
+
+// libfabric reads FI_PROVIDER once, when the first endpoint of the process opens; a user's own setting wins.
+void name_provider_once(const std::string& provider) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    if (only_named_provider && std::getenv("FI_PROVIDER") == nullptr) setenv("FI_PROVIDER", provider.c_str(), 0);
+  });
+}
 
 // Endpoints of this process by address. A peer endpoint closed in the same process must not be
 // targeted again: shm would touch its unmapped region and crash instead of failing the transfer.
@@ -30,6 +40,8 @@ local_registry& registry() {
 }
 
 }  // namespace
+
+void load_only_named_provider() { only_named_provider = true; }
 
 std::string fabric_error(const char* what, ssize_t rc) {
   return fmt::format("{} failed: {} ({})", what, fi_strerror(static_cast<int>(-rc)), rc);
@@ -91,8 +103,10 @@ void fabric_port::open() {
   hints->fabric_attr->prov_name = strdup(opts.provider.c_str());
   if (!opts.domain.empty()) hints->domain_attr->name = strdup(opts.domain.c_str());
   fi_info* info = nullptr;
+  name_provider_once(opts.provider);
   const int rc = fi_getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &info);
   fi_freeinfo(hints);
+  reclaim_signals();  // providers' libraries may have installed signal handlers of their own
   if (rc != 0 || !info) {
     throw user_error(fmt::format(
         "transport: libfabric provider '{}'{} offers no RDM endpoint with RMA: {} (check `fi_info -p {}`)",

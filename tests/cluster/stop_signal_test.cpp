@@ -1,0 +1,168 @@
+// Processes that own their signals (docs/design.md §13, "Stopping"): `dualpath run` and `dualpath node`
+// sent SIGTERM at several moments (joining, wired, mid-run; embedded and one process per node) end within
+// 10 s with 143, the documented code, leave no crash report behind and no node process running.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <thread>
+
+#include "core/secret.hpp"
+#include "tests/cluster/hand_nodes.hpp"
+#include "tests/common/scratch_dir.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int rounds = 20;           // per process and moment
+constexpr int stop_within_s = 10;    // the bound the docs promise
+constexpr int sigterm_code = 128 + SIGTERM;
+
+// The spawned process runs in `dir`, so a crash report it might write lands there.
+int spawn_in(const fs::path& dir, const std::vector<std::string>& args, const std::string& secret,
+             const std::string& err) {
+  const auto here = fs::current_path();
+  fs::current_path(dir);
+  const int pid = hand_nodes::spawn(args, secret, (dir / "stdout.txt").string(), err);
+  fs::current_path(here);
+  return pid;
+}
+
+void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+// True once `pid` runs its main: it catches SIGTERM and leaves SIGSEGV to its default action (before that,
+// a library's constructor may own both; docs/design.md §13). Waits up to 20 s.
+bool owns_its_signals(int pid) {
+  for (int i = 0; i < 1000; ++i) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("SigCgt:", 0) == 0) {
+        const unsigned long long caught = std::stoull(line.substr(7), nullptr, 16);
+        if ((caught >> (SIGTERM - 1) & 1) && !(caught >> (SIGSEGV - 1) & 1)) return true;
+      }
+    sleep_ms(10);
+  }
+  return false;
+}
+
+// No file a crash leaves (libinfinipath's `*.btr`, a core dump) in `dir`.
+void check_no_crash_report(const fs::path& dir) {
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    CHECK_MESSAGE(name.find(".btr") == std::string::npos, name);
+    CHECK_MESSAGE(name.rfind("core", 0) != 0, name);
+  }
+}
+
+// SIGTERM to `pid`: it must end by itself with 143 within the bound.
+void check_stops(int pid, const fs::path& err) {
+  REQUIRE(owns_its_signals(pid));
+  REQUIRE(kill(pid, SIGTERM) == 0);
+  const int rc = hand_nodes::exit_status(pid, stop_within_s);
+  INFO("stderr: " << dualpath::test::slurp(err));
+  CHECK(rc == sigterm_code);
+}
+
+// The registry address the launcher printed (waits for it up to 20 s).
+std::string registry_of(const fs::path& err) {
+  const std::regex at("node registry at ([0-9.]+:[0-9]+)");
+  for (int i = 0; i < 1000; ++i) {
+    std::smatch m;
+    const std::string text = dualpath::test::slurp(err);
+    if (std::regex_search(text, m, at)) return m[1];
+    sleep_ms(20);
+  }
+  FAIL("the launcher printed no registry address: " << dualpath::test::slurp(err));
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("node: SIGTERM while it waits for an absent registry") {
+  std::mt19937 rng(11);
+  for (int i = 0; i < rounds; ++i) {
+    CAPTURE(i);
+    dualpath::test::scratch_dir dir;
+    const auto err = dir.path / "node.err";
+    const int pid = spawn_in(dir.path, {"node", "--registry", "127.0.0.1:1", "--node", "0"}, "s", err.string());
+    REQUIRE(owns_its_signals(pid));
+    sleep_ms(std::uniform_int_distribution<int>(50, 1500)(rng));
+    check_stops(pid, err);
+    check_no_crash_report(dir.path);
+  }
+}
+
+TEST_CASE("run: SIGTERM to the embedded cluster at start-up or mid-run") {
+  std::mt19937 rng(12);
+  for (int i = 0; i < rounds; ++i) {
+    CAPTURE(i);
+    dualpath::test::scratch_dir dir;
+    const auto err = dir.path / "run.err";
+    // basic alone takes seconds on the embedded default, so every moment below is before its end.
+    const int pid = spawn_in(dir.path, {"run", "--policy", "basic", "--verify-every", "0"}, "", err.string());
+    REQUIRE(owns_its_signals(pid));
+    sleep_ms(std::uniform_int_distribution<int>(0, 2500)(rng));
+    check_stops(pid, err);
+    check_no_crash_report(dir.path);
+  }
+}
+
+TEST_CASE("node and launcher: SIGTERM while joining, wired or mid-run, nodes started by hand") {
+  std::mt19937 rng(13);
+  const std::string secret = dualpath::generate_secret();
+  for (int i = 0; i < rounds; ++i) {
+    CAPTURE(i);
+    dualpath::test::scratch_dir dir;
+    const auto launcher_err = dir.path / "launcher.err";
+    const int launcher = spawn_in(dir.path,
+                                  {"run", "--policy", "basic", "--verify-every", "0", "--node-registry", "127.0.0.1:0"},
+                                  secret, launcher_err.string());
+    const std::string registry = registry_of(launcher_err);
+    std::vector<int> nodes;
+    for (uint32_t n = 0; n < 3; ++n)
+      nodes.push_back(spawn_in(dir.path, {"node", "--registry", registry, "--node", std::to_string(n)}, secret,
+                               (dir.path / ("node" + std::to_string(n) + ".err")).string()));
+    // From just after the nodes asked to join to well into the run.
+    sleep_ms(std::uniform_int_distribution<int>(0, 3000)(rng));
+    const int victim = int(i % 3);
+    check_stops(nodes[victim], dir.path / ("node" + std::to_string(victim) + ".err"));
+    check_stops(launcher, launcher_err);
+    // The other nodes end too: told to stop, or their launcher gone; none is left running.
+    for (int n = 0; n < 3; ++n) {
+      if (n == victim) continue;
+      CAPTURE(n);
+      kill(nodes[n], SIGTERM);
+      const int rc = hand_nodes::exit_status(nodes[n], stop_within_s);
+      CHECK((rc == sigterm_code || rc == 0 || rc == 2));
+    }
+    check_no_crash_report(dir.path);
+  }
+}
+
+TEST_CASE("run --processes: SIGTERM to the launcher stops its node processes too") {
+  std::mt19937 rng(14);
+  for (int i = 0; i < rounds; ++i) {
+    CAPTURE(i);
+    dualpath::test::scratch_dir dir;
+    const auto err = dir.path / "run.err";
+    const int pid =
+        spawn_in(dir.path, {"run", "--policy", "basic", "--verify-every", "0", "--processes"}, "", err.string());
+    REQUIRE(owns_its_signals(pid));
+    sleep_ms(std::uniform_int_distribution<int>(0, 3000)(rng));
+    check_stops(pid, err);
+    check_no_crash_report(dir.path);
+    // Its children were started with this scratch directory as their working directory.
+    for (const auto& p : fs::directory_iterator("/proc")) {
+      std::error_code ec;
+      const auto cwd = fs::read_symlink(p.path() / "cwd", ec);
+      if (!ec) CHECK_MESSAGE(cwd != dir.path, "a process is still running in the run's directory: " << p.path());
+    }
+  }
+}
