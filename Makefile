@@ -1,10 +1,11 @@
 # `make run`: install what is missing, build Release, run the embedded default cluster.
 # `make test`: the same set-up, then every test through ctest.
 # `make fuzz`: libFuzzer campaigns over every decoder of outside bytes (scripts/fuzz.sh; RUNS per decoder).
+# `make format-check` / `make format`: the code against .clang-format; `make tidy`: clang-tidy (.clang-tidy).
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test sanitize tsan fuzz clean
+.PHONY: all deps configure build run test sanitize tsan fuzz format format-check tidy clean
 
 all: build
 
@@ -33,6 +34,19 @@ tsan: deps
 RUNS ?= 1000000
 fuzz: deps
 	@scripts/fuzz.sh $(RUNS)
+
+# Every C++ source the project owns (the vendored-nothing tree: all of it).
+SOURCES = $(shell git ls-files '*.cpp' '*.hpp' '*.cu')
+
+format-check: deps
+	@clang-format --dry-run -Werror $(SOURCES) && echo "format-check: $(words $(SOURCES)) files formatted"
+
+format: deps
+	@clang-format -i $(SOURCES)
+
+# Long (every translation unit through clang-tidy): its own target, not part of `make test`.
+tidy: configure
+	run-clang-tidy -quiet -p $(BUILD) -j $(JOBS) '$(CURDIR)/(core|storage|transport|gpu|schedule|runtime|report|bench|protocol|sim|actors|cluster|apps)/[^/]*\.cpp$$'
 
 clean:
 	rm -rf $(BUILD)

@@ -1,4 +1,6 @@
 #include "actors/agent_client.hpp"
+#include "protocol/errors.hpp"
+#include "protocol/waits.hpp"
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
@@ -85,10 +87,10 @@ struct client_state {
                                                  std::to_string(view->hbm_bytes()) + " (hardware.hbm_gb)")));
       return;
     }
-    self->request(view->scheduler, std::chrono::seconds(10), atom::submit_v, encode(info))
+    self->request(view->scheduler, waits_of(view->config).request(), atom::submit_v, encode(info))
         .then([](uint64_t) {},
               [this](caf::error& err) {
-                spdlog::error("agent {}: scheduler refused turn {}: {}", script.agent, turn, caf::to_string(err));
+                spdlog::error("agent {}: scheduler refused turn {}: {}", script.agent, turn, describe(err));
               });
   }
 
@@ -111,7 +113,7 @@ struct client_state {
   caf::result<envelope<schema::TurnPayload>> serve(uint64_t request) {
     // An earlier attempt's PE asks late: refuse, so it drops the request (its failure reply is ignored).
     if (!in_flight || request != current.request)
-      return caf::make_error(caf::sec::invalid_argument, "request " + std::to_string(request) + " is not in flight");
+      return make_failure(errc::not_found, "request " + std::to_string(request) + " is not in flight");
     return encode(current);
   }
 

@@ -1,6 +1,7 @@
 // The scheduler's control port actor: checks the proof of the cluster's secret, then forwards `policy
 // set|get` and `stats` to the scheduler (docs/design.md §7.5, §13).
 #include "actors/control.hpp"
+#include "protocol/errors.hpp"
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
@@ -18,7 +19,7 @@ caf::error admit(control_actor::pointer self, const control_gate& gate, const st
   const auto sender = self->current_sender();
   spdlog::warn("control port: refused '{}' from {}: wrong cluster secret ({} refused so far)", what,
                sender ? caf::to_string(sender->node()) : std::string("an anonymous peer"), n);
-  return caf::make_error(caf::sec::invalid_argument, "control port: wrong cluster secret");
+  return make_failure(errc::bad_input, "control port: wrong cluster secret");
 }
 
 control_actor::behavior_type control(control_actor::pointer self, scheduler_actor scheduler, control_gate gate) {
@@ -37,7 +38,7 @@ control_actor::behavior_type control(control_actor::pointer self, scheduler_acto
         if (auto e = admit(self, gate, proof, "stats")) return e;
         // The scheduler's counters plus this port's refusals, which only the port knows.
         auto rp = self->make_response_promise<envelope<schema::SchedulerStats>>();
-        self->request(scheduler, std::chrono::seconds(10), atom::stats_v)
+        self->request(scheduler, gate.scheduler_wait, atom::stats_v)
             .then(
                 [=](const envelope<schema::SchedulerStats>& e) mutable {
                   auto c = decode(e);

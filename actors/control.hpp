@@ -11,6 +11,7 @@
 #include <string>
 
 #include "actors/scheduler.hpp"
+#include "protocol/waits.hpp"
 #include "core/secret.hpp"
 
 namespace dualpath::actors {
@@ -20,6 +21,7 @@ namespace dualpath::actors {
 struct control_gate {
   std::string proof;  // secret_proof(secret, secret_purpose::control)
   std::shared_ptr<refused_peers> refused = std::make_shared<refused_peers>();
+  caf::timespan scheduler_wait = waits{}.request();  // the run's waits_of(config).request()
 };
 
 // Spawns the control actor for `scheduler`; it exits together with the scheduler.

@@ -193,7 +193,7 @@ struct decode_state : engine_base {
       const uint64_t id = r.info.payload.request;
       ++persists_pending[id];
       auto me = caf::actor_cast<decode_engine_actor>(self);
-      setup.io->persist(r.keys[b], b == 0 ? 0 : r.keys[b - 1], block_ptr(r, b),
+      setup.node->persist(r.keys[b], b == 0 ? 0 : r.keys[b - 1], block_ptr(r, b),
                         [me, id] { caf::anon_send(me, atom::persisted_v, id); });
     }
   }

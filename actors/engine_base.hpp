@@ -9,6 +9,7 @@
 
 #include "actors/engines.hpp"
 #include "protocol/errors.hpp"
+#include "protocol/waits.hpp"
 #include "protocol/runtime_codec.hpp"
 #include "runtime/kv_plan.hpp"
 
@@ -20,7 +21,7 @@ struct engine_base {
 
   void bind(engine_setup st) {
     setup = std::move(st);
-    hbm = &setup.io->hbm(setup.engine);
+    hbm = &setup.node->hbm(setup.engine);
   }
   const cluster_view& view() const { return *setup.view; }
   const runtime::kv_geometry& geo() const { return setup.view->geometry; }
@@ -38,15 +39,9 @@ struct engine_base {
   static failure_kind kind_of(const caf::error& e) {
     return to_status(e).code() == errc::transfer ? failure_kind::transient : failure_kind::fatal;
   }
-  // Every request to another actor waits at most this long.
-  caf::timespan timeout() const { return seconds(view().config.timeout_s); }
-  // Requests to a traffic queue. The node's data plane answers each within `timeout_s` (the wait for buffer
-  // slots, the storage reads and the fabric transfers are each bounded by it), so the engine waits twice
-  // that: the answer, success or failure, always arrives, and slots granted to it are never dropped unseen.
-  caf::timespan data_plane_timeout() const { return seconds(2 * view().config.timeout_s); }
-  // A request to the compute worker: the run's timeout plus twenty times what the cost model expects the
-  // work to take, so a long pass on a slow backend is never cut short and a hung one is still noticed.
-  caf::timespan compute_timeout(double expected_s) const { return seconds(view().config.timeout_s + 20 * expected_s); }
+  caf::timespan timeout() const { return waits_of(view().config).request(); }
+  caf::timespan data_plane_timeout() const { return waits_of(view().config).data_plane(); }
+  caf::timespan compute_timeout(double expected_s) const { return waits_of(view().config).compute(expected_s); }
 
   static caf::timespan seconds(double s) {
     return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(s));

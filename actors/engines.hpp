@@ -8,14 +8,14 @@
 
 #include "actors/cluster_view.hpp"
 #include "protocol/interfaces.hpp"
-#include "runtime/node_io.hpp"
+#include "runtime/node_doors.hpp"
 
 namespace dualpath::actors {
 
 struct engine_setup {
   uint32_t engine = 0;                        // global id
   cluster_view_ptr view;
-  runtime::node_io* io = nullptr;             // this engine's node (same process)
+  runtime::node_services* node = nullptr;     // this engine's node (same process): HBM, write-back
   compute_actor worker;
   std::shared_ptr<gpu::compute_backend> backend;
   ep_group_actor ep_group;                    // prefill, `ep_sync`: its PE group's lockstep (else empty)

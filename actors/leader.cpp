@@ -1,4 +1,6 @@
 #include "actors/leader.hpp"
+#include "protocol/errors.hpp"
+#include "protocol/waits.hpp"
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
@@ -18,7 +20,7 @@ struct leader_state {
   leader_actor::pointer self = nullptr;
   cluster_view_ptr view;
   uint32_t node = 0;
-  runtime::node_io* io = nullptr;
+  runtime::node_services* io = nullptr;
   schedule::node_snapshot group;
   schedule::report_acks acks;  // which requests the engines' numbers count
   bool fetching = false;
@@ -56,7 +58,7 @@ struct leader_state {
     self->send(view->scheduler, atom::report_v, encode(make_report()));
     if (fetches() && !fetching) {
       fetching = true;
-      self->request(view->scheduler, std::chrono::seconds(10), atom::fetch_v, encode_fetch(node))
+      self->request(view->scheduler, waits_of(view->config).request(), atom::fetch_v, encode_fetch(node))
           .then(
               [this](const envelope<schema::Assignments>& e) {
                 fetching = false;
@@ -70,7 +72,7 @@ struct leader_state {
                 fetching = false;
                 // At shutdown the scheduler may stop first; that is not worth a warning.
                 if (err == caf::sec::request_receiver_down) return;
-                spdlog::warn("leader {}: fetch failed: {}", node, caf::to_string(err));
+                spdlog::warn("leader {}: fetch failed: {}", node, describe(err));
               });
     }
     self->delayed_send(self, report_period, atom::tick_v);
@@ -78,7 +80,7 @@ struct leader_state {
 };
 
 leader_actor::behavior_type leader(leader_actor::stateful_pointer<leader_state> self, cluster_view_ptr view,
-                                   uint32_t node, runtime::node_io* io) {
+                                   uint32_t node, runtime::node_services* io) {
   auto& st = self->state;
   st.self = self;
   st.view = view;
@@ -103,7 +105,7 @@ leader_actor::behavior_type leader(leader_actor::stateful_pointer<leader_state> 
 
 }  // namespace
 
-leader_actor spawn_leader(caf::actor_system& sys, cluster_view_ptr view, uint32_t node, runtime::node_io* io) {
+leader_actor spawn_leader(caf::actor_system& sys, cluster_view_ptr view, uint32_t node, runtime::node_services* io) {
   return sys.spawn(leader, std::move(view), node, io);
 }
 

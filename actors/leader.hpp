@@ -4,10 +4,11 @@
 #include <caf/fwd.hpp>
 
 #include "actors/cluster_view.hpp"
-#include "runtime/node_io.hpp"
+#include "runtime/node_doors.hpp"
 
 namespace dualpath::actors {
 
-leader_actor spawn_leader(caf::actor_system& sys, cluster_view_ptr view, uint32_t node, runtime::node_io* io);
+leader_actor spawn_leader(caf::actor_system& sys, cluster_view_ptr view, uint32_t node,
+                          runtime::node_services* services);
 
 }  // namespace dualpath::actors

@@ -4,13 +4,13 @@
 
 #include <memory>
 
-#include "runtime/node_io.hpp"
+#include "runtime/node_doors.hpp"
 #include "protocol/interfaces.hpp"
 
 namespace dualpath::actors {
 
 // The node's traffic queue: wraps `io` (which must outlive the actor).
-traffic_queue_actor spawn_traffic_queue(caf::actor_system& sys, runtime::node_io& io);
+traffic_queue_actor spawn_traffic_queue(caf::actor_system& sys, runtime::data_plane& plane);
 
 // The engine's compute worker, on a thread of its own (kernels block).
 compute_actor spawn_compute_worker(caf::actor_system& sys, std::shared_ptr<gpu::compute_backend> backend);

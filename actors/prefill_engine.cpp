@@ -225,4 +225,14 @@ prefill_engine_actor spawn_prefill_engine(caf::actor_system& sys, engine_setup s
   return sys.spawn(prefill_engine, std::move(setup));
 }
 
+// True (and the pass aborted) when a request's DE node rejoined as a new process since its assignment.
+bool prefill_state::abort_if_stale() {
+  for (const auto& e : pass->entries)
+    if (!de_current(*e.req)) {
+      abort_pass("DE node " + std::to_string(e.req->asg.de_node) + " was lost and has rejoined as a new process");
+      return true;
+    }
+  return false;
+}
+
 }  // namespace dualpath::actors

@@ -170,15 +170,6 @@ bool prefill_state::allocate_pass(pass_state& p, const std::vector<schedule::bat
 }
 
 // Hit Layer Blocks of layer `fetched_next` into its staging slot, from whichever node buffer holds them.
-bool prefill_state::abort_if_stale() {
-  for (const auto& e : pass->entries)
-    if (!de_current(*e.req)) {
-      abort_pass("DE node " + std::to_string(e.req->asg.de_node) + " was lost and has rejoined as a new process");
-      return true;
-    }
-  return false;
-}
-
 void prefill_state::fetch_layer() {
   if (!pass || pass->aborted) return;  // an aborted pass (perhaps settled already) does nothing more
   auto& p = *pass;

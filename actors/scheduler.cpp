@@ -1,5 +1,6 @@
 // The scheduler actor: handlers are one line each; the work is in scheduler_state and schedule/.
 #include "actors/scheduler.hpp"
+#include "protocol/errors.hpp"
 
 #include <caf/all.hpp>
 #include <kj/exception.h>
@@ -29,10 +30,10 @@ auto guarded(const char* what, F f) -> caf::result<decltype(f())> {
     return f();
   } catch (const kj::Exception& e) {
     spdlog::warn("scheduler: malformed {}: {}", what, e.getDescription().cStr());
-    return caf::make_error(caf::sec::invalid_argument, std::string("malformed ") + what);
+    return make_failure(errc::bad_input, std::string("malformed ") + what);
   } catch (const std::exception& e) {
     spdlog::warn("scheduler: bad {}: {}", what, e.what());
-    return caf::make_error(caf::sec::invalid_argument, e.what());
+    return make_failure(errc::bad_input, e.what());
   }
 }
 

@@ -1,4 +1,4 @@
-// The traffic queue of a node: its handlers hand the work to runtime::node_io. The data plane finishes on
+// The traffic queue of a node: its handlers hand the work to the node's data plane (runtime/node_doors.hpp). The data plane finishes on
 // its own threads; each completion comes back here as a message, so response promises are delivered on
 // this actor's thread.
 #include <caf/all.hpp>
@@ -13,7 +13,7 @@ namespace {
 
 struct traffic_queue_state {
   static inline const char* name = "traffic_queue";
-  runtime::node_io* io = nullptr;
+  runtime::data_plane* io = nullptr;
   traffic_queue_actor handle;  // this actor, for completions sent from the data plane's threads
 
   // Runs `f` on the actor `me` (this one) once the data plane calls back. The callbacks hold the handle, not
@@ -64,7 +64,7 @@ struct traffic_queue_state {
 };
 
 traffic_queue_actor::behavior_type traffic_queue(traffic_queue_actor::stateful_pointer<traffic_queue_state> self,
-                                                 runtime::node_io* io) {
+                                                 runtime::data_plane* io) {
   auto& st = self->state;
   st.io = io;
   st.handle = caf::actor_cast<traffic_queue_actor>(self);
@@ -79,7 +79,7 @@ traffic_queue_actor::behavior_type traffic_queue(traffic_queue_actor::stateful_p
 
 }  // namespace
 
-traffic_queue_actor spawn_traffic_queue(caf::actor_system& sys, runtime::node_io& io) {
+traffic_queue_actor spawn_traffic_queue(caf::actor_system& sys, runtime::data_plane& io) {
   return sys.spawn(traffic_queue, &io);
 }
 

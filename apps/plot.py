@@ -49,17 +49,24 @@ def comparison(runs, out, written):
     ax.legend(fontsize=8)
     save(fig, out, "ttft_breakdown.png", written)
 
-    timed = [r for r in runs if r.get("snic_over_time", {}).get("windows")]
+    # One panel per policy that read anything (the oracle reads nothing: no empty panel), on one y-axis
+    # from 0, so the panels compare at a glance; nodes named by role.
+    timed = [r for r in runs if r.get("snic_over_time", {}).get("windows")
+             and any(v > 0 for x in r["snic_over_time"]["windows"] for v in x["read_gb_per_s"])]
     if timed:
-        fig, axes = plt.subplots(len(timed), 1, figsize=(7, 1.2 + 1.9 * len(timed)), squeeze=False, sharex=True)
+        fig, axes = plt.subplots(len(timed), 1, figsize=(7, 1.2 + 1.9 * len(timed)), squeeze=False, sharex=True,
+                                 sharey=True)
         for ax, r in zip(axes[:, 0], timed):
             w = r["snic_over_time"]["windows"]
             t = [x["t_s"] for x in w]
+            prefill = r.get("prefill_nodes", 0)
             for n in range(len(w[0]["read_gb_per_s"])):
-                ax.plot(t, [x["read_gb_per_s"][n] for x in w], linewidth=0.9, label=f"node {n}")
+                role = "prefill" if n < prefill else "decode" if prefill else "node"
+                ax.plot(t, [x["read_gb_per_s"][n] for x in w], linewidth=0.9, label=f"{role} node {n}")
             mean = r["snic_over_time"]["rate_max_over_avg_mean"]
             ax.set_title(f"{r['policy']}: SNIC read rate per node (max/avg per window, mean {mean:.2f})", fontsize=9)
             ax.set_ylabel("GB/s")
+            ax.set_ylim(bottom=0)
         axes[0, 0].legend(fontsize=7, ncol=4)
         axes[-1, 0].set_xlabel("time (s)")
         save(fig, out, "snic_over_time.png", written)
@@ -74,6 +81,7 @@ def comparison(runs, out, written):
     a2.set_title("TPOT percentiles")
     for ax in (a1, a2):
         ax.set_xlabel("percentile")
+        ax.set_ylim(bottom=0)
         ax.legend(fontsize=7)
     save(fig, out, "latency.png", written)
 
@@ -87,6 +95,7 @@ def sweep(rep, out, written):
     ax.axhline(rep["slo"]["ttft_peak_10s_mean_s"], color="grey", linestyle="--", linewidth=0.8, label="SLO")
     ax.set_xlabel("agents per second")
     ax.set_ylabel("TTFT, peak 10 s mean (s)")
+    ax.set_ylim(bottom=0)
     ax.set_title("TTFT against arrival rate")
     ax.legend(fontsize=7)
     save(fig, out, "ttft_vs_aps.png", written)

@@ -1,4 +1,6 @@
 #include "cluster/cluster.hpp"
+#include "protocol/errors.hpp"
+#include "protocol/waits.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -9,7 +11,9 @@
 #include <cstring>
 #include <memory>
 
+#include "cluster/calibration.hpp"
 #include "cluster/control_client.hpp"
+#include "cluster/turn_collector.hpp"
 #include "cluster/metrics.hpp"
 #include "cluster/node_processes.hpp"
 #include "cluster/ui_page.hpp"
@@ -30,95 +34,6 @@
 namespace dualpath::actors {
 
 namespace {
-
-double seconds_between(int64_t a, int64_t b) { return a && b ? double(b - a) / 1e9 : 0; }
-
-// A runtime turn as the report's record: monotonic nanosecond stamps (0 = never reached) made relative to t0.
-turn_record record_of(const turn_result& r, int64_t t0, uint32_t block_tokens) {
-  const auto at = [t0](int64_t ns) { return ns ? std::optional<double>(double(ns - t0) / 1e9) : std::nullopt; };
-  turn_facts f;
-  f.agent = r.agent;
-  f.turn = r.turn;
-  f.error = r.error;
-  f.path = r.path;
-  f.hit_blocks = r.valid_hit_blocks;
-  f.block_tokens = block_tokens;
-  f.prompt_tokens = r.prompt_tokens;
-  f.generated_tokens = uint32_t(r.generated.size());
-  f.corrupt_blocks = r.corrupt_blocks;
-  f.kv_verified = r.kv_verified;
-  f.kv_corrupt = r.kv_corrupt;
-  turn_stamps t;
-  t.submitted = at(r.times.submitted);
-  t.assigned = at(r.times.assigned);
-  t.kv_ready = at(r.times.kv_ready);
-  t.prefill_start = at(r.times.prefill_start);
-  t.first_token = at(r.times.first_token);
-  t.second_token = at(r.times.second_token);
-  t.last_token = at(r.times.last_token);
-  t.done = at(r.times.done ? r.times.done : now_ns());
-  return make_turn_record(f, t);
-}
-
-// Why a stalled run may be stuck: requests the scheduler cannot place (asked with a short deadline).
-std::string waiting_hint(caf::scoped_actor& self, const cluster_view& view) {
-  std::string hint;
-  self->request(view.scheduler, std::chrono::seconds(1), atom::stats_v)
-      .receive(
-          [&](const envelope<schema::SchedulerStats>& e) {
-            const auto s = decode(e);
-            if (s.waiting > 0) hint = fmt::format("; {} requests wait in the scheduler's queue", s.waiting);
-          },
-          [](caf::error&) {});
-  return hint;
-}
-
-// The SNIC rate α stands for (docs/design.md §7.1): the cap, or, uncapped, the store's read rate measured now
-// with a few real block reads. The oracle reads no file, so it keeps the 2 GB/s default (α orders nothing
-// there: its read queues stay empty).
-double snic_rate(const run_base& base, const cluster_config& c, const run_mode& mode) {
-  if (c.snic_gb_per_s > 0) return c.snic_gb_per_s * 1e9;
-  const double fallback = schedule::calibration_input{}.snic_bytes_per_s;
-  if (mode.bypass()) return fallback;
-  const auto r = storage::measure_read_rate(*base.store);
-  if (!r.ok()) {
-    spdlog::warn("scheduler: store read rate not measured ({}); alpha assumes {:.2f} GB/s", r.error().message(),
-                 fallback / 1e9);
-    return fallback;
-  }
-  spdlog::info("scheduler: uncapped SNIC, store read rate {:.2f} GB/s ({} blocks, {} bytes in {:.1f} ms)",
-               r.value().bytes_per_s / 1e9, r.value().blocks, r.value().bytes, r.value().seconds * 1e3);
-  return r.value().bytes_per_s;
-}
-
-// α and β from the hardware and the compute fit (docs/design.md §7.2), unless the cluster file sets them.
-// β is calibrated at the workload's own mean turn (its hit context and append), since attention time grows
-// with the context; a workload without turns falls back to four cached blocks and one appended.
-schedule::policy_params scheduler_params(const run_base& base, const cluster_config& c, const mean_turn& turn,
-                                         const run_mode& mode) {
-  const auto fit = base.first->fit();
-  const auto& geo = base.geometry;
-  schedule::calibration_input in;
-  in.model = base.spec;
-  in.fit = {fit.fixed_s, fit.seconds_per_flop};
-  in.kv_bytes_per_token = geo.layers * geo.bytes_per_token_layer;
-  in.block_tokens = geo.block_tokens;
-  in.snic_bytes_per_s = snic_rate(base, c, mode);
-  in.alpha_s = c.alpha_s;
-  in.beta_s = c.beta_s;
-  in.alpha_tokens = c.alpha_tokens;
-  in.beta_tokens = c.beta_tokens;
-  in.z_slack = c.z_slack;
-  in.turn = turn;
-  const auto cal = schedule::calibrate(in);
-  spdlog::info("scheduler: alpha {} tokens at {:.3g} GB/s, beta {} tokens (at a mean turn of {} cached + {} appended "
-               "tokens)", cal.params.alpha_tokens, in.snic_bytes_per_s / 1e9, cal.params.beta_tokens, cal.cached,
-               cal.append);
-  auto params = cal.params;
-  // The groups of docs/design.md §7.2/§7.3: decode node ids start after the prefill nodes (§3).
-  params.groups = {c.pe_group_nodes, c.de_group_nodes, c.prefill_nodes};
-  return params;
-}
 
 // The embedded cluster's node data planes, connected to each other. They are built before the actor system
 // because they must outlive every actor that points at them.
@@ -157,201 +72,6 @@ void spawn_embedded_nodes(caf::actor_system& sys, const run_base& base, const cl
   for (auto& l : view->leaders) caf::anon_send(l, atom::tick_v);
 }
 
-// The launcher's side of a run: takes every client's results until all agents finished, or says why the run
-// stopped making progress.
-struct turn_collector {
-  turn_collector(const run_options& o, const cluster_view& v, node_processes* n) : options(o), view(v), nodes(n) {}
-
-  const run_options& options;
-  const cluster_view& view;
-  node_processes* nodes = nullptr;  // multi-process runs: nodes can be lost (docs/design.md §13)
-  std::vector<std::pair<uint32_t, std::string>> lost;  // nodes lost now, and how, in the order noticed
-  uint64_t lost_total = 0, rejoined = 0;                // losses and rejoins over the run
-  uint64_t migrated = 0;                                // turns re-run because of them
-  uint64_t retried = 0;                                 // turns re-run after a transient fault
-  int64_t last_event = 0;  // the latest answered turn (or, after a loss, the moment the loss's waits end)
-  std::vector<turn_record> records;
-  turns_to_verify to_verify;
-  run_progress progress;
-  std::vector<engine_load_sample> engine_samples;  // every report's engine loads, for load_over_time
-  std::string stall;
-  int64_t t0 = 0;  // the run's start: just before the clients are started
-  const std::vector<std::unique_ptr<runtime::node_io>>* ios = nullptr;  // embedded runs: the SNICs to sample
-
-  void run(caf::scoped_actor& self) {
-    progress.agents_total = uint32_t(options.scripts.size());
-    for (const auto& s : options.scripts) progress.turns_total += s.turns.size();
-    t0 = now_ns();
-    start_clients();
-    int64_t last_report = t0;
-    last_event = t0;
-    int64_t last_check = t0;
-    while (progress.agents_done < progress.agents_total && stall.empty()) {
-      self->receive(
-          [&](atom::result, const envelope<schema::TurnResult>& e, const envelope<schema::TurnPayload>& p) {
-            on_result(decode(e), decode(p), t0);
-            last_event = std::max(last_event, now_ns());
-          },
-          [&](atom::finish, uint32_t) {
-            ++progress.agents_done;
-            last_event = std::max(last_event, now_ns());
-          },
-          [&](atom::lost, uint32_t) {
-            ++migrated;
-            if (options.metrics) options.metrics->count_rerun(true);
-          },
-          [&](atom::retry, uint32_t) {
-            ++retried;
-            if (options.metrics) options.metrics->count_rerun(false);
-          },
-          caf::after(std::chrono::milliseconds(200)) >> [] {});
-      // Every 200 ms, busy or idle: a node that died is noticed even while the others keep answering.
-      if (seconds_between(last_check, now_ns()) >= 0.2) {
-        last_check = now_ns();
-        check_stall(self);
-      }
-      if (seconds_between(last_report, now_ns()) >= report_every_s()) {
-        last_report = now_ns();
-        report(self);
-      }
-    }
-    report(self);
-  }
-
-  // Reports come at least twice per series window, so every window holds samples of every engine.
-  double report_every_s() const { return std::min(options.progress_every_s, options.series_window_s / 2); }
-
-  // The scheduler's stats (asked with a short deadline) feed the progress report, the metrics and the
-  // report's load_over_time.
-  void report(caf::scoped_actor& self) {
-    std::optional<scheduler_counters> stats;
-    self->request(view.scheduler, std::chrono::milliseconds(200), atom::stats_v)
-        .receive([&](const envelope<schema::SchedulerStats>& e) { stats = decode(e); }, [](caf::error&) {});
-    if (stats) {
-      const double t = seconds_between(t0, now_ns());
-      for (const auto& n : stats->nodes)
-        for (const auto& e : n.node.engines)
-          engine_samples.push_back({t, e.engine, n.node.kind == schedule::role::prefill, e.tok, e.seq});
-    }
-    if (options.on_progress) {
-      progress.elapsed_s = seconds_between(t0, now_ns());
-      const uint32_t nodes = view.config.prefill_nodes + view.config.decode_nodes;
-      progress.in_flight_by_node.assign(nodes, 0);
-      progress.engine_requests_by_node.assign(nodes, 0);
-      if (stats)
-        for (const auto& n : stats->nodes) {
-          if (n.node.node >= nodes) continue;
-          progress.in_flight_by_node[n.node.node] = n.in_flight;
-          for (const auto& e : n.node.engines) progress.engine_requests_by_node[n.node.node] += e.seq;
-        }
-      options.on_progress(progress);
-    }
-    if (!options.metrics && !options.ui) return;
-    // Embedded runs: each node's SNIC, read once for both (a node process serves its own, cluster/node_process.cpp).
-    std::vector<ui_page::snic_sample> snics;
-    if (ios)
-      for (const auto& io : *ios) snics.push_back({io->stats().snic_bytes, io->read_q()});
-    if (options.metrics) sample_metrics(stats, snics);
-    if (options.ui) options.ui->update(progress, seconds_between(t0, now_ns()), stats, snics);
-  }
-
-  // Each node's SNIC, the scheduler's queue and policy, and each engine's load.
-  void sample_metrics(const std::optional<scheduler_counters>& stats, const std::vector<ui_page::snic_sample>& snics) {
-    for (size_t n = 0; n < snics.size(); ++n) options.metrics->set_snic(uint32_t(n), snics[n].read_bytes, snics[n].read_q);
-    if (!stats) return;
-    options.metrics->set_waiting(stats->waiting);
-    options.metrics->set_policy(stats->policy);
-    for (const auto& n : stats->nodes)
-      for (const auto& e : n.node.engines)
-        options.metrics->set_engine(e.engine, n.node.kind == schedule::role::prefill ? "prefill" : "decode", e.tok,
-                                    e.seq, e.free_hbm);
-  }
-
-  void start_clients() {
-    for (size_t a = 0; a < options.scripts.size(); ++a) {
-      const double start_s = options.scripts[a].start_s;
-      const auto delay = std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(start_s));
-      if (start_s > 0) caf::delayed_anon_send(view.clients[a], delay, atom::start_v);
-      else caf::anon_send(view.clients[a], atom::start_v);
-    }
-  }
-
-  void on_result(const turn_result& r, const turn_payload& payload, int64_t t0) {
-    records.push_back(record_of(r, t0, view.geometry.block_tokens));
-    if (options.metrics) options.metrics->observe_turn(records.back(), view.geometry.block_tokens);
-    if (options.ui) options.ui->observe_turn(records.back());
-    if (r.error.empty() && !payload.tokens.empty()) to_verify.emplace_back(payload.tokens, r.generated);
-    ++progress.turns_done;
-  }
-
-  void check_stall(caf::scoped_actor& self) {
-    if (nodes)
-      for (auto& [n, how] : nodes->poll_lost())
-        if (stall.empty()) on_lost(self, n, how);
-    if (nodes && stall.empty())
-      for (uint32_t n : nodes->poll_rejoined()) on_rejoined(self, n);
-    if (stall.empty() && stop_requested()) stall = fmt::format("stopped by signal {}", stop_requested());
-    if (stall.empty() && seconds_between(last_event, now_ns()) > view.config.timeout_s)
-      stall = fmt::format("no turn finished for {:.0f} s ({} of {} turns done{})", view.config.timeout_s,
-                          progress.turns_done, progress.turns_total, waiting_hint(self, view));
-  }
-
-  // docs/design.md §13: the scheduler drops the node and names its turns in flight; every client hears of
-  // the loss (the named turns, and those that failed meanwhile, are re-run). With no prefill or no decode
-  // node left the run ends, naming every lost node.
-  // How long the launcher waits for the scheduler to drop or take back a node.
-  caf::timespan scheduler_wait() const {
-    return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view.config.timeout_s));
-  }
-
-  void on_lost(caf::scoped_actor& self, uint32_t node, const std::string& how) {
-    spdlog::warn("launcher: {}; going on without node {}", how, node);
-    lost.emplace_back(node, how);
-    ++lost_total;
-    if (options.metrics) options.metrics->count_lost_node();
-    if (options.on_node_lost) options.on_node_lost(node, how);
-    nodes->announce_lost(node);
-    // Requests the survivors had sent to the lost node's actors are not failed by CAF when its host
-    // vanishes: they time out, an engine's data-plane waits within 2 · timeout_s (actors/engine_base.hpp),
-    // and a pass waiting on one holds its PE meanwhile. That silence does not count as a stall, twice over:
-    // a turn re-run after such a wait can meet a second one (a chaos run once sat silent 34 s after losing
-    // a decode node with timeout_s 10, then finished nothing more in the old 30 s bound).
-    last_event = std::max(last_event, now_ns() + int64_t(4 * view.config.timeout_s * 1e9));
-    const auto& c = view.config;
-    uint32_t prefill_lost = 0;
-    for (const auto& l : lost) prefill_lost += view.is_prefill_node(l.first) ? 1 : 0;
-    const bool no_prefill = prefill_lost == c.prefill_nodes;
-    const bool no_decode = lost.size() - prefill_lost == c.decode_nodes;
-    if (no_prefill || no_decode) {
-      std::string names;
-      for (const auto& l : lost) names += (names.empty() ? "" : "; ") + l.second;
-      stall = fmt::format("no {} engine remains (lost: {})", no_prefill ? "prefill" : "decode", names);
-      return;
-    }
-    std::vector<uint64_t> turns;
-    self->request(view.scheduler, scheduler_wait(), atom::lost_v, node)
-        .receive([&](const std::vector<uint64_t>& t) { turns = t; },
-                 [&](const caf::error& e) {
-                   stall = "the scheduler did not drop node " + std::to_string(node) + ": " + caf::to_string(e);
-                 });
-    for (const auto& client : view.clients) caf::anon_send(client, atom::lost_v, uint32_t(lost_total), turns);
-  }
-
-  // docs/design.md §13: a lost node is back, already wired to every survivor; the scheduler counts its
-  // engines again from its leader's next report.
-  void on_rejoined(caf::scoped_actor& self, uint32_t node) {
-    lost.erase(std::remove_if(lost.begin(), lost.end(), [&](const auto& l) { return l.first == node; }), lost.end());
-    ++rejoined;
-    self->request(view.scheduler, scheduler_wait(), atom::rejoin_v, node)
-        .receive([](uint32_t) {},
-                 [&](const caf::error& e) {
-                   stall = "the scheduler did not take node " + std::to_string(node) + " back: " + caf::to_string(e);
-                 });
-    spdlog::info("launcher: node {} rejoined the run", node);
-    if (options.metrics) options.metrics->count_rejoined_node();
-    if (options.on_node_rejoined) options.on_node_rejoined(node);
-  }
-};
 
 // The cluster's secret for the registry and the control port (docs/design.md §13): the cluster file's, else
 // DUALPATH_SECRET, else one generated for this run, which only the node processes this launcher starts can
@@ -386,9 +106,17 @@ run_summary run_cluster(const run_options& o) {
   const run_base base = prepare_run(c, "cluster configuration");
   std::vector<std::unique_ptr<runtime::node_io>> ios;  // node processes build their own
   if (!o.processes) ios = embedded_data_planes(base, c, mode);
+  // Destroyed before `ios`: every node's transfers stop before any node's memory is freed (runtime/node_io.hpp).
+  struct stop_all_nodes {
+    std::vector<std::unique_ptr<runtime::node_io>>& ios;
+    ~stop_all_nodes() {
+      for (auto& io : ios) io->stop();
+    }
+  } stop_nodes_first{ios};
 
   run_summary summary;
   summary.policy = o.policy;
+  summary.prefill_nodes = c.prefill_nodes;
   std::vector<turn_record> records;
   turns_to_verify to_verify;
   std::string stall;  // why the run stopped making progress, if it did
@@ -421,7 +149,7 @@ run_summary run_cluster(const run_options& o) {
     view->scheduler = spawn_scheduler(sys, sched);
     if (o.control_port) {
       const uint16_t port = publish_control(sys, view->scheduler, *o.control_port, o.control_host,
-                                            {secret_proof(secret, secret_purpose::control), refused});
+                                            {secret_proof(secret, secret_purpose::control), refused, waits_of(c).request()});
       if (o.on_control_port) o.on_control_port(port);
     }
     // The page switches the policy through the scheduler until this block ends, before the actor system does.

@@ -1,5 +1,6 @@
 // The scheduler's control port on the network: publishing it, and the client `dualpath ctl` uses.
 #include "cluster/control_client.hpp"
+#include "protocol/errors.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -72,7 +73,7 @@ uint16_t publish_control(caf::actor_system& sys, const scheduler_actor& schedule
   auto bound = sys.middleman().publish(ctl, port, host.c_str(), true);
   if (!bound) {
     caf::anon_send_exit(ctl, caf::exit_reason::user_shutdown);
-    throw user_error("scheduler control port: cannot listen on " + where(host, port) + ": " + sys.render(bound.error()));
+    throw user_error("scheduler control port: cannot listen on " + where(host, port) + ": " + describe(bound.error()));
   }
   return *bound;
 }
@@ -92,7 +93,7 @@ struct control_client::impl {
     std::string failure;
     self->request(handle, timeout, xs...)
         .receive([&](const Reply& r) { out = r; },
-                 [&](const caf::error& e) { failure = sys.render(e); });
+                 [&](const caf::error& e) { failure = describe(e); });
     if (failure.find("wrong cluster secret") != std::string::npos)
       throw user_error("ctl: " + where(host, port) + " refused the command: wrong cluster secret (give the cluster's "
                        "secret with --secret or " + secret_env + ")");
@@ -107,7 +108,7 @@ control_client::control_client(caf::actor_system& sys, const std::string& host, 
   probe(host, port, timeout);
   auto h = sys.middleman().remote_actor<control_actor>(host, port);
   if (!h)
-    throw user_error("ctl: " + where(host, port) + " is not a DualPath scheduler control port: " + sys.render(h.error()));
+    throw user_error("ctl: " + where(host, port) + " is not a DualPath scheduler control port: " + describe(h.error()));
   impl_->handle = std::move(*h);
 }
 

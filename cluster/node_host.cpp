@@ -100,7 +100,7 @@ node_actors spawn_node_actors(caf::actor_system& sys, const run_base& base, cons
     engine_setup es;
     es.engine = node * per_node + i;
     es.view = view;
-    es.io = &io;
+    es.node = &io;
     es.ep_group = ep;
     es.backend = i == 0 && first_backend ? first_backend
                                          : std::shared_ptr<gpu::compute_backend>(gpu::make_backend(base.backend_options));

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "protocol/system_config.hpp"
+#include "protocol/errors.hpp"
 #include "cluster/metrics.hpp"
 #include "cluster/node_processes.hpp"
 #include "cluster/node_host.hpp"
@@ -56,7 +57,7 @@ registry_actor connect_registry(caf::actor_system& sys, const std::string& host,
     if (r) return *r;
     if (std::chrono::steady_clock::now() > deadline)
       throw user_error(fmt::format("node: no registry at {}:{} within {:.1f} s: {}", host, port,
-                                   timeout.count() / 1000.0, sys.render(r.error())));
+                                   timeout.count() / 1000.0, describe(r.error())));
     if (sleep_unless_stopped(std::chrono::milliseconds(100)))
       throw user_error(fmt::format("node: stopped by signal {} while waiting for the registry at {}:{}",
                                    stop_requested(), host, port));
@@ -107,7 +108,7 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
     failure.clear();
     self->request(registry, timeout, atom::join_v, node, proof)
         .receive([&](const envelope<schema::NodeSetup>& e) { std::tie(cluster_file, policy) = decode(e); },
-                 [&](const caf::error& e) { failure = sys.render(e); });
+                 [&](const caf::error& e) { failure = describe(e); });
     if (failure.find("is running") == std::string::npos || std::chrono::steady_clock::now() > join_deadline ||
         stop_requested())
       break;
@@ -149,7 +150,7 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
             cluster = h;
             entries = decode(d);
           },
-          [&](const caf::error& e) { failure = sys.render(e); });
+          [&](const caf::error& e) { failure = describe(e); });
   if (!failure.empty()) {
     stop_all();
     throw user_error(fmt::format("node {}: wiring through {} failed: {}", node, where, failure));

@@ -1,4 +1,5 @@
-// The launcher's side of a multi-process run: the registry actor and the node processes it starts.
+// The launcher's side of a multi-process run: the node processes it starts and watches (the registry they
+// join is cluster/registry.cpp).
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <fmt/format.h>
@@ -14,7 +15,9 @@
 #include <tuple>
 
 #include "cluster/control_client.hpp"
+#include "protocol/errors.hpp"
 #include "cluster/node_processes.hpp"
+#include "cluster/registry.hpp"
 #include "core/status.hpp"
 #include "core/stop_signals.hpp"
 
@@ -23,130 +26,6 @@ extern char** environ;
 namespace dualpath::actors {
 
 namespace {
-
-using wiring_promise = caf::typed_response_promise<cluster_handles, envelope<schema::FabricDirectory>>;
-
-struct registry_state {
-  static inline const char* name = "registry";
-  std::string cluster_file, policy;
-  std::string proof;                       // secret_proof(secret, registry): what every message must carry
-  std::shared_ptr<refused_peers> refused;  // messages without it (docs/design.md §13)
-  caf::actor launcher;  // gets (join, N), (ready, cluster_handles) once every node is connected, then (rejoin, ...)
-  cluster_handles handles;
-  std::vector<bool> registered;
-  std::vector<std::vector<runtime::endpoint_entry>> entries;  // per node: its endpoints as last registered
-  std::vector<wiring_promise> waiting;
-  uint32_t ready = 0;
-  bool wired = false;          // every node got the cluster: from now on only a lost node may join again
-  std::vector<bool> lost;      // the launcher said so: a new process may take this index
-  std::vector<bool> rejoining;  // wired again, its ready not yet seen
-
-  uint32_t nodes() const { return uint32_t(registered.size()); }
-
-  std::string refuse(uint32_t node) const {
-    if (node >= nodes()) return fmt::format("node {} is not in this cluster ({} nodes)", node, nodes());
-    if (wired && !lost[node]) return fmt::format("node {} is running: only a lost node can join a running cluster", node);
-    return "";
-  }
-
-  envelope<schema::FabricDirectory> directory() const {
-    std::vector<runtime::endpoint_entry> all;
-    for (const auto& n : entries) all.insert(all.end(), n.begin(), n.end());
-    return encode(all);
-  }
-
-  // Node `h.node` registered; once all have, every waiting node gets the whole cluster. A node that
-  // rejoins gets it at once, as it is now (docs/design.md §13).
-  void add(const node_handles& h, std::vector<runtime::endpoint_entry> node_entries, wiring_promise promise) {
-    registered[h.node] = true;
-    handles.nodes[h.node] = h;
-    entries[h.node] = std::move(node_entries);
-    if (wired) {
-      lost[h.node] = false;
-      rejoining[h.node] = true;
-      promise.deliver(handles, directory());
-      return;
-    }
-    waiting.push_back(std::move(promise));
-    if (std::count(registered.begin(), registered.end(), true) < int(nodes())) return;
-    wired = true;
-    const auto all = directory();
-    for (auto& p : waiting) p.deliver(handles, all);
-    waiting.clear();
-  }
-
-  void on_ready(uint32_t node) {
-    if (node >= nodes()) return;
-    if (rejoining[node]) {
-      rejoining[node] = false;
-      caf::anon_send(launcher, atom::rejoin_v, handles.nodes[node], encode(entries[node]));
-    } else if (++ready == nodes()) {
-      caf::anon_send(launcher, atom::ready_v, handles);
-    }
-  }
-};
-
-// Ok, or the error a message without the cluster's secret gets; logged (never the proof) and counted.
-caf::error admit(registry_actor::stateful_pointer<registry_state> self, const std::string& proof, const char* what,
-                 uint32_t node) {
-  if (proof_matches(self->state.proof, proof)) return {};
-  const auto n = ++self->state.refused->joins;
-  const auto sender = self->current_sender();
-  spdlog::warn("node registry: refused '{}' for node {} from {}: wrong cluster secret ({} refused so far)", what, node,
-               sender ? caf::to_string(sender->node()) : std::string("an anonymous peer"), n);
-  return caf::make_error(caf::sec::invalid_argument, "wrong cluster secret");
-}
-
-registry_actor::behavior_type registry(registry_actor::stateful_pointer<registry_state> self, uint32_t nodes,
-                                       std::string cluster_file, std::string policy, cluster_handles handles,
-                                       caf::actor launcher, std::string proof, std::shared_ptr<refused_peers> refused) {
-  auto& st = self->state;
-  st.proof = std::move(proof);
-  st.refused = std::move(refused);
-  st.cluster_file = std::move(cluster_file);
-  st.policy = std::move(policy);
-  st.launcher = std::move(launcher);
-  st.handles = std::move(handles);
-  st.handles.nodes.resize(nodes);
-  st.registered.assign(nodes, false);
-  st.entries.resize(nodes);
-  st.lost.assign(nodes, false);
-  st.rejoining.assign(nodes, false);
-  return {
-      [self](atom::join, uint32_t node, const std::string& proof) -> caf::result<envelope<schema::NodeSetup>> {
-        if (auto e = admit(self, proof, "join", node)) return e;
-        if (auto why = self->state.refuse(node); !why.empty()) {
-          spdlog::warn("node registry: refused a join as node {}: {}", node, why);
-          return caf::make_error(caf::sec::invalid_argument, why);
-        }
-        if (!self->state.wired) caf::anon_send(self->state.launcher, atom::join_v, node);  // start-up progress
-        return encode_setup(self->state.cluster_file, self->state.policy);
-      },
-      [self](atom::wire, const node_handles& h, const envelope<schema::FabricDirectory>& e,
-             const std::string& proof) -> wiring_promise {
-        auto promise = self->make_response_promise<cluster_handles, envelope<schema::FabricDirectory>>();
-        if (auto err = admit(self, proof, "wire", h.node)) {
-          promise.deliver(std::move(err));
-          return promise;
-        }
-        std::string why = self->state.refuse(h.node);
-        if (why.empty() && self->state.registered[h.node]) why = fmt::format("node {} registered twice", h.node);
-        if (!why.empty()) promise.deliver(caf::make_error(caf::sec::invalid_argument, why));
-        else self->state.add(h, decode(e), promise);
-        return promise;
-      },
-      [self](atom::ready, uint32_t node, const std::string& proof) {
-        if (admit(self, proof, "ready", node)) return;
-        self->state.on_ready(node);
-      },
-      [self](atom::lost, uint32_t node, const std::string& proof) {
-        if (admit(self, proof, "lost", node) || node >= self->state.nodes()) return;
-        self->state.lost[node] = true;
-        self->state.registered[node] = false;
-        self->state.rejoining[node] = false;
-      },
-  };
-}
 
 std::string describe_exit(uint32_t node, int pid, int status) {
   if (WIFSIGNALED(status)) return fmt::format("node {} (pid {}) was killed by signal {}", node, pid, WTERMSIG(status));
@@ -165,8 +44,8 @@ node_processes::node_processes(caf::actor_system& sys, const cluster_view& view,
   auto& self = *watcher_;  // hears the registry: joins, the cluster once ready, rejoins later
   proof_ = secret_proof(launch.secret, secret_purpose::registry);
   // format_cluster_config leaves the secret out: the cluster file travels, the secret does not.
-  auto reg = sys.spawn(registry, nodes, format_cluster_config(view.config), view.mode.name(), handles,
-                       caf::actor_cast<caf::actor>(self), proof_, launch.refused);
+  auto reg = spawn_registry(sys, nodes, format_cluster_config(view.config), view.mode.name(), handles,
+                            caf::actor_cast<caf::actor>(self), proof_, launch.refused);
   registry_ = caf::actor_cast<caf::actor>(reg);
 
   std::string host = "127.0.0.1";
@@ -175,7 +54,7 @@ node_processes::node_processes(caf::actor_system& sys, const cluster_view& view,
   auto port = sys.middleman().publish(reg, want, host.c_str());
   if (!port) {
     shutdown();
-    throw user_error(fmt::format("cannot publish the node registry on {}:{}: {}", host, want, sys.render(port.error())));
+    throw user_error(fmt::format("cannot publish the node registry on {}:{}: {}", host, want, describe(port.error())));
   }
   port_ = *port;
   const std::string registry_at = fmt::format("{}:{}", host, port_);
@@ -248,6 +127,11 @@ void node_processes::spawn_nodes(const std::string& program, const std::string& 
 // then kills and reaps them; closes the registry.
 void node_processes::shutdown() {
   for (auto& c : controls_) caf::anon_send(c, atom::stop_v);
+  // Spawned nodes not wired yet have no control actor to hear a stop: they get SIGTERM, which they handle
+  // themselves (core/stop_signals.hpp).
+  if (controls_.empty())
+    for (size_t i = 0; i < pids_.size(); ++i)
+      if (!reaped_[i]) kill(pids_[i], SIGTERM);
   if (watcher_) stop_rejoining();
   reap_until(std::chrono::steady_clock::now() + std::chrono::seconds(5));
   for (size_t i = 0; i < pids_.size(); ++i)
@@ -314,7 +198,7 @@ status node_processes::check() {
   drain();
   std::string gone;
   for (const auto& d : downs_)
-    if (auto n = note_down(d); n && gone.empty()) gone = fmt::format("node {} went away ({})", *n, sys_.render(d.reason));
+    if (auto n = note_down(d); n && gone.empty()) gone = fmt::format("node {} went away ({})", *n, describe(d.reason));
   downs_.clear();
   if (gone.empty()) return {};
   return status(errc::unavailable, gone);
@@ -333,7 +217,7 @@ std::vector<std::pair<uint32_t, std::string>> node_processes::poll_lost() {
   drain();
   for (const auto& d : downs_)
     for (size_t n = 0; n < controls_.size(); ++n)
-      if (controls_[n].address() == d.source) lose(n, fmt::format("node {} went away ({})", n, sys_.render(d.reason)));
+      if (controls_[n].address() == d.source) lose(n, fmt::format("node {} went away ({})", n, describe(d.reason)));
   downs_.clear();
   // The heartbeat: a node whose process runs but whose actors do not answer is as good as dead.
   const auto now = std::chrono::steady_clock::now();
@@ -344,7 +228,7 @@ std::vector<std::pair<uint32_t, std::string>> node_processes::poll_lost() {
     if (lost_[n]) continue;
     std::string failure;
     self->request(controls_[n], heartbeat_deadline, atom::ping_v)
-        .receive([](uint32_t) {}, [&](const caf::error& e) { failure = sys_.render(e); });
+        .receive([](uint32_t) {}, [&](const caf::error& e) { failure = describe(e); });
     if (failure.empty()) continue;
     if (n < pids_.size() && !reaped_[n]) {  // a hung process of ours must not come back with late answers
       kill(pids_[n], SIGKILL);
@@ -404,7 +288,7 @@ std::vector<uint32_t> node_processes::poll_rejoined() {
         asked.emplace_back(m, n, self->request(controls_[m], timeout_, atom::rejoin_v, h, entries));
     for (auto& [who, about, a] : asked)
       a.receive([](uint32_t) {}, [&, who = who, about = about](const caf::error& e) {
-        spdlog::warn("launcher: node {} did not take rejoined node {}: {}", who, about, sys_.render(e));
+        spdlog::warn("launcher: node {} did not take rejoined node {}: {}", who, about, describe(e));
       });
     controls_[n] = control;
     (*watcher_)->monitor(controls_[n]);
@@ -427,7 +311,7 @@ std::vector<node_counters> node_processes::stats() {
     std::string failure;
     self->request(controls_[n], timeout_, atom::stats_v)
         .receive([&](const envelope<schema::NodeCounters>& e) { out.push_back(decode(e)); },
-                 [&](const caf::error& e) { failure = sys_.render(e); });
+                 [&](const caf::error& e) { failure = describe(e); });
     if (!failure.empty()) throw user_error(fmt::format("node {} did not report its counters: {}", n, failure));
   }
   return out;

@@ -1,4 +1,5 @@
 #include "cluster/ui_page.hpp"
+#include "protocol/errors.hpp"
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
@@ -250,7 +251,7 @@ ui_page::policy_setter scheduler_policy_setter(caf::actor_system& sys, scheduler
       caf::scoped_actor self{sys};
       self->request(scheduler, timeout, atom::policy_v, atom::set_v, name)
           .receive([&](const envelope<schema::PolicyStatus>& e) { st = decode(e); },
-                   [&](const caf::error& e) { st.message = "the scheduler did not answer: " + caf::to_string(e); });
+                   [&](const caf::error& e) { st.message = "the scheduler did not answer: " + describe(e); });
     }
     // A scoped actor leaves this thread holding the system's logger (thread-local), and the actor system's
     // destructor waits for the logger to go: the server's thread outlives the run, so it lets go here.

@@ -68,9 +68,10 @@ function(dualpath_component name)
   add_library(dualpath::${name} ALIAS dualpath_${name})
 endfunction()
 
-# dualpath_test(NAME [DEPS ...]): one doctest binary per tests/ subfolder, registered with ctest.
+# dualpath_test(NAME [DEPS ...] [ARGS ...]): one doctest binary per tests/ subfolder, registered with ctest
+# (ARGS: doctest options, e.g. a filter when a folder's cases run as more than one ctest entry).
 function(dualpath_test name)
-  cmake_parse_arguments(arg "" "" "DEPS" ${ARGN})
+  cmake_parse_arguments(arg "" "" "DEPS;ARGS" ${ARGN})
   file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
   if(NOT sources)
     return()
@@ -78,7 +79,7 @@ function(dualpath_test name)
   add_executable(test_${name} ${sources})
   target_link_libraries(test_${name} PRIVATE dualpath_test_main ${arg_DEPS})
   target_include_directories(test_${name} PRIVATE ${DOCTEST_INCLUDE_DIR} ${PROJECT_SOURCE_DIR})
-  add_test(NAME ${name} COMMAND test_${name} --force-colors=0)
+  add_test(NAME ${name} COMMAND test_${name} --force-colors=0 ${arg_ARGS})
   set_tests_properties(${name} PROPERTIES TIMEOUT 600
     ENVIRONMENT "DUALPATH_SOURCE_DIR=${PROJECT_SOURCE_DIR};DUALPATH_BINARY=$<TARGET_FILE:dualpath>")
 endfunction()

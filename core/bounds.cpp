@@ -22,6 +22,7 @@ void require_positive(double v, const char* what) {
 
 // Per-link load as a function of x = P/D, in GB/s, from T_p = Bs/(D·g²) and T_c = Bs/(P·g²).
 struct row_def {
+  bound_link id;
   const char* name;
   const char* link;
   const char* load;
@@ -33,20 +34,20 @@ struct row_def {
 };
 
 const row_def rows[] = {
-    {"pe_cnic_read", "PE CNIC, read (PE path steps 3, 5)", "2·T_p·D·g = 2·B·s/g", "s <= g/2", bound_kind::fixed, false,
+    {bound_link::pe_cnic_read, "pe_cnic_read", "PE CNIC, read (PE path steps 3, 5)", "2·T_p·D·g = 2·B·s/g", "s <= g/2", bound_kind::fixed, false,
      [](double, double g, double s, double B) { return 2 * B * s / g; }, nullptr},
-    {"pe_cnic_write", "PE CNIC, write (PE step 4, DE step 5)", "(T_p+T_c)·D·g", "P/D >= s/(g-s)", bound_kind::lower, false,
+    {bound_link::pe_cnic_write, "pe_cnic_write", "PE CNIC, write (PE step 4, DE step 5)", "(T_p+T_c)·D·g", "P/D >= s/(g-s)", bound_kind::lower, false,
      [](double x, double g, double s, double B) { return B * s / g * (1 + 1 / x); },
      [](double g, double s, double, double) { return s / (g - s); }},
-    {"de_cnic_read", "DE CNIC, read (DE steps 3, 6; PE step 8)", "(T_p+2·T_c)·P·g", "P/D <= (g-2s)/s", bound_kind::upper, false,
+    {bound_link::de_cnic_read, "de_cnic_read", "DE CNIC, read (DE steps 3, 6; PE step 8)", "(T_p+2·T_c)·P·g", "P/D <= (g-2s)/s", bound_kind::upper, false,
      [](double x, double g, double s, double B) { return B * s / g * (x + 2); },
      [](double g, double s, double, double) { return (g - 2 * s) / s; }},
-    {"de_cnic_write", "DE CNIC, write (PE steps 7, 9; DE step 7)", "(2·T_p+T_c)·P·g", "P/D <= (g-s)/(2s)", bound_kind::upper, false,
+    {bound_link::de_cnic_write, "de_cnic_write", "DE CNIC, write (PE steps 7, 9; DE step 7)", "(2·T_p+T_c)·P·g", "P/D <= (g-s)/(2s)", bound_kind::upper, false,
      [](double x, double g, double s, double B) { return B * s / g * (2 * x + 1); },
      [](double g, double s, double, double) { return (g - s) / (2 * s); }},
-    {"pe_dram", "PE node DRAM", "2·s·B", "2·s·B <= M", bound_kind::fixed, true,
+    {bound_link::pe_dram, "pe_dram", "PE node DRAM", "2·s·B", "2·s·B <= M", bound_kind::fixed, true,
      [](double, double, double s, double B) { return 2 * s * B; }, nullptr},
-    {"de_dram", "DE node DRAM", "(3 + 2·P/D)·s·B", "P/D <= (M/(s·B) - 3)/2", bound_kind::upper, true,
+    {bound_link::de_dram, "de_dram", "DE node DRAM", "(3 + 2·P/D)·s·B", "P/D <= (M/(s·B) - 3)/2", bound_kind::upper, true,
      [](double x, double, double s, double B) { return (3 + 2 * x) * s * B; },
      [](double, double s, double B, double M) { return (M / (s * B) - 3) / 2; }},
 };
@@ -79,6 +80,7 @@ bounds_report evaluate_bounds(const bounds_input& in) {
 
   for (const auto& def : rows) {
     bound_row r;
+    r.id = def.id;
     r.name = def.name;
     r.link = def.link;
     r.load = def.load;
@@ -131,10 +133,10 @@ std::string bounds_report::infeasibility() const {
   for (const auto& r : rows) {
     if (r.holds) continue;
     if (!why.empty()) why += "; ";
-    if (r.name == "pe_cnic_read") {
+    if (r.id == bound_link::pe_cnic_read) {
       why += fmt::format("s = {} exceeds g/2 = {}: a PE CNIC would have to read 2·s·B/g = {:.4g} GB/s but carries B = {} GB/s",
                          s, g / 2, 2 * s * B / g, B);
-    } else if (r.name == "pe_dram") {
+    } else if (r.id == bound_link::pe_dram) {
       why += fmt::format("PE DRAM needs 2·s·B = {:.4g} GB/s but M = {} GB/s", 2 * s * B, M);
     } else {
       why += fmt::format("{} ({}) cannot hold for any P/D", r.name, r.condition);

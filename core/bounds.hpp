@@ -24,7 +24,11 @@ enum class bound_kind {
 };
 const char* to_string(bound_kind k);
 
+// The links of docs/design.md §5, one row each.
+enum class bound_link : uint8_t { pe_cnic_read, pe_cnic_write, de_cnic_read, de_cnic_write, pe_dram, de_dram };
+
 struct bound_row {
+  bound_link id = bound_link::pe_cnic_read;
   std::string name;       // e.g. "de_cnic_write"
   std::string link;       // human name of the link and direction
   std::string load;       // load formula as in docs/design.md §5

@@ -1,4 +1,5 @@
 #include "core/cluster_config.hpp"
+#include "core/modes.hpp"
 
 #include <fmt/format.h>
 
@@ -169,6 +170,8 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
   const auto* sc = r.section("schedule", {"policy", "alpha_s", "beta_s", "alpha_tokens", "beta_tokens", "z_slack",
                                            "quota_ms", "quota_scope", "switch"});
   r.get(sc, "schedule", "policy", c.policy);
+  if (!parse_run_mode(c.policy).ok())
+    r.fail("schedule.policy", unknown_name("run policy", c.policy, run_policy_names()));
   r.get(sc, "schedule", "alpha_s", c.alpha_s);
   r.get(sc, "schedule", "beta_s", c.beta_s);
   r.get(sc, "schedule", "alpha_tokens", c.alpha_tokens);
@@ -194,6 +197,8 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
         r.get(t, name, "at_s", s.at_s);
         r.get(t, name, "policy", s.policy);
         if (s.policy.empty()) r.fail(name + ".policy", "missing");
+        if (!is_scheduler_policy(s.policy))
+          r.fail(name + ".policy", unknown_name("scheduler policy", s.policy, scheduler_policy_names()));
         c.switches.push_back(s);
       }
     }

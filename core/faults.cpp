@@ -41,10 +41,6 @@ void disarm(point p) {
   seams[int(p)].armed = false;
 }
 
-void disarm_all() {
-  for (int i = 0; i < point_count; ++i) disarm(point(i));
-}
-
 bool fire(point p) {
   auto& s = seams[int(p)];
   if (!s.armed.load(std::memory_order_relaxed)) return false;

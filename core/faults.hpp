@@ -28,7 +28,6 @@ const char* name(point p);
 // The next `times` hits of `p` fire (0: every hit until disarmed), after `skip` hits that do not.
 void arm(point p, uint32_t times = 1, uint32_t skip = 0);
 void disarm(point p);
-void disarm_all();
 
 // Called at the seam: true when this hit must fail.
 bool fire(point p);

@@ -1,5 +1,7 @@
 #include "core/modes.hpp"
 
+#include <algorithm>
+
 #include "core/names.hpp"
 
 namespace dualpath {
@@ -42,6 +44,16 @@ const std::vector<std::string>& run_policy_names() {
     return out;
   }();
   return names;
+}
+
+const std::vector<std::string>& scheduler_policy_names() {
+  static const std::vector<std::string> names{"dualpath", "basic", "round_robin", "split", "alternate", "framework"};
+  return names;
+}
+
+bool is_scheduler_policy(std::string_view name) {
+  const auto& n = scheduler_policy_names();
+  return std::find(n.begin(), n.end(), name) != n.end();
 }
 
 result<run_mode> parse_run_mode(std::string_view name) {

@@ -46,13 +46,6 @@ json read_json_file(const std::string& path) {
 
 }  // namespace
 
-safetensors_index safetensors_index::open_file(const std::string& path) {
-  safetensors_index idx;
-  idx.where_ = path;
-  idx.add_file(path, nullptr);
-  return idx;
-}
-
 safetensors_index safetensors_index::open_dir(const std::string& dir) {
   safetensors_index idx;
   idx.where_ = dir;

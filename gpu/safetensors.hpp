@@ -26,7 +26,6 @@ struct tensor_entry {
 class safetensors_index {
  public:
   static safetensors_index open_dir(const std::string& dir);
-  static safetensors_index open_file(const std::string& path);
 
   bool has(const std::string& name) const { return entries_.count(name) != 0; }
   const tensor_entry& entry(const std::string& name) const;  // throws user_error when missing

@@ -1,5 +1,6 @@
 #include "protocol/errors.hpp"
 
+#include <caf/exit_reason.hpp>
 #include <caf/sec.hpp>
 
 namespace dualpath::actors {
@@ -14,7 +15,9 @@ status to_status(const caf::error& e) {
   }
   if (e.category() == caf::atom("system")) {
     const auto code = static_cast<caf::sec>(e.code());
-    const std::string text = caf::to_string(code);
+    // CAF's context says where ("ip_connect failed", host, port): kept, it is what a user needs to see.
+    const std::string text =
+        caf::to_string(code) + (e.context().empty() ? std::string() : " " + caf::to_string(e.context()));
     switch (code) {
       case caf::sec::request_timeout: return status(errc::timeout, "no answer in time (" + text + ")");
       case caf::sec::request_receiver_down:
@@ -26,6 +29,8 @@ status to_status(const caf::error& e) {
         return status(errc::internal, text);
     }
   }
+  if (e.category() == caf::atom("exit"))
+    return status(errc::unavailable, "exited (" + caf::to_string(static_cast<caf::exit_reason>(e.code())) + ")");
   return status(errc::internal, "error code " + std::to_string(e.code()) + " of category " + caf::to_string(e.category()));
 }
 

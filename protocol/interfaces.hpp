@@ -4,9 +4,10 @@
 // envelopes (protocol/*_codec.hpp); messages between an engine and its own compute worker stay in one
 // process and carry pointers to the job (KV bytes never travel in a message).
 //
-// Timeouts: a request between actors waits at most the cluster's `timeout_s` (engines, clients, traffic
-// queues), 10 s for a leader's fetch, the control client's own deadline for the control port, and for
-// the compute worker a bound derived from the cost model of the pass (actors/engine_base.hpp).
+// Timeouts, every one derived from the cluster's `timeout_s` in protocol/waits.hpp: a request between
+// actors waits at most `timeout_s` (clients, leaders, the launcher, the control port), an engine's
+// request to a traffic queue `2·timeout_s`, the compute worker `timeout_s` plus twenty times the cost
+// model's estimate of the pass; the control client has its own deadline (`ctl --timeout-ms`).
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/fwd.hpp>
 #include <caf/replies_to.hpp>
@@ -33,7 +34,7 @@ using scheduler_actor = caf::typed_actor<
     // they do not count yet (docs/design.md §7.1). No answer.
     caf::reacts_to<atom::report, envelope<schema::GroupReport>>,
     // PE leader: ask for work for its group's engines; answers the assignments the active policy makes now
-    // (possibly none): PE, DE, read path and, for split, the block ranges. Leaders wait 10 s.
+    // (possibly none): PE, DE, read path and, for split, the block ranges. Leaders wait `timeout_s`.
     caf::replies_to<atom::fetch, envelope<schema::Fetch>>::with<envelope<schema::Assignments>>,
     // Control: switch the active policy for requests not yet assigned. An unknown name is refused
     // (ok = false, the running policy stays) with the list of known names.

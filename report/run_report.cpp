@@ -111,6 +111,7 @@ nlohmann::json to_json(const run_summary& s) {
   j["agent_jct_mean_s"] = s.agent_jct_mean_s;
   j["ttft_breakdown_s"] = {{"queue", dist(s.queue)}, {"assign", dist(s.assign)}, {"kv_read", dist(s.kv_read)},
                            {"prefill", dist(s.prefill)}};
+  j["prefill_nodes"] = s.prefill_nodes;
   j["snic_bytes"] = s.snic_bytes;
   j["snic_max_over_avg"] = s.snic_max_over_avg;
   j["store_read_bytes"] = s.store_read_bytes;

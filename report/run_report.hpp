@@ -53,6 +53,7 @@ struct run_summary {
   double agent_jct_mean_s = 0;  // per agent: its last turn's answer minus its first turn's submission
   double ttft_peak_window_s = 0;  // peak_window_mean_ttft
   distribution queue, assign, kv_read, prefill;
+  uint32_t prefill_nodes = 0;        // nodes 0..prefill_nodes-1 are prefill nodes, the rest decode nodes
   std::vector<uint64_t> snic_bytes;  // per node
   double snic_max_over_avg = 0;
   uint64_t store_read_bytes = 0;           // bytes read from block files, summed over nodes (0 under oracle)

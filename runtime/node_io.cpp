@@ -49,9 +49,13 @@ node_io::node_io(const node_io_options& options, storage::block_store& store)
   thread_ = std::thread([this] { run(); });
 }
 
-node_io::~node_io() {
+node_io::~node_io() { stop(); }
+
+void node_io::stop() {
   {
     std::lock_guard<std::mutex> g(mutex_);
+    if (stopped_) return;
+    stopped_ = true;
     stop_ = true;
   }
   wake_.notify_all();

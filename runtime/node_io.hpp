@@ -25,6 +25,7 @@
 #include "runtime/kv_mover.hpp"
 #include "runtime/kv_types.hpp"
 #include "runtime/load_tracker.hpp"
+#include "runtime/node_doors.hpp"
 #include "runtime/slot_pool.hpp"
 #include "runtime/snic_sampler.hpp"
 #include "core/block_key.hpp"
@@ -54,11 +55,6 @@ struct node_io_options {
   std::shared_ptr<dram_blocks> dram;  // with bypass: shared by every node of the run
 };
 
-// The node's read_q and the requests whose reads it counts, for its leader's report (docs/design.md §7.1).
-struct read_queue_report {
-  uint64_t read_q = 0;
-  std::vector<uint64_t> requests;  // loads asked for now, or at some point since the previous report
-};
 
 struct node_io_stats {
   uint64_t snic_bytes = 0;       // bytes read from storage through this node's SNIC
@@ -71,43 +67,40 @@ struct node_io_stats {
   uint32_t slots_total = 0, slots_free = 0, slots_low_water = 0;
 };
 
-class node_io {
+class node_io final : public data_plane, public node_services {
  public:
   node_io(const node_io_options& options, storage::block_store& store);
   ~node_io();
   node_io(const node_io&) = delete;
   node_io& operator=(const node_io&) = delete;
 
+  // Ends the progress thread and waits for storage reads still running; no transfer moves after it.
+  // Nodes of one process that copy into each other's memory are all stopped before any is destroyed:
+  // a run stopped mid-transfer must not have one node write into another's freed buffer.
+  void stop();
+
   // This node's endpoints, for the cluster-wide directory; then connect() every endpoint to every peer.
   std::vector<endpoint_entry> entries() const;
   void connect(const fabric_directory& directory);
 
-  gpu::hbm_arena& hbm(uint32_t engine);
+  gpu::hbm_arena& hbm(uint32_t engine) override;
   std::byte* slot_data(uint32_t slot) const;  // payload of a buffer slot: one Full Block
   uint64_t slot_offset(uint32_t slot) const;  // its offset in the buffer region (for copy_op)
   uint64_t hbm_offset(uint32_t engine, const std::byte* p);  // offset of p in the engine's HBM region
   uint32_t slots_total() const { return slots_.total(); }
 
-  // Reserves `count` buffer slots, waiting (FIFO) while the buffer is full; `done` gets them, or an error
-  // when the request alone is larger than the whole buffer or the wait exceeds the timeout.
-  void reserve(uint32_t count, std::function<void(result<std::vector<uint32_t>>)> done);
-  // Reserves slots for `keys` and reads those Full Blocks through the SNIC gate into them. The load's bytes
-  // count in read_q from this call on, also while it waits for slots; `request` (0: none) names it in
-  // take_read_report.
-  void load(std::vector<block_key> keys, std::function<void(load_result)> done, uint64_t request = 0);
-  void release(const std::vector<uint32_t>& slots);
-  // Posts copies (sliced, arbitrated, capped by the endpoints); `done` runs once all finished.
-  void copy(std::vector<copy_op> ops, transport::traffic_class tc, std::function<void(status)> done);
-  // Writes a Full Block to storage in the background (the payload is copied first); `done` (optional)
-  // runs on the writer thread afterwards, whether or not the write succeeded.
-  void persist(block_key key, block_key parent, const std::byte* payload, std::function<void()> done = {});
+  // The data plane (runtime/node_doors.hpp): loads read through the SNIC gate (the oracle's straight
+  // from the store), copies through this node's endpoints.
+  void reserve(uint32_t count, std::function<void(result<std::vector<uint32_t>>)> done) override;
+  void load(std::vector<block_key> keys, std::function<void(load_result)> done, uint64_t request = 0) override;
+  void release(const std::vector<uint32_t>& slots) override;
+  void copy(std::vector<copy_op> ops, transport::traffic_class tc, std::function<void(status)> done) override;
+  void persist(block_key key, block_key parent, const std::byte* payload, std::function<void()> done = {}) override;
 
   // Bytes (block file bytes) of the loads asked for and not yet released by the SNIC: queued or in flight
   // at the gate, or still waiting for DRAM slots.
   uint64_t read_q() const;
-  // read_q with the requests it counts. The ids are taken before the bytes, so a request named is either
-  // in the bytes or done. Meant for one caller, the leader: each call forgets the loads finished before it.
-  read_queue_report take_read_report();
+  read_queue_report take_read_report() override;
   node_io_stats stats() const;
   // read bytes and read_q of the SNIC every 20 ms since the node started (docs/design.md §15).
   std::vector<snic_sample> snic_samples() const { return sampler_.samples(); }
@@ -158,6 +151,7 @@ class node_io {
   std::unordered_map<uint64_t, uint32_t> reading_;  // request -> its loads not yet answered
   std::vector<uint64_t> read_done_;                 // requests whose loads all ended since the last report
   std::atomic<bool> stop_{false};
+  bool stopped_ = false;  // stop() ran (under mutex_)
   std::thread thread_;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/modes.hpp"
 #include "core/names.hpp"
 #include "core/status.hpp"
 #include "schedule/selection.hpp"
@@ -304,23 +305,23 @@ class framework_policy final : public round_robin_policy {
 
 }  // namespace
 
-const std::vector<std::string>& policy_names() {
-  static const std::vector<std::string> names{"dualpath", "basic", "round_robin", "split", "alternate", "framework"};
-  return names;
-}
+const std::vector<std::string>& policy_names() { return scheduler_policy_names(); }
 
-bool is_policy_name(std::string_view name) {
-  const auto& names = policy_names();
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
+bool is_policy_name(std::string_view name) { return is_scheduler_policy(name); }
 
 std::unique_ptr<policy> make_policy(std::string_view name) {
-  if (name == "dualpath") return std::make_unique<dualpath_policy>();
-  if (name == "basic") return std::make_unique<basic_policy>();
-  if (name == "round_robin") return std::make_unique<round_robin_policy>();
-  if (name == "split") return std::make_unique<split_policy>();
-  if (name == "alternate") return std::make_unique<alternate_policy>();
-  if (name == "framework") return std::make_unique<framework_policy>();
+  // One factory per name of scheduler_policy_names() (core/modes.cpp), which the names test keeps in step.
+  using factory = std::unique_ptr<policy> (*)();
+  static const std::pair<std::string_view, factory> factories[] = {
+      {"dualpath", [] { return std::unique_ptr<policy>(new dualpath_policy()); }},
+      {"basic", [] { return std::unique_ptr<policy>(new basic_policy()); }},
+      {"round_robin", [] { return std::unique_ptr<policy>(new round_robin_policy()); }},
+      {"split", [] { return std::unique_ptr<policy>(new split_policy()); }},
+      {"alternate", [] { return std::unique_ptr<policy>(new alternate_policy()); }},
+      {"framework", [] { return std::unique_ptr<policy>(new framework_policy()); }},
+  };
+  for (const auto& [n, make] : factories)
+    if (n == name) return make();
   throw_unknown_name("scheduling policy", name, policy_names());
 }
 

@@ -40,9 +40,6 @@ struct cluster_snapshot {
   const node_snapshot* find(uint32_t node) const;
   // Inserts or returns the node `node`; a node never changes role once created.
   node_snapshot& upsert(uint32_t node, role kind);
-  // Replaces the engine's numbers (inserting it into its node's group when new).
-  void update_engine(role kind, const engine_snapshot& e);
-  void update_read_q(uint32_t node, role kind, uint64_t read_q);
   size_t engine_count(role kind) const;
 };
 

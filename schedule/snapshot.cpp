@@ -39,21 +39,6 @@ node_snapshot& cluster_snapshot::upsert(uint32_t node, role kind) {
   return *nodes.insert(it, std::move(fresh));
 }
 
-void cluster_snapshot::update_engine(role kind, const engine_snapshot& e) {
-  auto& n = upsert(e.node, kind);
-  for (auto& existing : n.engines) {
-    if (existing.engine == e.engine) {
-      existing = e;
-      return;
-    }
-  }
-  n.engines.push_back(e);
-}
-
-void cluster_snapshot::update_read_q(uint32_t node, role kind, uint64_t read_q) {
-  upsert(node, kind).read_q = read_q;
-}
-
 size_t cluster_snapshot::engine_count(role kind) const {
   size_t count = 0;
   for (const auto& n : nodes)

@@ -61,7 +61,9 @@ simulator::simulator(const sim_options& o) : o_(o), cfg_(o.config), mode_(run_mo
   // The groups of docs/design.md §7.2/§7.3, as the launcher gives them to the scheduler.
   params_.groups = {cfg_.pe_group_nodes, cfg_.de_group_nodes, cfg_.prefill_nodes};
   policy_ = schedule::make_policy(mode_.scheduler_policy);
-  for (const auto& s : cfg_.switches) run_mode_of(s.policy);  // every name checked before the run
+  // A switch names a scheduler policy, as in the runtime's scheduler (actors/scheduler.cpp): every name
+  // checked before the run.
+  for (const auto& s : cfg_.switches) schedule::make_policy(s.policy);
 
   // The prefill engine's batcher, built as the runtime builds it (docs/design.md §7.6-7.7).
   const double quota_s = mode_.compute_quota ? cfg_.quota_ms / 1000.0 : schedule::no_quota_s;
@@ -127,7 +129,7 @@ sim_result simulator::run() {
       case event_kind::step_done: step_done(e.id, e.tag); break;
       case event_kind::turn_done: turn_done(e.id); break;
       case event_kind::sample: sample(); break;
-      case event_kind::policy_switch: policy_ = schedule::make_policy(run_mode_of(cfg_.switches[e.id].policy).scheduler_policy); break;
+      case event_kind::policy_switch: policy_ = schedule::make_policy(cfg_.switches[e.id].policy); break;
     }
     if (o_.on_progress && (counters_.events & 0xffff) == 0) {
       const double wall = seconds_since(wall_start_);
@@ -147,6 +149,7 @@ sim_result simulator::run() {
   sim_result r;
   auto& s = r.summary;
   s.policy = o_.policy;
+  s.prefill_nodes = cfg_.prefill_nodes;
   for (const auto& n : nodes_) {
     s.snic_bytes.push_back(n.read_bytes);
     r.snic_write_bytes.push_back(n.write_bytes);

@@ -30,6 +30,30 @@ std::vector<std::vector<turn_shape>> workload() {
   return out;
 }
 
+// The same cluster and agents for `run` and for `sim`.
+std::pair<actors::run_options, sim::sim_options> both(const cluster_config& config, const std::string& policy,
+                                                      const std::vector<std::vector<turn_shape>>& turns) {
+  actors::run_options ro;
+  ro.config = config;
+  ro.policy = policy;
+  sim::sim_options so;
+  so.config = ro.config;
+  so.policy = policy;
+  so.writes = sim::write_back::snic;  // the runtime paces write-back through the decode node's SNIC
+  for (uint32_t a = 0; a < turns.size(); ++a) {
+    actors::agent_script s;
+    s.agent = a;
+    s.turns = turns[a];
+    s.seed = 5;
+    ro.scripts.push_back(s);
+    sim::sim_agent g;
+    g.agent = a;
+    g.turns = turns[a];
+    so.agents.push_back(g);
+  }
+  return {ro, so};
+}
+
 double de_share(const actors::run_summary& s) {
   const double all = double(s.path_pe + s.path_de + s.path_split);
   return all > 0 ? double(s.path_de) / all : 0;
@@ -42,24 +66,7 @@ TEST_CASE("run and sim agree on turns, hit blocks and the path split for basic, 
   const auto turns = workload();
   for (const std::string policy : {"basic", "layerwise", "dualpath"}) {
     CAPTURE(policy);
-    actors::run_options ro;
-    ro.config = test::storage_bound_cluster((dir.path / policy).string());
-    ro.policy = policy;
-    sim::sim_options so;
-    so.config = ro.config;
-    so.policy = policy;
-    so.writes = sim::write_back::snic;  // the runtime paces write-back through the decode node's SNIC
-    for (uint32_t a = 0; a < turns.size(); ++a) {
-      actors::agent_script s;
-      s.agent = a;
-      s.turns = turns[a];
-      s.seed = 5;
-      ro.scripts.push_back(s);
-      sim::sim_agent g;
-      g.agent = a;
-      g.turns = turns[a];
-      so.agents.push_back(g);
-    }
+    auto [ro, so] = both(test::storage_bound_cluster((dir.path / policy).string()), policy, turns);
     const auto run = actors::run_cluster(ro);
     const auto sim = sim::run_sim(so).summary;
     REQUIRE(run.failed_turns == 0);
@@ -73,4 +80,30 @@ TEST_CASE("run and sim agree on turns, hit blocks and the path split for basic, 
     CHECK(std::fabs(de_share(sim) - de_share(run)) <= 0.15);
     CHECK(sim.hit_blocks == run.hit_blocks);  // the same blocks were found in storage
   }
+}
+
+// One policy vocabulary (docs/design.md §7.7): a cluster file's [[schedule.switch]] names a scheduler
+// policy in `run` and in `sim` alike, so the same file switches the same rule in both.
+TEST_CASE("a [[schedule.switch]] switches the same scheduler policy in run and sim") {
+  test::scratch_dir dir;
+  auto turns = workload();
+  turns.resize(8);
+  for (auto& t : turns) t.resize(std::min<size_t>(t.size(), 3));
+  auto config = test::storage_bound_cluster((dir.path / "switch").string());
+  config.switches = {{0.0, "basic"}};  // from the start: every hit block through the prefill node's SNIC
+  auto [ro, so] = both(config, "dualpath", turns);
+  const auto run = actors::run_cluster(ro);
+  const auto sim = sim::run_sim(so).summary;
+  REQUIRE(run.failed_turns == 0);
+  REQUIRE(sim.failed_turns == 0);
+  CHECK(run.turns == sim.turns);
+  CHECK(run.path_de + run.path_split == 0);
+  CHECK(sim.path_de + sim.path_split == 0);
+  CHECK(run.path_pe == run.turns);
+  CHECK(sim.path_pe == sim.turns);
+
+  // A run policy's name is not a scheduler policy: both refuse it, naming the known ones.
+  so.config.switches = ro.config.switches = {{1.0, "layerwise"}};
+  CHECK_THROWS_WITH_AS(actors::run_cluster(ro), doctest::Contains("known: dualpath, basic"), user_error);
+  CHECK_THROWS_WITH_AS(sim::run_sim(so), doctest::Contains("known: dualpath, basic"), user_error);
 }

@@ -93,7 +93,7 @@ TEST_CASE("node: SIGTERM while it waits for an absent registry") {
     const auto err = dir.path / "node.err";
     const int pid = spawn_in(dir.path, {"node", "--registry", "127.0.0.1:1", "--node", "0"}, "s", err.string());
     REQUIRE(owns_its_signals(pid));
-    sleep_ms(std::uniform_int_distribution<int>(50, 1500)(rng));
+    sleep_ms(std::uniform_int_distribution<int>(50, 1000)(rng));
     check_stops(pid, err);
     check_no_crash_report(dir.path);
   }
@@ -108,7 +108,7 @@ TEST_CASE("run: SIGTERM to the embedded cluster at start-up or mid-run") {
     // basic alone takes seconds on the embedded default, so every moment below is before its end.
     const int pid = spawn_in(dir.path, {"run", "--policy", "basic", "--verify-every", "0"}, "", err.string());
     REQUIRE(owns_its_signals(pid));
-    sleep_ms(std::uniform_int_distribution<int>(0, 2500)(rng));
+    sleep_ms(std::uniform_int_distribution<int>(0, 1500)(rng));
     check_stops(pid, err);
     check_no_crash_report(dir.path);
   }
@@ -130,7 +130,7 @@ TEST_CASE("node and launcher: SIGTERM while joining, wired or mid-run, nodes sta
       nodes.push_back(spawn_in(dir.path, {"node", "--registry", registry, "--node", std::to_string(n)}, secret,
                                (dir.path / ("node" + std::to_string(n) + ".err")).string()));
     // From just after the nodes asked to join to well into the run.
-    sleep_ms(std::uniform_int_distribution<int>(0, 3000)(rng));
+    sleep_ms(std::uniform_int_distribution<int>(0, 2000)(rng));
     const int victim = int(i % 3);
     check_stops(nodes[victim], dir.path / ("node" + std::to_string(victim) + ".err"));
     check_stops(launcher, launcher_err);
@@ -155,7 +155,7 @@ TEST_CASE("run --processes: SIGTERM to the launcher stops its node processes too
     const int pid =
         spawn_in(dir.path, {"run", "--policy", "basic", "--verify-every", "0", "--processes"}, "", err.string());
     REQUIRE(owns_its_signals(pid));
-    sleep_ms(std::uniform_int_distribution<int>(0, 3000)(rng));
+    sleep_ms(std::uniform_int_distribution<int>(0, 2000)(rng));
     check_stops(pid, err);
     check_no_crash_report(dir.path);
     // Its children were started with this scratch directory as their working directory.
