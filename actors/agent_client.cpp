@@ -81,10 +81,10 @@ struct client_state {
       // No decode engine could ever hold this turn: fail it now rather than let it wait in the queue.
       refused = true;
       self->send(self, atom::result_v,
-                 encode(failed_turn(current, "turn " + std::to_string(turn) + " of agent " +
-                                                 std::to_string(script.agent) + " needs " +
-                                                 std::to_string(info.kv_bytes) + " bytes of decode HBM; an engine has " +
-                                                 std::to_string(view->hbm_bytes()) + " (hardware.hbm_gb)")));
+                 encode(failed_turn(
+                     current, "turn " + std::to_string(turn) + " of agent " + std::to_string(script.agent) + " needs " +
+                                  std::to_string(info.kv_bytes) + " bytes of decode HBM; an engine has " +
+                                  std::to_string(view->hbm_bytes()) + " (hardware.hbm_gb)")));
       return;
     }
     self->request(view->scheduler, waits_of(view->config).request(), atom::submit_v, encode(info))
@@ -126,7 +126,8 @@ struct client_state {
         case turn_retry::verdict::retry: return rerun("a transient fault: " + r.error, rerun_cause::fault);
         case turn_retry::verdict::hold: {
           held = e;
-          const auto grace = std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view->node_loss_grace_s));
+          const auto grace =
+              std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view->node_loss_grace_s));
           self->delayed_send(self, grace, atom::expire_v, current.request);
           return;
         }
@@ -183,7 +184,9 @@ client_actor::behavior_type agent_client(client_actor::stateful_pointer<client_s
       [=](atom::turn, uint64_t request) { return self->state.serve(request); },
       [=](atom::result, const envelope<schema::TurnResult>& e) { self->state.on_result(e); },
       [=](atom::start) { self->state.start_turn(); },
-      [=](atom::lost, uint32_t losses, const std::vector<uint64_t>& requests) { self->state.on_lost(losses, requests); },
+      [=](atom::lost, uint32_t losses, const std::vector<uint64_t>& requests) {
+        self->state.on_lost(losses, requests);
+      },
       [=](atom::expire, uint64_t request) { self->state.on_expire(request); },
   };
 }

@@ -18,7 +18,7 @@ struct agent_script {
   std::optional<std::vector<int32_t>> fixed_prompt;  // Mooncake: the one prompt, from its hash ids
   double start_s = 0;                                // arrival offset (online mode, Mooncake timestamps)
   bool replay_tool_time = false;
-  uint32_t verify_every = 0;                         // send the prompt of every Nth turn for recompute
+  uint32_t verify_every = 0;  // send the prompt of every Nth turn for recompute
   uint64_t seed = 1;
 };
 

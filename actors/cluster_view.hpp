@@ -24,10 +24,10 @@ namespace dualpath::actors {
 
 struct cluster_view {
   runtime::kv_geometry geometry;
-  runtime::slot_layout slots;   // DRAM buffer slots, the same on every node
-  cluster_config config;        // the cluster file as validated by the launcher
+  runtime::slot_layout slots;  // DRAM buffer slots, the same on every node
+  cluster_config config;       // the cluster file as validated by the launcher
   uint32_t vocab = 0;
-  run_mode mode;                // the run policy, parsed (core/modes.hpp)
+  run_mode mode;                          // the run policy, parsed (core/modes.hpp)
   storage::block_store* store = nullptr;  // clients look up hits; the store is a shared directory
 
   scheduler_actor scheduler;
@@ -37,8 +37,8 @@ struct cluster_view {
   // Per global engine id; the entry of the other role is an empty handle.
   std::vector<prefill_engine_actor> prefill_engines;
   std::vector<decode_engine_actor> decode_engines;
-  std::vector<leader_actor> leaders;                // per node
-  std::vector<client_actor> clients;                // per agent (never replaced)
+  std::vector<leader_actor> leaders;  // per node
+  std::vector<client_actor> clients;  // per agent (never replaced)
 
   traffic_queue_actor traffic_queue(uint32_t node) const { return read_locked(traffic_queues, node); }
   leader_actor leader(uint32_t node) const { return read_locked(leaders, node); }
@@ -89,7 +89,8 @@ inline void cluster_view::set_node(const node_handles& h) {
   std::unique_lock lock(*handles_mutex_);
   traffic_queues.at(h.node) = caf::actor_cast<traffic_queue_actor>(h.traffic_queue);
   leaders.at(h.node) = caf::actor_cast<leader_actor>(h.leader);
-  for (size_t i = 0; i < h.engines.size(); ++i) set_engine(uint32_t(h.node * config.engines_per_node + i), h.engines[i]);
+  for (size_t i = 0; i < h.engines.size(); ++i)
+    set_engine(uint32_t(h.node * config.engines_per_node + i), h.engines[i]);
   if (generations_.size() <= h.node) generations_.resize(h.node + 1, 0);
   ++generations_[h.node];
 }

@@ -22,18 +22,18 @@ using runtime::region_kind;
 
 struct de_request {
   handoff_info info;
-  gpu::hbm_allocation hbm;          // Full Blocks for prompt + generation, [block][layer][token][bytes]
-  std::vector<int32_t> sequence;    // prompt + generated tokens
-  std::vector<block_key> keys;      // chain keys of the blocks persisted or known so far
-  uint32_t position = 0;            // tokens whose KV is in HBM
+  gpu::hbm_allocation hbm;        // Full Blocks for prompt + generation, [block][layer][token][bytes]
+  std::vector<int32_t> sequence;  // prompt + generated tokens
+  std::vector<block_key> keys;    // chain keys of the blocks persisted or known so far
+  uint32_t position = 0;          // tokens whose KV is in HBM
   std::vector<int32_t> generated;
-  uint32_t persisted_upto = 0;      // blocks [0, persisted_upto) are in storage
+  uint32_t persisted_upto = 0;  // blocks [0, persisted_upto) are in storage
 };
 
 struct decode_state : engine_base {
   static inline const char* name = "decode_engine";
   decode_engine_actor::pointer self = nullptr;
-  std::deque<handoff_info> waiting;    // prefilled, waiting for HBM
+  std::deque<handoff_info> waiting;  // prefilled, waiting for HBM
   std::map<uint64_t, de_request> active;
   std::map<uint64_t, uint64_t> admitting;  // id -> tokens it will hold: its KV is on the way into HBM
   bool stepping = false;
@@ -173,8 +173,8 @@ struct decode_state : engine_base {
       const uint32_t count = std::min(g.block_tokens, r.position - first);
       for (uint32_t l = 0; l < g.layers; ++l) {
         ++r.info.kv_verified;
-        if (!gpu::modeled_kv_matches(l, first, r.sequence.data() + first, count, block_ptr(r, b) + g.offset_in_block(l, 0),
-                                     uint32_t(g.bytes_per_token_layer)))
+        if (!gpu::modeled_kv_matches(l, first, r.sequence.data() + first, count,
+                                     block_ptr(r, b) + g.offset_in_block(l, 0), uint32_t(g.bytes_per_token_layer)))
           ++r.info.kv_corrupt;
       }
     }
@@ -194,7 +194,7 @@ struct decode_state : engine_base {
       ++persists_pending[id];
       auto me = caf::actor_cast<decode_engine_actor>(self);
       setup.node->persist(r.keys[b], b == 0 ? 0 : r.keys[b - 1], block_ptr(r, b),
-                        [me, id] { caf::anon_send(me, atom::persisted_v, id); });
+                          [me, id] { caf::anon_send(me, atom::persisted_v, id); });
     }
   }
 
@@ -203,8 +203,8 @@ struct decode_state : engine_base {
     const auto& g = geo();
     auto job = std::make_shared<decode_job>();
     std::vector<uint64_t> ids;
-    auto scratch = std::make_shared<std::vector<std::byte>>(
-        std::min<size_t>(active.size(), view().config.max_decode_batch) * g.layers * g.bytes_per_token_layer);
+    job->new_kv.resize(std::min<size_t>(active.size(), view().config.max_decode_batch) * g.layers *
+                       g.bytes_per_token_layer);
     for (auto& [id, r] : active) {
       if (ids.size() >= view().config.max_decode_batch) break;
       gpu::decode_item item;
@@ -218,7 +218,7 @@ struct decode_state : engine_base {
           item.kv[l].push_back({block_ptr(r, b) + g.offset_in_block(l, 0), tokens});
         }
       }
-      item.new_kv = scratch->data() + ids.size() * g.layers * g.bytes_per_token_layer;
+      item.new_kv = job->new_kv.data() + ids.size() * g.layers * g.bytes_per_token_layer;
       job->items.push_back(std::move(item));
       ids.push_back(id);
     }
@@ -226,7 +226,7 @@ struct decode_state : engine_base {
     // A step ends when its compute and, if emulated, its model traffic (the all-to-all) both finished.
     auto pending = std::make_shared<int>(view().model_traffic_bytes() > 0 ? 2 : 1);
     auto error = std::make_shared<std::string>();
-    auto done = [this, job, ids, scratch, pending, error](const std::string& err) {
+    auto done = [this, job, ids, pending, error](const std::string& err) {
       if (!err.empty() && error->empty()) *error = err;
       if (--*pending == 0) finish_step(*job, ids, *error);
     };

@@ -13,12 +13,12 @@
 namespace dualpath::actors {
 
 struct engine_setup {
-  uint32_t engine = 0;                        // global id
+  uint32_t engine = 0;  // global id
   cluster_view_ptr view;
-  runtime::node_services* node = nullptr;     // this engine's node (same process): HBM, write-back
+  runtime::node_services* node = nullptr;  // this engine's node (same process): HBM, write-back
   compute_actor worker;
   std::shared_ptr<gpu::compute_backend> backend;
-  ep_group_actor ep_group;                    // prefill, `ep_sync`: its PE group's lockstep (else empty)
+  ep_group_actor ep_group;  // prefill, `ep_sync`: its PE group's lockstep (else empty)
 };
 
 prefill_engine_actor spawn_prefill_engine(caf::actor_system& sys, engine_setup setup);

@@ -44,8 +44,8 @@ void prefill_state::report() {
     tok += r.payload.tokens.empty() ? r.asg.request.append_tokens
                                     : r.prompt() - std::min<uint64_t>(r.prompt(), r.src.valid * geo().block_tokens);
   }
-  self->send(view().leader(node()), atom::engine_st_v, setup.engine, uint32_t(requests.size()), tok,
-             hbm->free_bytes(), std::move(ids));
+  self->send(view().leader(node()), atom::engine_st_v, setup.engine, uint32_t(requests.size()), tok, hbm->free_bytes(),
+             std::move(ids));
 }
 
 void prefill_state::fail(pe_request& r, const std::string& why) {
@@ -156,12 +156,11 @@ void prefill_state::load_hit(pe_request& r, uint32_t node, std::vector<block_key
   const uint64_t id = r.payload.request;
   const bool on_pe = node == r.asg.pe_node && first == 0;
   self->request(view().traffic_queue(node), data_plane_timeout(), atom::load_v, encode_load(keys, id))
-      .then([this, id, node, first, on_pe](const envelope<schema::LoadResult>& e) {
-              on_loaded(id, node, first, on_pe, decode(e));
-            },
+      .then([this, id, node, first,
+             on_pe](const envelope<schema::LoadResult>& e) { on_loaded(id, node, first, on_pe, decode(e)); },
             [this, id, node](caf::error& err) {
-              part_done(id, status(errc::unavailable, "KV read on node " + std::to_string(node) +
-                                                          " failed: " + describe(err)));
+              part_done(id, status(errc::unavailable,
+                                   "KV read on node " + std::to_string(node) + " failed: " + describe(err)));
             });
 }
 

@@ -17,11 +17,12 @@ void prefill_state::try_pass() {
   auto saved = ready;
   // docs/design.md §7.6: the batch stops before its new KV and staging exceed the free HBM, so a request that
   // fits alone never fails because of its batch-mates.
-  const schedule::hbm_budget budget{hbm->free_bytes(), [this](const schedule::prefill_work& w) {
-                                      const auto& r = requests.at(w.request);
-                                      const uint64_t fresh = r.new_kv ? 0 : runtime::new_kv_bytes(geo(), r.prompt(), r.src.valid);
-                                      return fresh + runtime::plan_staging(geo(), {r.src.valid}, staging_depth()).bytes();
-                                    }};
+  const schedule::hbm_budget budget{
+      hbm->free_bytes(), [this](const schedule::prefill_work& w) {
+        const auto& r = requests.at(w.request);
+        const uint64_t fresh = r.new_kv ? 0 : runtime::new_kv_bytes(geo(), r.prompt(), r.src.valid);
+        return fresh + runtime::plan_staging(geo(), {r.src.valid}, staging_depth()).bytes();
+      }};
   auto batch = batcher->next_batch(ready, &budget);
   auto p = std::make_unique<pass_state>();
   bool fits = allocate_pass(*p, batch);
@@ -213,7 +214,8 @@ void prefill_state::verify_staged(uint32_t layer) {
       const uint32_t first = b * g.block_tokens;
       ++r.kv_verified;
       if (!gpu::modeled_kv_matches(layer, first, r.payload.tokens.data() + first, g.block_tokens,
-                                   hbm->base() + pass->staging.offset(g, layer, k, b), uint32_t(g.bytes_per_token_layer)))
+                                   hbm->base() + pass->staging.offset(g, layer, k, b),
+                                   uint32_t(g.bytes_per_token_layer)))
         ++r.kv_corrupt;
     }
   }

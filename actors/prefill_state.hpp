@@ -17,10 +17,10 @@ namespace dualpath::actors {
 struct pe_request {
   turn_payload payload;
   schedule::assignment asg;
-  runtime::kv_sources src;   // where its hit KV sits; src.valid once both loads returned
-  uint32_t hit = 0;          // hit blocks asked for
+  runtime::kv_sources src;              // where its hit KV sits; src.valid once both loads returned
+  uint32_t hit = 0;                     // hit blocks asked for
   uint32_t pe_valid = 0, de_valid = 0;  // per source, leading intact blocks
-  uint32_t pending = 0;      // loads and reservations still out
+  uint32_t pending = 0;                 // loads and reservations still out
   status error;
   uint32_t corrupt = 0;
   std::optional<gpu::hbm_allocation> new_kv;  // [layer][token][bytes] for tokens [valid·bt, prompt)
@@ -42,9 +42,9 @@ struct pass_state {
   prefill_job_ptr job;
   runtime::staging_layout staging;
   gpu::hbm_allocation staging_alloc;
-  uint32_t fetched_next = 0;    // next layer to fetch
+  uint32_t fetched_next = 0;  // next layer to fetch
   std::vector<bool> fetched;
-  uint32_t computed = 0;        // layers computed
+  uint32_t computed = 0;  // layers computed
   bool computing = false;
   uint32_t forwards_pending = 0;
   std::vector<bool> slot_busy;  // staging slot still being forwarded

@@ -122,8 +122,8 @@ struct scheduler_state {
   std::vector<uint64_t> lose_node(uint32_t node) {
     const size_t uncharged = view.remove_node(node);
     auto turns = placements.lose(node);
-    spdlog::warn("scheduler: node {} lost: {} turns in flight there, {} requests' charges dropped", node,
-                 turns.size(), uncharged);
+    spdlog::warn("scheduler: node {} lost: {} turns in flight there, {} requests' charges dropped", node, turns.size(),
+                 uncharged);
     return turns;
   }
 

@@ -22,7 +22,7 @@ using policy_switch = dualpath::policy_switch;  // [[schedule.switch]] of the cl
 
 struct scheduler_options {
   std::string policy = "dualpath";
-  schedule::policy_params params;  // thresholds and the group layout (params.groups; default one node per group)
+  schedule::policy_params params;       // thresholds and the group layout (params.groups; default one node per group)
   std::vector<policy_switch> switches;  // applied via delayed messages, in at_s order
   // A charge of the fresh view that no report acknowledges is dropped this long after its assignment
   // (docs/design.md §7.1); the cluster sets 4 × timeout_s, by when its request has long failed.

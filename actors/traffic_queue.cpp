@@ -26,14 +26,17 @@ struct traffic_queue_state {
   caf::typed_response_promise<envelope<schema::LoadResult>> load(traffic_queue_actor::pointer self,
                                                                  const envelope<schema::LoadBlocks>& keys) {
     auto rp = self->make_response_promise<envelope<schema::LoadResult>>();
-    io->load(decode(keys), [me = handle, rp](runtime::load_result r) mutable {
-      back_on(me, [rp, r = std::move(r)]() mutable {
-        // No slots at all: the read could not start (the request is larger than the buffer, or the wait
-        // for slots timed out). Otherwise the valid prefix is data, whatever ended it.
-        if (r.slots.empty() && !r.status.ok()) rp.deliver(to_error(r.status));
-        else rp.deliver(encode(r));
-      });
-    }, load_request(keys));
+    io->load(
+        decode(keys),
+        [me = handle, rp](runtime::load_result r) mutable {
+          back_on(me, [rp, r = std::move(r)]() mutable {
+            // No slots at all: the read could not start (the request is larger than the buffer, or the wait
+            // for slots timed out). Otherwise the valid prefix is data, whatever ended it.
+            if (r.slots.empty() && !r.status.ok()) rp.deliver(to_error(r.status));
+            else rp.deliver(encode(r));
+          });
+        },
+        load_request(keys));
     return rp;
   }
 

@@ -76,8 +76,8 @@ result run(const options& o) {
 }
 
 void setup(CLI::App& root) {
-  auto [cmd, opt] = cli::add_bench<options>(root, "sim", "Simulator speed: turns, decisions and events per wall second",
-                                            run);
+  auto [cmd, opt] =
+      cli::add_bench<options>(root, "sim", "Simulator speed: turns, decisions and events per wall second", run);
   opt->workload.preset = "64k";
   opt->workload.agents = 2048;
   cmd->add_option("--cluster", opt->cluster_file, "Cluster file (TOML); default: the paper's DS 660B 2P4D cluster");

@@ -30,8 +30,7 @@ void setup(CLI::App& root) {
   cmd->add_option("--kv-share", opt->kv_share, "kv share of service while model waits")->capture_default_str();
   cmd->add_option("--message-bytes", opt->message_bytes, "Latency mode: model message size")->capture_default_str();
   cmd->add_option("--messages", opt->messages, "Latency mode: model messages per phase")->capture_default_str();
-  cmd->add_option("--gap-us", opt->gap_us, "Latency mode: pause after each model message (us)")
-      ->capture_default_str();
+  cmd->add_option("--gap-us", opt->gap_us, "Latency mode: pause after each model message (us)")->capture_default_str();
 }
 
 }  // namespace

@@ -61,9 +61,9 @@ nlohmann::ordered_json to_json(const bounds_report& rep) {
 
 std::string to_text(const bounds_report& rep) {
   const auto& in = rep.input;
-  std::string out = fmt::format("g = {}, s = {}, B = {} GB/s per CNIC, SNIC = {} GB/s per node, M = {} GB/s\n",
-                                in.gpus_per_node, in.snic_ratio, in.cnic_gb_per_s, in.snic_ratio * in.cnic_gb_per_s,
-                                in.dram_gb_per_s);
+  std::string out =
+      fmt::format("g = {}, s = {}, B = {} GB/s per CNIC, SNIC = {} GB/s per node, M = {} GB/s\n", in.gpus_per_node,
+                  in.snic_ratio, in.cnic_gb_per_s, in.snic_ratio * in.cnic_gb_per_s, in.dram_gb_per_s);
   out += fmt::format("{:<14} {:<6} {:<24} {:>9}  {}\n", "row", "kind", "condition", "P/D limit",
                      rep.pd ? "load GB/s / capacity, headroom" : "");
   for (const auto& r : rep.rows) {
@@ -80,10 +80,11 @@ std::string to_text(const bounds_report& rep) {
   out += fmt::format("feasible P/D: {} <= P/D <= {}  ({:.4f} .. {:.4f}); binding: {}\n", as_fraction(rep.pd_min),
                      as_fraction(rep.pd_max), rep.pd_min, rep.pd_max, binding);
   if (rep.pd) {
-    out += fmt::format("layout {}P{}D: P/D = {} is {}; storage reads {:g} GB/s on the PE path alone, {:g} GB/s with both paths\n",
-                       *in.prefill_nodes, *in.decode_nodes, as_fraction(*rep.pd),
-                       *rep.feasible ? "feasible" : "NOT feasible (a link above is overloaded)", *rep.pe_read_gb_per_s,
-                       *rep.dual_read_gb_per_s);
+    out += fmt::format(
+        "layout {}P{}D: P/D = {} is {}; storage reads {:g} GB/s on the PE path alone, {:g} GB/s with both paths\n",
+        *in.prefill_nodes, *in.decode_nodes, as_fraction(*rep.pd),
+        *rep.feasible ? "feasible" : "NOT feasible (a link above is overloaded)", *rep.pe_read_gb_per_s,
+        *rep.dual_read_gb_per_s);
   }
   return out;
 }
@@ -100,9 +101,11 @@ void run(options o) {
 
 void setup(CLI::App& root) {
   auto o = std::make_shared<options>();
-  auto* cmd = root.add_subcommand("bounds", "P/D ratios that keep every CNIC and DRAM below capacity (docs/design.md §5)");
+  auto* cmd =
+      root.add_subcommand("bounds", "P/D ratios that keep every CNIC and DRAM below capacity (docs/design.md §5)");
   cmd->add_option("--gpus-per-node,-g", o->in.gpus_per_node, "g: GPUs per node")->capture_default_str();
-  cmd->add_option("--snic-ratio,-s", o->in.snic_ratio, "s: SNIC bandwidth per node as a multiple of B")->capture_default_str();
+  cmd->add_option("--snic-ratio,-s", o->in.snic_ratio, "s: SNIC bandwidth per node as a multiple of B")
+      ->capture_default_str();
   cmd->add_option("--cnic-gb-per-s,-B", o->in.cnic_gb_per_s, "B: CNIC bandwidth per GPU, GB/s")->capture_default_str();
   cmd->add_option("--dram-gb-per-s,-M", o->in.dram_gb_per_s, "M: DRAM bandwidth per node, GB/s")->capture_default_str();
   cmd->add_option("--prefill-nodes,-P", o->prefill, "P: prefill nodes of a layout to check");

@@ -41,10 +41,12 @@ void run(const options& o) {
     cli::print(j.dump(2) + "\n");
     return;
   }
-  std::string out = fmt::format("{} ({}), context {} + append {}\n", m.name, to_string(m.attention), o.context, o.append);
+  std::string out =
+      fmt::format("{} ({}), context {} + append {}\n", m.name, to_string(m.attention), o.context, o.append);
   out += fmt::format("  KV bytes per token       {} ({} layers × {} B)\n", m.kv_bytes_per_token(), m.layers,
                      m.kv_bytes_per_token_layer);
-  out += fmt::format("  FLOPs per new token      {:.4g} (attention {:.4g})\n", f, attention_flops_per_token(m, o.context));
+  out +=
+      fmt::format("  FLOPs per new token      {:.4g} (attention {:.4g})\n", f, attention_flops_per_token(m, o.context));
   out += fmt::format("  hit KV to load           {:.3f} GB\n", hit_gb);
   out += fmt::format("  prefill work             {:.2f} TFLOP\n", prefill_tflop);
   out += fmt::format("  cache-compute ratio      {:.1f} GB/PFLOP\n", ratio);
@@ -53,7 +55,8 @@ void run(const options& o) {
 
 void setup(CLI::App& root) {
   auto o = std::make_shared<options>();
-  auto* cmd = root.add_subcommand("cost", "KV bytes, FLOPs per token and cache-compute ratio of a turn (docs/design.md §6)");
+  auto* cmd =
+      root.add_subcommand("cost", "KV bytes, FLOPs per token and cache-compute ratio of a turn (docs/design.md §6)");
   cmd->add_option("--model,-m", o->model, "Catalog model (see `dualpath models`)")->capture_default_str();
   cmd->add_option("--context,-L", o->context, "Hit (cached) context tokens")->capture_default_str();
   cmd->add_option("--append,-A", o->append, "Appended tokens to prefill")->capture_default_str();

@@ -115,7 +115,8 @@ void serve(const ctl_options& o) {
     caf::anon_send_exit(sched, caf::exit_reason::user_shutdown);
     throw;
   }
-  cli::print(fmt::format("scheduler control port {}:{} (policy {}), serving for {} s\n", host, bound, o.policy, o.seconds));
+  cli::print(
+      fmt::format("scheduler control port {}:{} (policy {}), serving for {} s\n", host, bound, o.policy, o.seconds));
   std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
   caf::anon_send_exit(sched, caf::exit_reason::user_shutdown);
 }
@@ -126,7 +127,8 @@ void setup(CLI::App& root) {
   auto o = std::make_shared<ctl_options>();
   ctl->add_option("--connect", o->connect, "The scheduler's control port, HOST:PORT");
   ctl->add_option("--timeout-ms", o->timeout_ms, "Deadline for connecting and for each answer")->capture_default_str();
-  ctl->add_option("--secret", o->secret, "The cluster's secret (default: $DUALPATH_SECRET, which keeps it out of `ps`)");
+  ctl->add_option("--secret", o->secret,
+                  "The cluster's secret (default: $DUALPATH_SECRET, which keeps it out of `ps`)");
 
   auto* policy = ctl->add_subcommand("policy", "Read or switch the active scheduling policy");
   policy->require_subcommand(1);

@@ -21,7 +21,8 @@ struct node_args {
 
 void setup(CLI::App& root) {
   auto a = std::make_shared<node_args>();
-  auto* cmd = root.add_subcommand("node", "Host one node of a multi-process run (started by `dualpath run --processes`)");
+  auto* cmd =
+      root.add_subcommand("node", "Host one node of a multi-process run (started by `dualpath run --processes`)");
   cmd->add_option("--registry", a->registry, "The launcher's registry, HOST:PORT")->required();
   cmd->add_option("--node", a->node, "This node's index in the cluster")->required();
   cmd->add_option("--timeout-ms", a->timeout_ms, "Longest wait for the registry")->capture_default_str();
@@ -35,7 +36,8 @@ void setup(CLI::App& root) {
     // docs/design.md §13: the registry admits only nodes that prove the cluster's secret.
     const std::string secret = dualpath::given_secret(a->secret);
     if (secret.empty())
-      throw dualpath::user_error(std::string("node: the cluster's secret is needed: --secret or ") + dualpath::secret_env);
+      throw dualpath::user_error(std::string("node: the cluster's secret is needed: --secret or ") +
+                                 dualpath::secret_env);
     dualpath::actors::run_node_process(host, port, a->node, std::chrono::milliseconds(a->timeout_ms), secret,
                                        a->metrics_port);
   });

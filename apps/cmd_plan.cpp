@@ -49,7 +49,8 @@ void check_bounds(layout_row& row, const cluster_config& c, double dram) {
   row.bounds_checked = true;
   row.feasible = *rep.feasible;
   if (!row.feasible)
-    row.why = fmt::format("P/D {} outside {} .. {}", as_fraction(*rep.pd), as_fraction(rep.pd_min), as_fraction(rep.pd_max));
+    row.why =
+        fmt::format("P/D {} outside {} .. {}", as_fraction(*rep.pd), as_fraction(rep.pd_min), as_fraction(rep.pd_max));
 }
 
 void plan_command(const plan_args& a) {
@@ -62,7 +63,8 @@ void plan_command(const plan_args& a) {
   for (const auto& item : cli::split_list(a.serving.aps_sweep)) {
     char* end = nullptr;
     const double v = std::strtod(item.c_str(), &end);
-    if (*end != '\0' || !(v > 0)) throw user_error("--aps-sweep: '" + item + "' is not a positive number of agents per second");
+    if (*end != '\0' || !(v > 0))
+      throw user_error("--aps-sweep: '" + item + "' is not a positive number of agents per second");
     rates.push_back(v);
   }
   std::sort(rates.begin(), rates.end());
@@ -108,7 +110,8 @@ void plan_command(const plan_args& a) {
   for (const auto& r : rows)
     if (r.simulated) ranked.push_back(&r);
   if (ranked.empty())
-    throw user_error(fmt::format("plan: no P/D split of {} nodes is inside the bandwidth bounds ({})", a.nodes, rows.front().why));
+    throw user_error(
+        fmt::format("plan: no P/D split of {} nodes is inside the bandwidth bounds ({})", a.nodes, rows.front().why));
   std::stable_sort(ranked.begin(), ranked.end(), [&](const layout_row* x, const layout_row* y) {
     return online ? x->capacity_aps > y->capacity_aps : x->jct_s < y->jct_s;
   });
@@ -117,8 +120,11 @@ void plan_command(const plan_args& a) {
   if (a.json) {
     auto list = nlohmann::json::array();
     for (const auto& r : rows) {
-      nlohmann::json j{{"prefill_nodes", r.p}, {"decode_nodes", r.d}, {"feasible", r.feasible},
-                       {"bounds_checked", r.bounds_checked}, {"simulated", r.simulated}};
+      nlohmann::json j{{"prefill_nodes", r.p},
+                       {"decode_nodes", r.d},
+                       {"feasible", r.feasible},
+                       {"bounds_checked", r.bounds_checked},
+                       {"simulated", r.simulated}};
       if (!r.why.empty()) j["why"] = r.why;
       if (r.simulated) {
         j["jct_s"] = r.jct_s;
@@ -128,17 +134,21 @@ void plan_command(const plan_args& a) {
       }
       list.push_back(j);
     }
-    nlohmann::json out{{"nodes", a.nodes}, {"policy", policy}, {"by", online ? "capacity_aps" : "jct_s"},
-                       {"layouts", list}, {"recommended", {{"prefill_nodes", best.p}, {"decode_nodes", best.d}}}};
+    nlohmann::json out{{"nodes", a.nodes},
+                       {"policy", policy},
+                       {"by", online ? "capacity_aps" : "jct_s"},
+                       {"layouts", list},
+                       {"recommended", {{"prefill_nodes", best.p}, {"decode_nodes", best.d}}}};
     cli::print(out.dump(2) + "\n");
     return;
   }
-  std::string text = fmt::format("{:<8} {:>6} {:<10} {:>10} {:>9} {:>9}{}\n", "layout", "P/D", "bounds", "jct_s", "ttft_p50",
-                                 "tpot_p50", online ? "  capacity_aps" : "");
+  std::string text = fmt::format("{:<8} {:>6} {:<10} {:>10} {:>9} {:>9}{}\n", "layout", "P/D", "bounds", "jct_s",
+                                 "ttft_p50", "tpot_p50", online ? "  capacity_aps" : "");
   for (const auto& r : rows) {
     const std::string bounds = !r.bounds_checked ? "unchecked" : r.feasible ? "ok" : "outside";
     if (!r.simulated) {
-      text += fmt::format("{:<8} {:>6} {:<10} {}\n", fmt::format("{}P{}D", r.p, r.d), as_fraction(double(r.p) / r.d), bounds, r.why);
+      text += fmt::format("{:<8} {:>6} {:<10} {}\n", fmt::format("{}P{}D", r.p, r.d), as_fraction(double(r.p) / r.d),
+                          bounds, r.why);
       continue;
     }
     text += fmt::format("{:<8} {:>6} {:<10} {:>10.1f} {:>9.3f} {:>9.4f}{}\n", fmt::format("{}P{}D", r.p, r.d),
@@ -156,7 +166,8 @@ void setup(CLI::App& root) {
       "plan", "Simulate every feasible P/D split of a node budget and recommend one (offline JCT or online capacity)");
   cmd->add_option("--nodes", a->nodes, "Node budget P + D")->required();
   cmd->add_option("--cluster", a->cluster_file, "Cluster file (TOML); default: the paper's DS 660B cluster");
-  cmd->add_option("--dram-gbps", a->dram_gb_per_s, "M: DRAM bandwidth per node for the bounds, GB/s")->capture_default_str();
+  cmd->add_option("--dram-gbps", a->dram_gb_per_s, "M: DRAM bandwidth per node for the bounds, GB/s")
+      ->capture_default_str();
   cli::add_cluster_overrides(cmd, a->overrides);
   cli::add_workload_options(cmd, a->workload);
   cmd->add_option("--policy", a->serving.policy, "Run policy to plan for (default dualpath)");

@@ -32,13 +32,15 @@ void plot_command(const plot_args& a) {
   const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
   const std::string cmd = python + " " + quoted(script.string()) + " " + quoted(a.report) + " " + quoted(a.out);
   const int status = std::system(cmd.c_str());
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw user_error("plot: no pictures written (the reason is above)");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw user_error("plot: no pictures written (the reason is above)");
 }
 
 void setup(CLI::App& root) {
   auto a = std::make_shared<plot_args>();
   auto* cmd = root.add_subcommand("plot", "Draw the pictures of a run, sweep or run-vs-sim report (PNG files)");
-  cmd->add_option("report", a->report, "Report JSON (dualpath run/sim --report, or sim_validation.result.json)")->required();
+  cmd->add_option("report", a->report, "Report JSON (dualpath run/sim --report, or sim_validation.result.json)")
+      ->required();
   cmd->add_option("-o,--out", a->out, "Directory for the PNG files")->capture_default_str();
   cmd->callback([a] { plot_command(*a); });
 }

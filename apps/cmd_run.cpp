@@ -69,7 +69,7 @@ struct run_args {
   std::optional<uint16_t> metrics_port;
   std::shared_ptr<actors::metrics_endpoint> metrics;  // one for every run of the command
   std::optional<uint16_t> ui_port;
-  std::string ui_host = "127.0.0.1";  // like the control port: loopback unless told (docs/design.md §13)
+  std::string ui_host = "127.0.0.1";    // like the control port: loopback unless told (docs/design.md §13)
   std::shared_ptr<actors::ui_page> ui;  // one page for every run of the command
 };
 
@@ -119,8 +119,10 @@ actors::run_summary run_policy(const run_args& a, const cluster_config& config, 
   o.node_registry = a.node_registry;
   const uint32_t node_count = config.total_nodes();
   o.on_registry = [label, node_count](const std::string& at) {
-    fmt::print(stderr, "{}: node registry at {}: start `dualpath node --registry {} --node N` for N = 0..{} (with the cluster secret in DUALPATH_SECRET)\n", label,
-               at, at, node_count - 1);
+    fmt::print(stderr,
+               "{}: node registry at {}: start `dualpath node --registry {} --node N` for N = 0..{} (with the cluster "
+               "secret in DUALPATH_SECRET)\n",
+               label, at, at, node_count - 1);
   };
   if (o.control_port)
     o.on_control_port = [host = a.control_host](uint16_t port) {
@@ -159,13 +161,16 @@ void run_command(run_args& a) {
     // docs/design.md §15: the page switches policies, so off loopback it needs the cluster's secret (§13).
     const std::string secret = given_secret(config.secret);
     if (secret.empty() && a.ui_host != "127.0.0.1")
-      throw user_error("--ui-port " + a.ui_host + ":...: a page off loopback needs the cluster's secret: set "
-                       "[runtime] secret in the cluster file or " + secret_env);
+      throw user_error("--ui-port " + a.ui_host +
+                       ":...: a page off loopback needs the cluster's secret: set "
+                       "[runtime] secret in the cluster file or " +
+                       secret_env);
     a.ui = std::make_shared<actors::ui_page>(a.ui_host, *a.ui_port, secret);
     fmt::print(stderr, "cluster page: http://{}:{}/\n", a.ui_host, a.ui->port());
   }
-  const auto policies = cli::chosen_policies(
-      a.serving, embedded_default ? std::vector<std::string>{"basic", "dualpath", "oracle"} : std::vector<std::string>{config.policy});
+  const auto policies =
+      cli::chosen_policies(a.serving, embedded_default ? std::vector<std::string>{"basic", "dualpath", "oracle"}
+                                                       : std::vector<std::string>{config.policy});
   // Mooncake prompts are drawn from the vocabulary of a catalog model whose math runs; others take 32000 ids.
   uint32_t vocab = 32000;
   for (const auto& m : model_catalog())
@@ -173,10 +178,11 @@ void run_command(run_args& a) {
   const bool demo_trace = embedded_default && a.workload.trace_file.empty() && a.workload.preset.empty();
   // The embedded default shows that the tokens are right: every turn is recomputed from scratch afterwards.
   const uint32_t verify_every = a.verify_every_set ? a.verify_every : (embedded_default ? 1 : 0);
-  cli::serve(a.serving, a.workload, policies,
-             [&](const std::string& policy, const cli::workload_options& w, const std::string& label) {
-               return cli::policy_run{run_policy(a, config, policy, build_scripts(w, demo_trace, vocab), verify_every, label)};
-             });
+  cli::serve(
+      a.serving, a.workload, policies,
+      [&](const std::string& policy, const cli::workload_options& w, const std::string& label) {
+        return cli::policy_run{run_policy(a, config, policy, build_scripts(w, demo_trace, vocab), verify_every, label)};
+      });
 }
 
 // A listening address flag: PORT (on 127.0.0.1) or HOST:PORT to listen elsewhere.
@@ -203,8 +209,7 @@ void setup(CLI::App& root) {
       "--metrics-port", [a](uint16_t port) { a->metrics_port = port; },
       "Serve Prometheus metrics on http://127.0.0.1:PORT/metrics while it runs (0: any free port, printed)");
   cmd->add_option_function<std::string>(
-      "--ui-port",
-      [a](const std::string& text) { std::tie(a->ui_host, a->ui_port) = listen_at(text, "--ui-port"); },
+      "--ui-port", [a](const std::string& text) { std::tie(a->ui_host, a->ui_port) = listen_at(text, "--ui-port"); },
       "Serve a live page of the cluster (nodes, SNICs, loads, progress, TTFT, a policy switch) on "
       "http://[HOST:]PORT/ (HOST default 127.0.0.1; port 0: any free port, printed)");
   cmd->add_flag("--processes", a->processes,

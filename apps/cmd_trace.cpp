@@ -33,9 +33,9 @@ void run_gen(const gen_options& o) {
   trajectory_stats_builder b;
   for (const auto& t : agents) b.add(t);
   const auto s = b.result();
-  cli::print(fmt::format("wrote {} agents, {} turns to {} (turns {:.1f}, append {:.0f}, context {:.0f}, hit rate {:.2f}%)\n",
-                         s.agents, s.turns, o.output, s.turns_mean, s.append_mean, s.context_mean,
-                         100 * s.hit_rate));
+  cli::print(
+      fmt::format("wrote {} agents, {} turns to {} (turns {:.1f}, append {:.0f}, context {:.0f}, hit rate {:.2f}%)\n",
+                  s.agents, s.turns, o.output, s.turns_mean, s.append_mean, s.context_mean, 100 * s.hit_rate));
 }
 
 void print_trajectory_stats(const std::string& file, bool as_json) {

@@ -109,8 +109,7 @@ sim::sim_result simulate(const cluster_config& c, const sim_flags& f, const std:
     if (tty) fmt::print(stderr, "\n");
     fmt::print(stderr, "{}: {:.0f} simulated s in {:.2f} wall s, {:.2f}M events/s, {} decisions\n", label,
                r.counters.sim_s, r.counters.wall_s,
-               r.counters.wall_s > 0 ? double(r.counters.events) / r.counters.wall_s / 1e6 : 0.0,
-               r.counters.decisions);
+               r.counters.wall_s > 0 ? double(r.counters.events) / r.counters.wall_s / 1e6 : 0.0, r.counters.decisions);
   }
   return r;
 }

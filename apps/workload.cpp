@@ -23,7 +23,8 @@ void add_workload_options(CLI::App* cmd, workload_options& w) {
   cmd->add_option("--max-turns", w.max_turns, "Replay at most this many turns per agent (default: all)")
       ->check(positive());
   cmd->add_option("--mode", w.mode, "offline (all agents at t=0) or online (Poisson arrivals)")
-      ->transform(one_of(std::map<std::string, arrivals>{{"offline", arrivals::offline}, {"online", arrivals::online}}));
+      ->transform(
+          one_of(std::map<std::string, arrivals>{{"offline", arrivals::offline}, {"online", arrivals::online}}));
   cmd->add_option("--aps", w.aps, "Online mode: agents arriving per second")->check(positive());
   cmd->add_option("--time-scale", w.time_scale,
                   "Timestamped (Mooncake) traces: replay the recorded gaps times this (0.5 = twice as fast)")
@@ -37,7 +38,8 @@ void check_workload_options(const workload_options& w, bool sweep) {
   if (w.mode == arrivals::offline && w.aps > 0)
     throw user_error("--aps sets the online arrival rate: add --mode online (offline agents all start at t = 0)");
   if (sweep && w.aps > 0) throw user_error("--aps and --aps-sweep: give one of them");
-  if (!(w.time_scale > 0)) throw user_error("--time-scale must be a positive factor (got " + fmt::format("{}", w.time_scale) + ")");
+  if (!(w.time_scale > 0))
+    throw user_error("--time-scale must be a positive factor (got " + fmt::format("{}", w.time_scale) + ")");
 }
 
 std::vector<workload_agent> build_workload(const workload_options& w, bool demo) {
@@ -88,7 +90,8 @@ std::vector<workload_agent> build_workload(const workload_options& w, bool demo)
       }
     }
   } else {
-    const trace_preset preset = demo || w.preset.empty() ? trace_preset{"demo", 768, 6, 56, 12, 0} : find_trace_preset(w.preset);
+    const trace_preset preset =
+        demo || w.preset.empty() ? trace_preset{"demo", 768, 6, 56, 12, 0} : find_trace_preset(w.preset);
     const uint32_t agents = w.agents ? w.agents : (demo || w.preset.empty() ? 6 : 8);
     for (const auto& t : generate_trajectories(preset, agents, w.seed)) add(t);
   }
@@ -120,7 +123,7 @@ std::vector<std::string> split_list(const std::string& s) {
 }
 
 std::vector<std::string> chosen_policies(const serving_options& s, const std::vector<std::string>& fallback) {
-  std::vector<std::string> policies = !s.compare.empty() ? split_list(s.compare)
+  std::vector<std::string> policies = !s.compare.empty()  ? split_list(s.compare)
                                       : !s.policy.empty() ? std::vector<std::string>{s.policy}
                                                           : fallback;
   for (const auto& p : policies) run_mode_of(p);
@@ -135,7 +138,8 @@ std::vector<double> parse_aps_list(const std::string& text) {
   for (const auto& item : split_list(text)) {
     char* end = nullptr;
     const double v = std::strtod(item.c_str(), &end);
-    if (*end != '\0' || !(v > 0)) throw user_error("--aps-sweep: '" + item + "' is not a positive number of agents per second");
+    if (*end != '\0' || !(v > 0))
+      throw user_error("--aps-sweep: '" + item + "' is not a positive number of agents per second");
     out.push_back(v);
   }
   if (out.empty()) throw user_error("--aps-sweep: expected a comma-separated list of agents per second");
@@ -151,7 +155,8 @@ void write_report(const std::string& path, const nlohmann::json& json) {
 
 void check_failures(const std::vector<actors::run_summary>& runs) {
   for (const auto& r : runs)
-    if (r.failed_turns > 0) throw user_error(fmt::format("policy {}: {} turns failed: {}", r.policy, r.failed_turns, r.first_error));
+    if (r.failed_turns > 0)
+      throw user_error(fmt::format("policy {}: {} turns failed: {}", r.policy, r.failed_turns, r.first_error));
 }
 
 }  // namespace

@@ -57,7 +57,8 @@ struct policy_run {
   actors::run_summary summary;
   nlohmann::json extra = nlohmann::json::object();
 };
-using run_policy_fn = std::function<policy_run(const std::string& policy, const workload_options& w, const std::string& label)>;
+using run_policy_fn =
+    std::function<policy_run(const std::string& policy, const workload_options& w, const std::string& label)>;
 
 // Offline/online comparison or an --aps-sweep: runs, prints the table, writes the report, and throws
 // user_error when a turn failed.

@@ -57,7 +57,9 @@ class sgemm_probe {
   }
 
  private:
-  struct shape { uint64_t in, out; };
+  struct shape {
+    uint64_t in, out;
+  };
   uint32_t rows_;
   std::vector<shape> shapes_;
   std::vector<std::vector<float>> x_, w_, y_;

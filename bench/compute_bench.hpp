@@ -7,12 +7,12 @@
 namespace dualpath::bench {
 
 struct compute_bench_options {
-  std::string backend = "cpu";     // cpu | cuda | modeled
-  std::string model = "small";     // catalog name or model directory
-  uint32_t context = 4096;         // cached tokens the prefill attends to (random bf16 KV)
-  uint32_t append = 512;           // new tokens of the prefill
-  uint32_t decode_batch = 8;       // requests per decode step, each at position context + append
-  uint32_t repeats = 3;            // timed runs of each part; medians are reported
+  std::string backend = "cpu";       // cpu | cuda | modeled
+  std::string model = "small";       // catalog name or model directory
+  uint32_t context = 4096;           // cached tokens the prefill attends to (random bf16 KV)
+  uint32_t append = 512;             // new tokens of the prefill
+  uint32_t decode_batch = 8;         // requests per decode step, each at position context + append
+  uint32_t repeats = 3;              // timed runs of each part; medians are reported
   std::string gpu_profile = "h800";  // modeled only
   double mfu = 0.4;                  // modeled only
   uint64_t seed = 1;
@@ -21,13 +21,13 @@ struct compute_bench_options {
 struct compute_bench_result {
   std::string backend, model;
   uint32_t context = 0, append = 0, decode_batch = 0;
-  double prefill_s = 0;              // median seconds of one prefill pass (all layers)
-  double prefill_tokens_per_s = 0;   // append / prefill_s
-  double gflop_per_s = 0;            // cost-model FLOPs of the prefill (docs/design.md §6) / prefill_s
-  double decode_step_s = 0;          // median seconds of one decode step over the batch
-  double decode_tokens_per_s = 0;    // decode_batch / decode_step_s
-  double sgemm_gflop_per_s = 0;      // cpu only: OpenBLAS sgemm on [append x hidden] x the model's linear weights
-  double fit_gflop_per_s = 0;        // the backend's FLOPs->time fit, marginal rate
+  double prefill_s = 0;             // median seconds of one prefill pass (all layers)
+  double prefill_tokens_per_s = 0;  // append / prefill_s
+  double gflop_per_s = 0;           // cost-model FLOPs of the prefill (docs/design.md §6) / prefill_s
+  double decode_step_s = 0;         // median seconds of one decode step over the batch
+  double decode_tokens_per_s = 0;   // decode_batch / decode_step_s
+  double sgemm_gflop_per_s = 0;     // cpu only: OpenBLAS sgemm on [append x hidden] x the model's linear weights
+  double fit_gflop_per_s = 0;       // the backend's FLOPs->time fit, marginal rate
 
   std::string to_json() const;
   std::string to_text() const;

@@ -118,7 +118,7 @@ schedule_bench_result run_schedule_bench(const schedule_bench_options& o) {
   sch::policy_params params;
   params.kv_bytes_per_token = model.kv_bytes_per_token();
   params.alpha_tokens = sch::alpha_tokens(50e9, params.kv_bytes_per_token);  // 400 Gbps SNIC, 3 s
-  params.beta_tokens = sch::beta_tokens(20000);  // ~20K tokens/s of prefill per GPU, 5 s
+  params.beta_tokens = sch::beta_tokens(20000);                              // ~20K tokens/s of prefill per GPU, 5 s
 
   std::vector<double> us;
   one_run last;
@@ -163,8 +163,8 @@ std::string schedule_bench_result::to_text() const {
       "policy {}: {} engines ({} prefill + {} decode nodes of 8), {} requests in {} fetches\n"
       "  {:.3f} µs per request (goal ≤ 5), {:.2f} µs per fetch (median of repeats, one core)\n"
       "  read paths: pe {}, de {}, split {}\n",
-      policy, engines, prefill_nodes, decode_nodes, requests, fetches, us_per_request, us_per_fetch, path_pe,
-      path_de, path_split);
+      policy, engines, prefill_nodes, decode_nodes, requests, fetches, us_per_request, us_per_fetch, path_pe, path_de,
+      path_split);
 }
 
 }  // namespace dualpath::bench

@@ -7,10 +7,10 @@
 namespace dualpath::bench {
 
 struct schedule_bench_options {
-  uint32_t engines = 1152;          // total, 8 per node; one third prefill (the paper's 1P2D ratio)
+  uint32_t engines = 1152;  // total, 8 per node; one third prefill (the paper's 1P2D ratio)
   uint64_t requests = 100000;
   std::string policy = "dualpath";
-  uint32_t repeats = 3;             // full runs; the median µs/request is reported
+  uint32_t repeats = 3;  // full runs; the median µs/request is reported
   uint64_t seed = 1;
 };
 
@@ -18,7 +18,7 @@ struct schedule_bench_result {
   std::string policy;
   uint32_t engines = 0, prefill_nodes = 0, decode_nodes = 0;
   uint64_t requests = 0, fetches = 0;
-  double us_per_request = 0;        // median over repeats of (time in assign) / (requests assigned)
+  double us_per_request = 0;  // median over repeats of (time in assign) / (requests assigned)
   double us_per_fetch = 0;
   uint64_t path_pe = 0, path_de = 0, path_split = 0;  // last repeat
 

@@ -81,7 +81,8 @@ read_pass read_all(Reader& reader, const block_store& store, const std::vector<b
     reader.submit(std::move(batch));
     for (const auto& c : reader.poll(std::chrono::milliseconds(100))) {
       if (!c.ok()) throw std::runtime_error(fmt::format("benchmark read of {} failed: {}", key_hex(c.key), c.message));
-      pass.latencies_us.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - started[c.user_data]).count());
+      pass.latencies_us.push_back(
+          std::chrono::duration<double, std::micro>(clock_type::now() - started[c.user_data]).count());
       bytes += c.bytes_read;
       free_slots.push_back(c.user_data);
       ++done;
@@ -295,10 +296,9 @@ std::string storage_bench_result::to_text() const {
   s += fmt::format("gate    {:8.3f} GB/s   (uncapped SNIC gate, ratio {:.2f})\n", gate_read_gb_per_s,
                    gate_read_gb_per_s / read_gb_per_s);
   if (fio_read_gb_per_s > 0)
-    s += fmt::format("fio     {:8.3f} GB/s   ours/fio {:.2f} (median of per-pass ratios)   ({})\n",
-                     fio_read_gb_per_s, read_vs_fio, fio_note);
-  else
-    s += fmt::format("fio     not measured ({})\n", fio_note);
+    s += fmt::format("fio     {:8.3f} GB/s   ours/fio {:.2f} (median of per-pass ratios)   ({})\n", fio_read_gb_per_s,
+                     read_vs_fio, fio_note);
+  else s += fmt::format("fio     not measured ({})\n", fio_note);
   if (cap_gb_per_s > 0)
     s += fmt::format("cap     {} B at {} GB/s took {:.3f} s (expected {:.3f} s, ratio {:.3f})\n", cap_bytes,
                      cap_gb_per_s, cap_seconds, cap_expected_seconds, cap_seconds / cap_expected_seconds);

@@ -7,15 +7,15 @@
 namespace dualpath::bench {
 
 struct storage_bench_options {
-  std::string dir;                  // the benchmark works in a fresh subdirectory and removes it
-  uint64_t block_bytes = 1 << 20;   // Full Block payload bytes
+  std::string dir;                 // the benchmark works in a fresh subdirectory and removes it
+  uint64_t block_bytes = 1 << 20;  // Full Block payload bytes
   uint32_t blocks = 256;
-  uint32_t depth = 32;              // reads in flight
-  uint32_t layers = 8;              // payload = layers x 64 tokens x (block_bytes / layers / 64)
-  uint32_t repeats = 3;             // read passes (and fio runs); medians are reported
+  uint32_t depth = 32;   // reads in flight
+  uint32_t layers = 8;   // payload = layers x 64 tokens x (block_bytes / layers / 64)
+  uint32_t repeats = 3;  // read passes (and fio runs); medians are reported
   bool fsync = true;
-  bool fio = true;                  // also run fio when it is installed
-  double cap_gb_per_s = 0;          // > 0: also read cap_bytes through a capped SNIC gate
+  bool fio = true;          // also run fio when it is installed
+  double cap_gb_per_s = 0;  // > 0: also read cap_bytes through a capped SNIC gate
   uint64_t cap_bytes = 100'000'000;
 };
 
@@ -25,10 +25,10 @@ struct storage_bench_result {
   bool io_uring = false;  // false: the store fell back to blocking reads on a thread pool
   double write_gb_per_s = 0, read_gb_per_s = 0, read_p50_us = 0, read_p99_us = 0;
   double gate_read_gb_per_s = 0;  // the same reads through an uncapped snic_gate
-  double fio_read_gb_per_s = 0;  // 0 when fio did not run
-  double read_vs_fio = 0;        // median over passes of (our pass / the fio run right after it)
+  double fio_read_gb_per_s = 0;   // 0 when fio did not run
+  double read_vs_fio = 0;         // median over passes of (our pass / the fio run right after it)
   bool fio_direct = false;
-  std::string fio_note;          // why fio did not run, or how it ran
+  std::string fio_note;  // why fio did not run, or how it ran
   double cap_gb_per_s = 0, cap_seconds = 0, cap_expected_seconds = 0;
   uint64_t cap_bytes = 0;
 

@@ -17,7 +17,9 @@
 
 namespace dualpath::bench {
 
-const char* to_string(transport_bench_mode m) { return m == transport_bench_mode::throughput ? "throughput" : "latency"; }
+const char* to_string(transport_bench_mode m) {
+  return m == transport_bench_mode::throughput ? "throughput" : "latency";
+}
 
 namespace {
 
@@ -125,7 +127,8 @@ double memcpy_rate(const transport_bench_options& o, buffer& s, buffer& d) {
 }
 
 void run_throughput(const transport_bench_options& o, transport_bench_result& r) {
-  const uint64_t span = std::max(o.block_bytes, std::min<uint64_t>(o.total_bytes, 64ull << 20) / o.block_bytes * o.block_bytes);
+  const uint64_t span =
+      std::max(o.block_bytes, std::min<uint64_t>(o.total_bytes, 64ull << 20) / o.block_bytes * o.block_bytes);
   buffer src(span), dst(span);
   link l(fabric_for(o, true), src, dst);
   r.fabric_provider = l.a->provider_name();
@@ -318,8 +321,8 @@ std::string transport_bench_result::to_text() const {
     out += fmt::format("{:<22} {:>10.1f} {:>10.1f} {:>12}\n", "idle", idle_p50_us, idle_p99_us, "-");
     out += fmt::format("{:<22} {:>10.1f} {:>10.1f} {:>12.2f}\n", "kv load, isolation on", isolated_p50_us,
                        isolated_p99_us, isolated_kv_gb_per_s);
-    out += fmt::format("{:<22} {:>10.1f} {:>10.1f} {:>12.2f}\n", "kv load, isolation off", shared_p50_us,
-                       shared_p99_us, shared_kv_gb_per_s);
+    out += fmt::format("{:<22} {:>10.1f} {:>10.1f} {:>12.2f}\n", "kv load, isolation off", shared_p50_us, shared_p99_us,
+                       shared_kv_gb_per_s);
     out += fmt::format("isolated p99 / idle p99 = {:.2f}\n", idle_p99_us > 0 ? isolated_p99_us / idle_p99_us : 0);
   }
   return out;

@@ -15,17 +15,17 @@ struct transport_bench_options {
   std::string provider = "shm";
   transport_bench_mode mode = transport_bench_mode::throughput;
   uint64_t slice_bytes = 1 << 20;
-  uint64_t total_bytes = 1ull << 30; // bytes written per repeat (throughput) or by kv under load (latency)
-  uint64_t block_bytes = 0;          // Layer Block size; 0 = slice_bytes
-  uint32_t depth = 16;               // Layer Blocks submitted and not yet completed
-  uint32_t max_inflight = 4;         // slices posted to the provider at once
-  uint64_t kv_guard_bytes = 0;       // kv slice and window next to model traffic; 0 = the transport's default
-  uint32_t repeats = 3;              // throughput runs; the median is reported
-  double rate_gb_per_s = 0;          // emulated CNIC cap; 0 = uncapped
+  uint64_t total_bytes = 1ull << 30;  // bytes written per repeat (throughput) or by kv under load (latency)
+  uint64_t block_bytes = 0;           // Layer Block size; 0 = slice_bytes
+  uint32_t depth = 16;                // Layer Blocks submitted and not yet completed
+  uint32_t max_inflight = 4;          // slices posted to the provider at once
+  uint64_t kv_guard_bytes = 0;        // kv slice and window next to model traffic; 0 = the transport's default
+  uint32_t repeats = 3;               // throughput runs; the median is reported
+  double rate_gb_per_s = 0;           // emulated CNIC cap; 0 = uncapped
   double kv_share = 0.01;
-  uint64_t message_bytes = 65536;    // latency mode: size of one model message
-  uint32_t messages = 2000;          // latency mode: model messages per phase
-  uint32_t gap_us = 100;             // latency mode: pause after each model message completes
+  uint64_t message_bytes = 65536;  // latency mode: size of one model message
+  uint32_t messages = 2000;        // latency mode: model messages per phase
+  uint32_t gap_us = 100;           // latency mode: pause after each model message completes
 };
 
 struct transport_bench_result {

@@ -48,9 +48,10 @@ schedule::policy_params scheduler_params(const run_base& base, const cluster_con
   in.z_slack = c.z_slack;
   in.turn = turn;
   const auto cal = schedule::calibrate(in);
-  spdlog::info("scheduler: alpha {} tokens at {:.3g} GB/s, beta {} tokens (at a mean turn of {} cached + {} appended "
-               "tokens)", cal.params.alpha_tokens, in.snic_bytes_per_s / 1e9, cal.params.beta_tokens, cal.cached,
-               cal.append);
+  spdlog::info(
+      "scheduler: alpha {} tokens at {:.3g} GB/s, beta {} tokens (at a mean turn of {} cached + {} appended "
+      "tokens)",
+      cal.params.alpha_tokens, in.snic_bytes_per_s / 1e9, cal.params.beta_tokens, cal.cached, cal.append);
   auto params = cal.params;
   // The groups of docs/design.md §7.2/§7.3: decode node ids start after the prefill nodes (§3).
   params.groups = {c.pe_group_nodes, c.de_group_nodes, c.prefill_nodes};

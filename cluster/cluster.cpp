@@ -38,7 +38,7 @@ namespace {
 // The embedded cluster's node data planes, connected to each other. They are built before the actor system
 // because they must outlive every actor that points at them.
 std::vector<std::unique_ptr<runtime::node_io>> embedded_data_planes(const run_base& base, const cluster_config& c,
-                                                                   const run_mode& mode) {
+                                                                    const run_mode& mode) {
   std::vector<std::unique_ptr<runtime::node_io>> ios;
   // The oracle's hit KV, in DRAM and shared: a block one node persists is what another node loads.
   auto dram = mode.bypass() ? std::make_shared<runtime::dram_blocks>() : nullptr;
@@ -66,12 +66,12 @@ void spawn_embedded_nodes(caf::actor_system& sys, const run_base& base, const cl
     view->traffic_queues[n] = na.traffic_queue;
     view->leaders[n] = na.leader;
     if (na.ep_rounds) ep.push_back(na.ep_rounds);
-    for (size_t i = 0; i < na.engines.size(); ++i) view->set_engine(uint32_t(n * c.engines_per_node + i), na.engines[i]);
+    for (size_t i = 0; i < na.engines.size(); ++i)
+      view->set_engine(uint32_t(n * c.engines_per_node + i), na.engines[i]);
     all.insert(all.end(), na.all.begin(), na.all.end());
   }
   for (auto& l : view->leaders) caf::anon_send(l, atom::tick_v);
 }
-
 
 // The cluster's secret for the registry and the control port (docs/design.md §13): the cluster file's, else
 // DUALPATH_SECRET, else one generated for this run, which only the node processes this launcher starts can
@@ -81,10 +81,11 @@ std::string run_secret(const run_options& o) {
   std::string secret = given_secret(o.config.secret);
   if (!secret.empty()) return secret;
   if (!o.node_registry.empty() || o.control_port)
-    throw user_error(fmt::format("{} needs the cluster's secret, to give to the {} too: set [runtime] secret in the "
-                                 "cluster file or {}", o.node_registry.empty() ? "--control-port" : "--node-registry",
-                                 o.node_registry.empty() ? "`dualpath ctl` commands" : "nodes you start",
-                                 secret_env));
+    throw user_error(
+        fmt::format("{} needs the cluster's secret, to give to the {} too: set [runtime] secret in the "
+                    "cluster file or {}",
+                    o.node_registry.empty() ? "--control-port" : "--node-registry",
+                    o.node_registry.empty() ? "`dualpath ctl` commands" : "nodes you start", secret_env));
   return generate_secret();
 }
 
@@ -97,8 +98,9 @@ run_summary run_cluster(const run_options& o) {
     throw user_error("the oracle policy copies KV with memcpy inside one process; run it without --processes");
   // docs/design.md §7.6: the EP lockstep's group actor and its engines share one process.
   if (o.processes && c.ep_sync)
-    throw user_error("cluster.ep_sync runs a PE group's engines in lockstep inside one process; run it without "
-                     "--processes");
+    throw user_error(
+        "cluster.ep_sync runs a PE group's engines in lockstep inside one process; run it without "
+        "--processes");
   if (o.processes && o.node_program.empty() && o.node_registry.empty())
     throw user_error("a multi-process run needs the dualpath executable or a node registry address");
   const std::string secret = run_secret(o);
@@ -119,11 +121,11 @@ run_summary run_cluster(const run_options& o) {
   summary.prefill_nodes = c.prefill_nodes;
   std::vector<turn_record> records;
   turns_to_verify to_verify;
-  std::string stall;  // why the run stopped making progress, if it did
-  int64_t t0 = 0;     // the run's start
+  std::string stall;                                       // why the run stopped making progress, if it did
+  int64_t t0 = 0;                                          // the run's start
   std::vector<std::vector<runtime::snic_sample>> samples;  // per node
-  std::vector<std::shared_ptr<runtime::ep_rounds>> ep;      // per prefill node, under ep_sync
-  std::vector<engine_load_sample> engine_samples;           // the scheduler's view of every engine, per report
+  std::vector<std::shared_ptr<runtime::ep_rounds>> ep;     // per prefill node, under ep_sync
+  std::vector<engine_load_sample> engine_samples;          // the scheduler's view of every engine, per report
   auto count = [&](uint64_t snic_bytes, uint64_t persisted, uint64_t store_read, uint64_t snic_write,
                    uint64_t persist_errors) {
     summary.snic_bytes.push_back(snic_bytes);
@@ -148,13 +150,13 @@ run_summary run_cluster(const run_options& o) {
     sched.charge_expiry_s = 4 * c.timeout_s;  // a request unanswered by then has failed (docs/design.md §7.1)
     view->scheduler = spawn_scheduler(sys, sched);
     if (o.control_port) {
-      const uint16_t port = publish_control(sys, view->scheduler, *o.control_port, o.control_host,
-                                            {secret_proof(secret, secret_purpose::control), refused, waits_of(c).request()});
+      const uint16_t port =
+          publish_control(sys, view->scheduler, *o.control_port, o.control_host,
+                          {secret_proof(secret, secret_purpose::control), refused, waits_of(c).request()});
       if (o.on_control_port) o.on_control_port(port);
     }
     // The page switches the policy through the scheduler until this block ends, before the actor system does.
-    auto ui_link = o.ui ? o.ui->begin_run(o, scheduler_policy_setter(sys, view->scheduler))
-                        : ui_page::attachment{};
+    auto ui_link = o.ui ? o.ui->begin_run(o, scheduler_policy_setter(sys, view->scheduler)) : ui_page::attachment{};
 
     std::vector<caf::actor> all{caf::actor_cast<caf::actor>(view->scheduler)};  // to stop at the end
     caf::scoped_actor self{sys};
@@ -242,9 +244,10 @@ run_summary run_cluster(const run_options& o) {
   }
   set_working_set(summary, records, uint64_t(base.geometry.layers) * base.geometry.bytes_per_token_layer);
   const auto fit = base.first->fit();
-  set_jct_bound(summary, records,
-                {c.snic_gb_per_s, c.total_nodes(), c.prefill_nodes * c.engines_per_node, base.geometry.block_tokens,
-                 [&](uint64_t cached, uint64_t tokens) { return fit.seconds(prefill_flops(base.spec, cached, tokens)); }});
+  set_jct_bound(
+      summary, records,
+      {c.snic_gb_per_s, c.total_nodes(), c.prefill_nodes * c.engines_per_node, base.geometry.block_tokens,
+       [&](uint64_t cached, uint64_t tokens) { return fit.seconds(prefill_flops(base.spec, cached, tokens)); }});
   // Verification after the run, so it does not slow the measured cluster.
   const auto v = verify_turns(to_verify, base.first, base.backend_options);
   summary.verified_turns = v.verified;

@@ -26,21 +26,21 @@ struct run_options {
   cluster_config config;
   std::string policy = "dualpath";  // a run policy name (core/modes.hpp), parsed by run_cluster
   std::vector<agent_script> scripts;
-  uint32_t verify_every = 0;  // recompute every Nth turn of each agent from scratch on the cpu backend
-  std::optional<uint16_t> control_port;  // publish the scheduler's control port here (0: any free port)
+  uint32_t verify_every = 0;               // recompute every Nth turn of each agent from scratch on the cpu backend
+  std::optional<uint16_t> control_port;    // publish the scheduler's control port here (0: any free port)
   std::string control_host = "127.0.0.1";  // ... on this address (docs/design.md §13: loopback unless told)
   std::function<void(const run_progress&)> on_progress;  // called about every progress_every_s
   double progress_every_s = 1.0;
   // The report's series (snic_over_time, load_over_time): window length; the scheduler is sampled twice per.
   double series_window_s = 1.0;
-  std::function<void(uint16_t)> on_control_port;         // the bound control port, once published
+  std::function<void(uint16_t)> on_control_port;  // the bound control port, once published
   // One process per node (docs/design.md §13): the launcher keeps the scheduler and the clients and starts
   // `node_program node --registry ...` for every node, or, with node_registry set, publishes the registry
   // there and waits for nodes started by hand. Not for `oracle` (its copies are in-process memcpy).
   bool processes = false;
-  std::string node_program;                              // the dualpath executable
-  std::string node_registry;                             // HOST:PORT: nodes join instead of being started
-  std::function<void(const std::string&)> on_registry;   // with node_registry: the bound HOST:PORT
+  std::string node_program;                                       // the dualpath executable
+  std::string node_registry;                                      // HOST:PORT: nodes join instead of being started
+  std::function<void(const std::string&)> on_registry;            // with node_registry: the bound HOST:PORT
   std::function<void(const std::vector<int>&)> on_nodes_started;  // pids of the node processes
   // A node was lost and the run goes on without it (docs/design.md §13): its index and how it was lost.
   std::function<void(uint32_t node, const std::string& how)> on_node_lost;
@@ -55,6 +55,5 @@ struct run_options {
 // Runs the cluster until every script finished; throws user_error on bad configuration, or when the run
 // makes no progress for config.timeout_s.
 run_summary run_cluster(const run_options& options);
-
 
 }  // namespace dualpath::actors

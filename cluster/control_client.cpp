@@ -48,7 +48,8 @@ void probe(const std::string& host, uint16_t port, std::chrono::milliseconds tim
     throw user_error("ctl: cannot connect to " + where(host, port) + ": " + std::strerror(errno));
   pollfd p{fd, POLLOUT, 0};
   if (poll(&p, 1, left_ms()) <= 0)
-    throw user_error("ctl: no connection to " + where(host, port) + " within " + std::to_string(timeout.count()) + " ms");
+    throw user_error("ctl: no connection to " + where(host, port) + " within " + std::to_string(timeout.count()) +
+                     " ms");
   int err = 0;
   socklen_t len = sizeof(err);
   getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
@@ -58,11 +59,13 @@ void probe(const std::string& host, uint16_t port, std::chrono::milliseconds tim
   p = {fd, POLLIN, 0};
   uint8_t first = 0xff;
   if (poll(&p, 1, left_ms()) <= 0)
-    throw user_error("ctl: " + where(host, port) + " is not a DualPath scheduler control port (no CAF handshake within " +
+    throw user_error("ctl: " + where(host, port) +
+                     " is not a DualPath scheduler control port (no CAF handshake within " +
                      std::to_string(timeout.count()) + " ms)");
   if (recv(fd, &first, 1, 0) != 1 || first != 0)
-    throw user_error("ctl: " + where(host, port) +
-                     " is not a DualPath scheduler control port (it closed the connection or did not answer with a CAF handshake)");
+    throw user_error(
+        "ctl: " + where(host, port) +
+        " is not a DualPath scheduler control port (it closed the connection or did not answer with a CAF handshake)");
 }
 
 }  // namespace
@@ -92,11 +95,12 @@ struct control_client::impl {
     Reply out;
     std::string failure;
     self->request(handle, timeout, xs...)
-        .receive([&](const Reply& r) { out = r; },
-                 [&](const caf::error& e) { failure = describe(e); });
+        .receive([&](const Reply& r) { out = r; }, [&](const caf::error& e) { failure = describe(e); });
     if (failure.find("wrong cluster secret") != std::string::npos)
-      throw user_error("ctl: " + where(host, port) + " refused the command: wrong cluster secret (give the cluster's "
-                       "secret with --secret or " + secret_env + ")");
+      throw user_error("ctl: " + where(host, port) +
+                       " refused the command: wrong cluster secret (give the cluster's "
+                       "secret with --secret or " +
+                       secret_env + ")");
     if (!failure.empty()) throw user_error("ctl: request to " + where(host, port) + " failed: " + failure);
     return out;
   }

@@ -12,9 +12,9 @@
 namespace dualpath::actors {
 
 struct http_request {
-  std::string method;  // "GET", "POST", ...
-  std::string path;    // without the query: "/state"
-  std::string query;   // after '?', undecoded ("" when none)
+  std::string method;        // "GET", "POST", ...
+  std::string path;          // without the query: "/state"
+  std::string query;         // after '?', undecoded ("" when none)
   std::string content_type;  // the Content-Type header ("" when none)
   std::string body;
 };

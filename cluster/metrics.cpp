@@ -49,15 +49,17 @@ struct metrics_endpoint::impl {
                                            .Name("dualpath_kv_load_seconds")
                                            .Help("Assignment to the hit KV being in DRAM (the storage read)")
                                            .Register(*registry);
-  pm::Family<pm::Counter>& turns = pm::BuildCounter().Name("dualpath_turns_total").Help("Turns answered, by outcome").Register(*registry);
+  pm::Family<pm::Counter>& turns =
+      pm::BuildCounter().Name("dualpath_turns_total").Help("Turns answered, by outcome").Register(*registry);
   pm::Family<pm::Counter>& paths = pm::BuildCounter()
                                        .Name("dualpath_read_path_requests_total")
                                        .Help("Turns by the path their hit KV was read through")
                                        .Register(*registry);
-  pm::Family<pm::Counter>& blocks = pm::BuildCounter()
-                                        .Name("dualpath_kv_blocks_total")
-                                        .Help("Prompt blocks of answered turns: hit (read from storage), miss (computed), corrupt")
-                                        .Register(*registry);
+  pm::Family<pm::Counter>& blocks =
+      pm::BuildCounter()
+          .Name("dualpath_kv_blocks_total")
+          .Help("Prompt blocks of answered turns: hit (read from storage), miss (computed), corrupt")
+          .Register(*registry);
   pm::Family<pm::Counter>& snic_bytes = pm::BuildCounter()
                                             .Name("dualpath_snic_read_bytes_total")
                                             .Help("Bytes read through a node's storage NIC")
@@ -78,10 +80,8 @@ struct metrics_endpoint::impl {
                                         .Name("dualpath_turns_rerun_total")
                                         .Help("Turns re-run, by cause: a lost node (migrated) or a transient fault")
                                         .Register(*registry);
-  pm::Family<pm::Counter>& lost_nodes = pm::BuildCounter()
-                                            .Name("dualpath_nodes_lost_total")
-                                            .Help("Nodes lost while the run went on")
-                                            .Register(*registry);
+  pm::Family<pm::Counter>& lost_nodes =
+      pm::BuildCounter().Name("dualpath_nodes_lost_total").Help("Nodes lost while the run went on").Register(*registry);
   pm::Family<pm::Counter>& rejoined_nodes = pm::BuildCounter()
                                                 .Name("dualpath_nodes_rejoined_total")
                                                 .Help("Lost nodes that joined the run again")
@@ -90,15 +90,12 @@ struct metrics_endpoint::impl {
                                           .Name("dualpath_engine_tokens")
                                           .Help("tok_e: tokens an engine still has to process")
                                           .Register(*registry);
-  pm::Family<pm::Gauge>& engine_seq = pm::BuildGauge()
-                                          .Name("dualpath_engine_requests")
-                                          .Help("seq_e: requests on an engine")
-                                          .Register(*registry);
-  pm::Family<pm::Gauge>& hbm = pm::BuildGauge().Name("dualpath_hbm_free_bytes").Help("Free KV bytes in an engine's HBM").Register(*registry);
-  pm::Family<pm::Gauge>& waiting = pm::BuildGauge()
-                                       .Name("dualpath_requests_waiting")
-                                       .Help("Requests in the scheduler's queue")
-                                       .Register(*registry);
+  pm::Family<pm::Gauge>& engine_seq =
+      pm::BuildGauge().Name("dualpath_engine_requests").Help("seq_e: requests on an engine").Register(*registry);
+  pm::Family<pm::Gauge>& hbm =
+      pm::BuildGauge().Name("dualpath_hbm_free_bytes").Help("Free KV bytes in an engine's HBM").Register(*registry);
+  pm::Family<pm::Gauge>& waiting =
+      pm::BuildGauge().Name("dualpath_requests_waiting").Help("Requests in the scheduler's queue").Register(*registry);
   pm::Family<pm::Gauge>& policy = pm::BuildGauge()
                                       .Name("dualpath_scheduler_policy_info")
                                       .Help("1 for the scheduler's active policy")
@@ -158,7 +155,8 @@ void metrics_endpoint::observe_turn(const turn_record& r, uint32_t block_tokens)
   const uint64_t prompt_blocks = block_tokens ? (uint64_t(r.prompt_tokens) + block_tokens - 1) / block_tokens : 0;
   m.blocks.Add({{"outcome", "hit"}}).Increment(double(r.hit_blocks));
   m.blocks.Add({{"outcome", "corrupt"}}).Increment(double(r.corrupt_blocks));
-  m.blocks.Add({{"outcome", "miss"}}).Increment(double(prompt_blocks > r.hit_blocks ? prompt_blocks - r.hit_blocks : 0));
+  m.blocks.Add({{"outcome", "miss"}})
+      .Increment(double(prompt_blocks > r.hit_blocks ? prompt_blocks - r.hit_blocks : 0));
 }
 
 void metrics_endpoint::set_cnic(uint32_t node, const char* cls, const char* direction, uint64_t bytes_total) {

@@ -59,8 +59,8 @@ cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const 
   return view;
 }
 
-std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const runtime::kv_geometry& geo,
-                                               uint32_t node, bool bypass, storage::block_store& store,
+std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const runtime::kv_geometry& geo, uint32_t node,
+                                               bool bypass, storage::block_store& store,
                                                std::shared_ptr<runtime::dram_blocks> dram,
                                                std::shared_ptr<std::mutex> provider_lock) {
   runtime::node_io_options no;
@@ -102,8 +102,9 @@ node_actors spawn_node_actors(caf::actor_system& sys, const run_base& base, cons
     es.view = view;
     es.node = &io;
     es.ep_group = ep;
-    es.backend = i == 0 && first_backend ? first_backend
-                                         : std::shared_ptr<gpu::compute_backend>(gpu::make_backend(base.backend_options));
+    es.backend = i == 0 && first_backend
+                     ? first_backend
+                     : std::shared_ptr<gpu::compute_backend>(gpu::make_backend(base.backend_options));
     es.worker = spawn_compute_worker(sys, es.backend);
     out.all.push_back(caf::actor_cast<caf::actor>(es.worker));
     out.engines.push_back(view->is_prefill_node(node) ? caf::actor_cast<caf::actor>(spawn_prefill_engine(sys, es))

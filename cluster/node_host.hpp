@@ -33,8 +33,8 @@ cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const 
 
 // Node `node`'s data plane (bypass: the oracle's in-process I/O, its hit KV from `dram`, shared by the nodes).
 // `provider_lock`: shared by the nodes of one process (transport::fabric_options::provider_lock).
-std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const runtime::kv_geometry& geo,
-                                               uint32_t node, bool bypass, storage::block_store& store,
+std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const runtime::kv_geometry& geo, uint32_t node,
+                                               bool bypass, storage::block_store& store,
                                                std::shared_ptr<runtime::dram_blocks> dram = nullptr,
                                                std::shared_ptr<std::mutex> provider_lock = nullptr);
 
@@ -42,7 +42,7 @@ struct node_actors {
   traffic_queue_actor traffic_queue;
   leader_actor leader;
   std::vector<caf::actor> engines;  // this node's, in global engine order (cluster_view::set_engine types them)
-  std::vector<caf::actor> all;        // everything spawned, to stop at the end
+  std::vector<caf::actor> all;      // everything spawned, to stop at the end
   std::shared_ptr<runtime::ep_rounds> ep_rounds;  // `ep_sync`, prefill node: its group's rounds (else null)
 };
 

@@ -32,7 +32,7 @@ uint32_t rejoined(cluster_view& view, runtime::node_io& io, const node_handles& 
 }
 
 node_control_actor::behavior_type node_control(node_control_actor::pointer, runtime::node_io* io, caf::actor main,
-                                                cluster_view_ptr view) {
+                                               cluster_view_ptr view) {
   return {
       [io](atom::stats) {
         const auto s = io->stats();  // one snapshot, one lock
@@ -70,7 +70,6 @@ void fill(std::vector<Handle>& out, const std::vector<caf::actor>& in) {
   for (const auto& a : in) out.push_back(caf::actor_cast<Handle>(a));
 }
 
-
 // This node's counters into its metrics endpoint (running totals; the endpoint counts the increments).
 void sample_node_metrics(metrics_endpoint& m, const runtime::node_io& io) {
   const auto s = io.stats();
@@ -96,7 +95,8 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   system_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
-  fmt::print(stderr, "dualpath: node {}: waiting up to {:.1f} s for the registry at {}\n", node, timeout.count() / 1000.0, where);
+  fmt::print(stderr, "dualpath: node {}: waiting up to {:.1f} s for the registry at {}\n", node,
+             timeout.count() / 1000.0, where);
   auto registry = connect_registry(sys, host, port, timeout);
 
   std::string failure, cluster_file, policy;
@@ -113,15 +113,21 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
         stop_requested())
       break;
     if (!std::exchange(told, true))
-      fmt::print(stderr, "dualpath: node {}: the registry at {} says node {} is running; asking again until it is "
-                 "found lost (at most {} s)\n", node, where, node, timeout.count() / 1000.0);
+      fmt::print(stderr,
+                 "dualpath: node {}: the registry at {} says node {} is running; asking again until it is "
+                 "found lost (at most {} s)\n",
+                 node, where, node, timeout.count() / 1000.0);
   }
   if (stop_requested())
-    throw user_error(fmt::format("node {}: stopped by signal {} while joining through {}", node, stop_requested(), where));
+    throw user_error(
+        fmt::format("node {}: stopped by signal {} while joining through {}", node, stop_requested(), where));
   if (failure.find("wrong cluster secret") != std::string::npos)
-    throw user_error(fmt::format("node {}: the registry at {} refused it: wrong cluster secret (give the cluster's "
-                                 "secret with --secret or {})", node, where, secret_env));
-  if (!failure.empty()) throw user_error(fmt::format("node {}: the registry at {} refused it: {}", node, where, failure));
+    throw user_error(
+        fmt::format("node {}: the registry at {} refused it: wrong cluster secret (give the cluster's "
+                    "secret with --secret or {})",
+                    node, where, secret_env));
+  if (!failure.empty())
+    throw user_error(fmt::format("node {}: the registry at {} refused it: {}", node, where, failure));
 
   const std::string origin = "cluster file from the launcher at " + where;
   const cluster_config config = parse_cluster_config(cluster_file, origin);
@@ -175,8 +181,7 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   // The metrics are sampled from the start (every series present, at 0) and then 4 times a second.
   if (metrics) sample_node_metrics(*metrics, *io);
   while (!done && !stop_requested()) {
-    self->receive([&](atom::stop) { done = true; },
-                  [&](const caf::down_msg&) { done = orphaned = true; },
+    self->receive([&](atom::stop) { done = true; }, [&](const caf::down_msg&) { done = orphaned = true; },
                   caf::after(std::chrono::milliseconds(250)) >> [] {});
     if (metrics) sample_node_metrics(*metrics, *io);
   }

@@ -111,7 +111,8 @@ void node_processes::spawn_nodes(const std::string& program, const std::string& 
   envp.push_back(nullptr);
   for (uint32_t n = 0; n < nodes; ++n) {
     const std::string node = std::to_string(n), timeout_ms = std::to_string(timeout_.count());
-    std::vector<std::string> args{program, "node", "--registry", registry_at, "--node", node, "--timeout-ms", timeout_ms};
+    std::vector<std::string> args{program,  "node", "--registry",   registry_at,
+                                  "--node", node,   "--timeout-ms", timeout_ms};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -183,8 +184,10 @@ void node_processes::drain() {
     (*watcher_)->receive([&](const caf::down_msg& d) { more = true, downs_.push_back(d); },
                          [&](atom::rejoin, const node_handles& h, const envelope<schema::FabricDirectory>& e) {
                            more = true, rejoins_.emplace_back(h, e);
-                           spdlog::info("launcher: node {} joined again; it takes work once its quarantine ends ({} ms "
-                                        "after its loss)", h.node, quarantine().count());
+                           spdlog::info(
+                               "launcher: node {} joined again; it takes work once its quarantine ends ({} ms "
+                               "after its loss)",
+                               h.node, quarantine().count());
                          },
                          caf::after(std::chrono::seconds(0)) >> [] {});
   }
@@ -235,7 +238,8 @@ std::vector<std::pair<uint32_t, std::string>> node_processes::poll_lost() {
       waitpid(pids_[n], nullptr, 0);
       reaped_[n] = true;
     }
-    lose(n, fmt::format("node {} did not answer the heartbeat within {} ms ({})", n, heartbeat_deadline.count(), failure));
+    lose(n,
+         fmt::format("node {} did not answer the heartbeat within {} ms ({})", n, heartbeat_deadline.count(), failure));
   }
   return out;
 }
@@ -266,7 +270,7 @@ std::vector<uint32_t> node_processes::poll_rejoined() {
     const size_t n = h.node;
     if (n >= controls_.size() || !lost_[n]) continue;
     if (now < lost_at_[n] + quarantine()) {  // a survivor's wait may still name the old process
-      later.push_back(std::move(rejoin));  // (one per node: the registry wires one process per lost index)
+      later.push_back(std::move(rejoin));    // (one per node: the registry wires one process per lost index)
       continue;
     }
     auto control = caf::actor_cast<node_control_actor>(h.control);
@@ -281,15 +285,16 @@ std::vector<uint32_t> node_processes::poll_rejoined() {
     std::vector<std::tuple<size_t, size_t, answer>> asked;  // who, about whom
     for (size_t m = 0; m < controls_.size(); ++m)
       if (!lost_[m] && m != n && back_as_[m])
-        asked.emplace_back(n, m, self->request(control, timeout_, atom::rejoin_v, back_as_[m]->first,
-                                               back_as_[m]->second));
+        asked.emplace_back(n, m,
+                           self->request(control, timeout_, atom::rejoin_v, back_as_[m]->first, back_as_[m]->second));
     for (size_t m = 0; m < controls_.size(); ++m)
       if (!lost_[m] && m != n)
         asked.emplace_back(m, n, self->request(controls_[m], timeout_, atom::rejoin_v, h, entries));
     for (auto& [who, about, a] : asked)
-      a.receive([](uint32_t) {}, [&, who = who, about = about](const caf::error& e) {
-        spdlog::warn("launcher: node {} did not take rejoined node {}: {}", who, about, describe(e));
-      });
+      a.receive([](uint32_t) {},
+                [&, who = who, about = about](const caf::error& e) {
+                  spdlog::warn("launcher: node {} did not take rejoined node {}: {}", who, about, describe(e));
+                });
     controls_[n] = control;
     (*watcher_)->monitor(controls_[n]);
     lost_[n] = stopped_[n] = false;
@@ -332,12 +337,12 @@ void node_processes::stop() {
   downs_.clear();
   while (std::count(stopped_.begin(), stopped_.end(), false) > 0) {
     bool timed_out = false;
-    (*watcher_)->receive([&](const caf::down_msg& d) { note_down(d); },
-                         [](atom::rejoin, const node_handles& h, const envelope<schema::FabricDirectory>&) {
-                           caf::anon_send(caf::actor_cast<node_control_actor>(h.control), atom::stop_v);
-                         },
-                         caf::after(std::chrono::milliseconds(100)) >>
-                             [&] { timed_out = std::chrono::steady_clock::now() > deadline; });
+    (*watcher_)->receive(
+        [&](const caf::down_msg& d) { note_down(d); },
+        [](atom::rejoin, const node_handles& h, const envelope<schema::FabricDirectory>&) {
+          caf::anon_send(caf::actor_cast<node_control_actor>(h.control), atom::stop_v);
+        },
+        caf::after(std::chrono::milliseconds(100)) >> [&] { timed_out = std::chrono::steady_clock::now() > deadline; });
     if (timed_out) throw user_error("multi-process run: a node did not stop within the timeout");
   }
   controls_.clear();  // nothing left to stop

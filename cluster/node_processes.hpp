@@ -92,8 +92,8 @@ class node_processes {
   std::vector<int> pids_;
   std::vector<bool> reaped_;
   std::vector<node_control_actor> controls_;
-  std::vector<bool> stopped_;                   // node's control actor is gone (down message seen)
-  std::vector<bool> lost_;                      // given up until it rejoins (poll_lost, poll_rejoined)
+  std::vector<bool> stopped_;                                   // node's control actor is gone (down message seen)
+  std::vector<bool> lost_;                                      // given up until it rejoins (poll_lost, poll_rejoined)
   std::vector<std::chrono::steady_clock::time_point> lost_at_;  // when poll_lost gave it up
   // Per node that rejoined: its process's handles and endpoints, for a node that rejoins after it.
   std::vector<std::optional<rejoin_message>> back_as_;

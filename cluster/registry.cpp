@@ -27,15 +27,16 @@ struct registry_state {
   std::vector<std::vector<runtime::endpoint_entry>> entries;  // per node: its endpoints as last registered
   std::vector<wiring_promise> waiting;
   uint32_t ready = 0;
-  bool wired = false;          // every node got the cluster: from now on only a lost node may join again
-  std::vector<bool> lost;      // the launcher said so: a new process may take this index
+  bool wired = false;           // every node got the cluster: from now on only a lost node may join again
+  std::vector<bool> lost;       // the launcher said so: a new process may take this index
   std::vector<bool> rejoining;  // wired again, its ready not yet seen
 
   uint32_t nodes() const { return uint32_t(registered.size()); }
 
   std::string refuse(uint32_t node) const {
     if (node >= nodes()) return fmt::format("node {} is not in this cluster ({} nodes)", node, nodes());
-    if (wired && !lost[node]) return fmt::format("node {} is running: only a lost node can join a running cluster", node);
+    if (wired && !lost[node])
+      return fmt::format("node {} is running: only a lost node can join a running cluster", node);
     return "";
   }
 

@@ -102,7 +102,9 @@ void turn_collector::run(caf::scoped_actor& self) {
   report(self);
 }
 
-double turn_collector::report_every_s() const { return std::min(options.progress_every_s, options.series_window_s / 2); }
+double turn_collector::report_every_s() const {
+  return std::min(options.progress_every_s, options.series_window_s / 2);
+}
 
 void turn_collector::report(caf::scoped_actor& self) {
   std::optional<scheduler_counters> stats;
@@ -136,15 +138,17 @@ void turn_collector::report(caf::scoped_actor& self) {
   if (options.ui) options.ui->update(progress, seconds_between(t0, now_ns()), stats, snics);
 }
 
-void turn_collector::sample_metrics(const std::optional<scheduler_counters>& stats, const std::vector<ui_page::snic_sample>& snics) {
-  for (size_t n = 0; n < snics.size(); ++n) options.metrics->set_snic(uint32_t(n), snics[n].read_bytes, snics[n].read_q);
+void turn_collector::sample_metrics(const std::optional<scheduler_counters>& stats,
+                                    const std::vector<ui_page::snic_sample>& snics) {
+  for (size_t n = 0; n < snics.size(); ++n)
+    options.metrics->set_snic(uint32_t(n), snics[n].read_bytes, snics[n].read_q);
   if (!stats) return;
   options.metrics->set_waiting(stats->waiting);
   options.metrics->set_policy(stats->policy);
   for (const auto& n : stats->nodes)
     for (const auto& e : n.node.engines)
-      options.metrics->set_engine(e.engine, n.node.kind == schedule::role::prefill ? "prefill" : "decode", e.tok,
-                                  e.seq, e.free_hbm);
+      options.metrics->set_engine(e.engine, n.node.kind == schedule::role::prefill ? "prefill" : "decode", e.tok, e.seq,
+                                  e.free_hbm);
 }
 
 void turn_collector::start_clients() {

@@ -25,11 +25,11 @@ struct turn_collector {
 
   const run_options& options;
   const cluster_view& view;
-  node_processes* nodes = nullptr;  // multi-process runs: nodes can be lost (docs/design.md §13)
+  node_processes* nodes = nullptr;                     // multi-process runs: nodes can be lost (docs/design.md §13)
   std::vector<std::pair<uint32_t, std::string>> lost;  // nodes lost now, and how, in the order noticed
-  uint64_t lost_total = 0, rejoined = 0;                // losses and rejoins over the run
-  uint64_t migrated = 0;                                // turns re-run because of them
-  uint64_t retried = 0;                                 // turns re-run after a transient fault
+  uint64_t lost_total = 0, rejoined = 0;               // losses and rejoins over the run
+  uint64_t migrated = 0;                               // turns re-run because of them
+  uint64_t retried = 0;                                // turns re-run after a transient fault
   int64_t last_event = 0;  // the latest answered turn (or, after a loss, the moment the loss's waits end)
   std::vector<turn_record> records;
   turns_to_verify to_verify;

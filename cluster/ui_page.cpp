@@ -218,8 +218,8 @@ http_response ui_page::post_policy(const std::string& body) {
     return answer(400, {{"ok", false}, {"message", "POST {\"policy\": NAME, \"secret\": S}"}});
   const std::string name = j["policy"].get<std::string>();
   const std::string given = j.contains("secret") && j["secret"].is_string() ? j["secret"].get<std::string>() : "";
-  if (!impl_->secret.empty() &&
-      !proof_matches(secret_proof(impl_->secret, secret_purpose::control), secret_proof(given, secret_purpose::control))) {
+  if (!impl_->secret.empty() && !proof_matches(secret_proof(impl_->secret, secret_purpose::control),
+                                               secret_proof(given, secret_purpose::control))) {
     uint64_t n = 0;
     {
       std::lock_guard<std::mutex> lock(impl_->mu);

@@ -38,8 +38,8 @@ struct ui_node {
 
 // What the page shows, as of the last sample.
 struct ui_state {
-  std::string run;     // the run policy of the current (or last) run
-  std::string policy;  // the scheduler's active policy, from its stats
+  std::string run;                    // the run policy of the current (or last) run
+  std::string policy;                 // the scheduler's active policy, from its stats
   std::vector<std::string> policies;  // what `policy set` accepts
   bool running = false, secret_required = false;
   uint64_t turns_done = 0, turns_total = 0, failed_turns = 0, waiting = 0;

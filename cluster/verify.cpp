@@ -22,7 +22,8 @@ std::vector<int32_t> recompute_turn(gpu::compute_backend& backend, const std::ve
     for (uint32_t l = 0; l < m.layers; ++l) d.kv.push_back({{kv[l].data(), d.position}});
     d.new_kv = fresh.data();
     out.push_back(backend.decode_step(items).at(0));
-    for (uint32_t l = 0; l < m.layers; ++l) kv[l].insert(kv[l].end(), fresh.begin() + l * bytes, fresh.begin() + (l + 1) * bytes);
+    for (uint32_t l = 0; l < m.layers; ++l)
+      kv[l].insert(kv[l].end(), fresh.begin() + l * bytes, fresh.begin() + (l + 1) * bytes);
   }
   return out;
 }

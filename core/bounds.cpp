@@ -17,7 +17,8 @@ const char* to_string(bound_kind k) {
 namespace {
 
 void require_positive(double v, const char* what) {
-  if (!std::isfinite(v) || v <= 0) throw user_error(fmt::format("bounds: {} must be a positive number, got {}", what, v));
+  if (!std::isfinite(v) || v <= 0)
+    throw user_error(fmt::format("bounds: {} must be a positive number, got {}", what, v));
 }
 
 // Per-link load as a function of x = P/D, in GB/s, from T_p = Bs/(D·g²) and T_c = Bs/(P·g²).
@@ -34,21 +35,24 @@ struct row_def {
 };
 
 const row_def rows[] = {
-    {bound_link::pe_cnic_read, "pe_cnic_read", "PE CNIC, read (PE path steps 3, 5)", "2·T_p·D·g = 2·B·s/g", "s <= g/2", bound_kind::fixed, false,
-     [](double, double g, double s, double B) { return 2 * B * s / g; }, nullptr},
-    {bound_link::pe_cnic_write, "pe_cnic_write", "PE CNIC, write (PE step 4, DE step 5)", "(T_p+T_c)·D·g", "P/D >= s/(g-s)", bound_kind::lower, false,
+    {bound_link::pe_cnic_read, "pe_cnic_read", "PE CNIC, read (PE path steps 3, 5)", "2·T_p·D·g = 2·B·s/g", "s <= g/2",
+     bound_kind::fixed, false, [](double, double g, double s, double B) { return 2 * B * s / g; }, nullptr},
+    {bound_link::pe_cnic_write, "pe_cnic_write", "PE CNIC, write (PE step 4, DE step 5)", "(T_p+T_c)·D·g",
+     "P/D >= s/(g-s)", bound_kind::lower, false,
      [](double x, double g, double s, double B) { return B * s / g * (1 + 1 / x); },
      [](double g, double s, double, double) { return s / (g - s); }},
-    {bound_link::de_cnic_read, "de_cnic_read", "DE CNIC, read (DE steps 3, 6; PE step 8)", "(T_p+2·T_c)·P·g", "P/D <= (g-2s)/s", bound_kind::upper, false,
+    {bound_link::de_cnic_read, "de_cnic_read", "DE CNIC, read (DE steps 3, 6; PE step 8)", "(T_p+2·T_c)·P·g",
+     "P/D <= (g-2s)/s", bound_kind::upper, false,
      [](double x, double g, double s, double B) { return B * s / g * (x + 2); },
      [](double g, double s, double, double) { return (g - 2 * s) / s; }},
-    {bound_link::de_cnic_write, "de_cnic_write", "DE CNIC, write (PE steps 7, 9; DE step 7)", "(2·T_p+T_c)·P·g", "P/D <= (g-s)/(2s)", bound_kind::upper, false,
+    {bound_link::de_cnic_write, "de_cnic_write", "DE CNIC, write (PE steps 7, 9; DE step 7)", "(2·T_p+T_c)·P·g",
+     "P/D <= (g-s)/(2s)", bound_kind::upper, false,
      [](double x, double g, double s, double B) { return B * s / g * (2 * x + 1); },
      [](double g, double s, double, double) { return (g - s) / (2 * s); }},
     {bound_link::pe_dram, "pe_dram", "PE node DRAM", "2·s·B", "2·s·B <= M", bound_kind::fixed, true,
      [](double, double, double s, double B) { return 2 * s * B; }, nullptr},
-    {bound_link::de_dram, "de_dram", "DE node DRAM", "(3 + 2·P/D)·s·B", "P/D <= (M/(s·B) - 3)/2", bound_kind::upper, true,
-     [](double x, double, double s, double B) { return (3 + 2 * x) * s * B; },
+    {bound_link::de_dram, "de_dram", "DE node DRAM", "(3 + 2·P/D)·s·B", "P/D <= (M/(s·B) - 3)/2", bound_kind::upper,
+     true, [](double x, double, double s, double B) { return (3 + 2 * x) * s * B; },
      [](double, double s, double B, double M) { return (M / (s * B) - 3) / 2; }},
 };
 
@@ -134,8 +138,9 @@ std::string bounds_report::infeasibility() const {
     if (r.holds) continue;
     if (!why.empty()) why += "; ";
     if (r.id == bound_link::pe_cnic_read) {
-      why += fmt::format("s = {} exceeds g/2 = {}: a PE CNIC would have to read 2·s·B/g = {:.4g} GB/s but carries B = {} GB/s",
-                         s, g / 2, 2 * s * B / g, B);
+      why += fmt::format(
+          "s = {} exceeds g/2 = {}: a PE CNIC would have to read 2·s·B/g = {:.4g} GB/s but carries B = {} GB/s", s,
+          g / 2, 2 * s * B / g, B);
     } else if (r.id == bound_link::pe_dram) {
       why += fmt::format("PE DRAM needs 2·s·B = {:.4g} GB/s but M = {} GB/s", 2 * s * B, M);
     } else {

@@ -9,10 +9,10 @@
 namespace dualpath {
 
 struct bounds_input {
-  double gpus_per_node = 8;     // g
-  double snic_ratio = 1;        // s: SNIC bandwidth per node = s·B
-  double cnic_gb_per_s = 50;    // B: CNIC bandwidth per GPU
-  double dram_gb_per_s = 500;   // M: DRAM bandwidth per node
+  double gpus_per_node = 8;               // g
+  double snic_ratio = 1;                  // s: SNIC bandwidth per node = s·B
+  double cnic_gb_per_s = 50;              // B: CNIC bandwidth per GPU
+  double dram_gb_per_s = 500;             // M: DRAM bandwidth per node
   std::optional<uint32_t> prefill_nodes;  // P, with decode_nodes: evaluate this layout too
   std::optional<uint32_t> decode_nodes;   // D
 };
@@ -34,9 +34,9 @@ struct bound_row {
   std::string load;       // load formula as in docs/design.md §5
   std::string condition;  // the condition the row imposes
   bound_kind kind = bound_kind::fixed;
-  double limit = 0;       // lower/upper: the P/D bound; fixed: unused
-  bool holds = true;      // fixed rows: the hardware satisfies it; lower/upper: the interval it allows is non-empty
-  bool binding = false;   // its limit is the interval's end (lower or upper)
+  double limit = 0;      // lower/upper: the P/D bound; fixed: unused
+  bool holds = true;     // fixed rows: the hardware satisfies it; lower/upper: the interval it allows is non-empty
+  bool binding = false;  // its limit is the interval's end (lower or upper)
   double capacity_gb_per_s = 0;  // of the link (B for a CNIC, M for DRAM)
   // When a layout is given: load on the link at that P/D and the share of capacity left.
   std::optional<double> load_gb_per_s;
@@ -50,8 +50,8 @@ struct bounds_report {
   double pd_max = 0;
   bool feasible_hardware = true;  // every fixed row holds and pd_min <= pd_max
   std::vector<std::string> binding;
-  std::optional<double> pd;        // P/D of the given layout
-  std::optional<bool> feasible;    // the given layout is inside the interval and every row holds
+  std::optional<double> pd;      // P/D of the given layout
+  std::optional<bool> feasible;  // the given layout is inside the interval and every row holds
   // Aggregate storage read bandwidth of the layout: PE path only vs both paths (docs/design.md §1).
   std::optional<double> pe_read_gb_per_s;
   std::optional<double> dual_read_gb_per_s;

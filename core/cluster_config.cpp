@@ -105,8 +105,10 @@ void check_ascii(const std::string& text, const std::string& origin) {
     const bool comment = first < end && text[first] == '#';
     for (size_t i = start; i < end && !comment; ++i)
       if (static_cast<unsigned char>(text[i]) >= 0x80)
-        throw user_error(fmt::format("{}:{}:{}: byte 0x{:02x}: a cluster file is ASCII (other text only on comment "
-                                     "lines)", origin, line, i - start + 1, static_cast<unsigned char>(text[i])));
+        throw user_error(
+            fmt::format("{}:{}:{}: byte 0x{:02x}: a cluster file is ASCII (other text only on comment "
+                        "lines)",
+                        origin, line, i - start + 1, static_cast<unsigned char>(text[i])));
     start = end + 1;
     ++line;
   }
@@ -139,7 +141,7 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
   r.get(model, "model", "mfu", c.mfu);
   r.get(model, "model", "seed", c.seed);
   const auto* cluster = r.section("cluster", {"prefill_nodes", "decode_nodes", "engines_per_node", "gpus_per_node",
-                                                    "block_tokens", "pe_group_nodes", "de_group_nodes", "ep_sync"});
+                                              "block_tokens", "pe_group_nodes", "de_group_nodes", "ep_sync"});
   r.get(cluster, "cluster", "prefill_nodes", c.prefill_nodes);
   r.get(cluster, "cluster", "decode_nodes", c.decode_nodes);
   r.get(cluster, "cluster", "engines_per_node", c.engines_per_node);
@@ -153,8 +155,8 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
   r.get(cluster, "cluster", "pe_group_nodes", c.pe_group_nodes);
   r.get(cluster, "cluster", "de_group_nodes", c.de_group_nodes);
   r.get(cluster, "cluster", "ep_sync", c.ep_sync);
-  const auto* hw = r.section("hardware", {"snic_gb_per_s", "cnic_gb_per_s", "dram_buffer_gb", "hbm_gb", "prefill_hbm_gb", "provider",
-                                          "kv_share", "isolation"});
+  const auto* hw = r.section("hardware", {"snic_gb_per_s", "cnic_gb_per_s", "dram_buffer_gb", "hbm_gb",
+                                          "prefill_hbm_gb", "provider", "kv_share", "isolation"});
   r.get(hw, "hardware", "snic_gb_per_s", c.snic_gb_per_s);
   r.get(hw, "hardware", "cnic_gb_per_s", c.cnic_gb_per_s);
   r.get(hw, "hardware", "dram_buffer_gb", c.dram_buffer_gb);
@@ -168,7 +170,7 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
   r.get(st, "storage", "capacity_gb", c.capacity_gb);
   r.get(st, "storage", "fsync", c.fsync);
   const auto* sc = r.section("schedule", {"policy", "alpha_s", "beta_s", "alpha_tokens", "beta_tokens", "z_slack",
-                                           "quota_ms", "quota_scope", "switch"});
+                                          "quota_ms", "quota_scope", "switch"});
   r.get(sc, "schedule", "policy", c.policy);
   if (!parse_run_mode(c.policy).ok())
     r.fail("schedule.policy", unknown_name("run policy", c.policy, run_policy_names()));
@@ -203,7 +205,8 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
       }
     }
   }
-  const auto* rt = r.section("runtime", {"prefetch_layers", "max_decode_batch", "timeout_s", "model_traffic_kb", "secret"});
+  const auto* rt =
+      r.section("runtime", {"prefetch_layers", "max_decode_batch", "timeout_s", "model_traffic_kb", "secret"});
   r.get(rt, "runtime", "prefetch_layers", c.prefetch_layers);
   r.get(rt, "runtime", "max_decode_batch", c.max_decode_batch);
   r.get(rt, "runtime", "timeout_s", c.timeout_s);
@@ -224,12 +227,12 @@ void validate_cluster_config(const cluster_config& c, const std::string& origin)
   // A group is whole nodes of one role (docs/design.md §7.2, §7.3): a remainder would be a group of another size.
   if (c.pe_group_nodes < 1) fail("cluster.pe_group_nodes", "must be at least 1");
   if (c.prefill_nodes % c.pe_group_nodes != 0)
-    fail("cluster.pe_group_nodes", fmt::format("must divide prefill_nodes ({}), got {}", c.prefill_nodes,
-                                                c.pe_group_nodes));
+    fail("cluster.pe_group_nodes",
+         fmt::format("must divide prefill_nodes ({}), got {}", c.prefill_nodes, c.pe_group_nodes));
   if (c.de_group_nodes < 1) fail("cluster.de_group_nodes", "must be at least 1");
   if (c.decode_nodes % c.de_group_nodes != 0)
-    fail("cluster.de_group_nodes", fmt::format("must divide decode_nodes ({}), got {}", c.decode_nodes,
-                                                c.de_group_nodes));
+    fail("cluster.de_group_nodes",
+         fmt::format("must divide decode_nodes ({}), got {}", c.decode_nodes, c.de_group_nodes));
   if (c.block_tokens != 0 && (c.block_tokens < 4 || c.block_tokens > 4096))
     fail("cluster.block_tokens", "must be in 4..4096 (or 0 for the model's own)");
   if (c.snic_gb_per_s < 0) fail("hardware.snic_gb_per_s", "must not be negative");
@@ -256,7 +259,10 @@ void validate_cluster_config(const cluster_config& c, const std::string& origin)
 std::string format_cluster_config(const cluster_config& c) {
   auto integer = [](uint64_t v) { return int64_t(v); };
   toml::table root;
-  root.insert("model", toml::table{{"name", c.model}, {"backend", to_string(c.backend)}, {"gpu", c.gpu}, {"mfu", c.mfu},
+  root.insert("model", toml::table{{"name", c.model},
+                                   {"backend", to_string(c.backend)},
+                                   {"gpu", c.gpu},
+                                   {"mfu", c.mfu},
                                    {"seed", integer(c.seed)}});
   root.insert("cluster", toml::table{{"prefill_nodes", integer(c.prefill_nodes)},
                                      {"decode_nodes", integer(c.decode_nodes)},
@@ -265,9 +271,13 @@ std::string format_cluster_config(const cluster_config& c) {
                                      {"de_group_nodes", integer(c.de_group_nodes)},
                                      {"block_tokens", integer(c.block_tokens)},
                                      {"ep_sync", c.ep_sync}});
-  root.insert("hardware", toml::table{{"snic_gb_per_s", c.snic_gb_per_s}, {"cnic_gb_per_s", c.cnic_gb_per_s},
-                                      {"dram_buffer_gb", c.dram_buffer_gb}, {"hbm_gb", c.hbm_gb}, {"prefill_hbm_gb", c.prefill_hbm_gb},
-                                      {"provider", c.provider}, {"kv_share", c.kv_share},
+  root.insert("hardware", toml::table{{"snic_gb_per_s", c.snic_gb_per_s},
+                                      {"cnic_gb_per_s", c.cnic_gb_per_s},
+                                      {"dram_buffer_gb", c.dram_buffer_gb},
+                                      {"hbm_gb", c.hbm_gb},
+                                      {"prefill_hbm_gb", c.prefill_hbm_gb},
+                                      {"provider", c.provider},
+                                      {"kv_share", c.kv_share},
                                       {"isolation", c.isolation}});
   root.insert("storage", toml::table{{"dir", c.store_dir}, {"capacity_gb", c.capacity_gb}, {"fsync", c.fsync}});
   toml::table schedule{{"policy", c.policy},

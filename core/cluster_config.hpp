@@ -27,51 +27,51 @@ struct policy_switch {
 
 struct cluster_config {
   // [model]
-  std::string model = "tiny";      // catalog name or path to a model directory
+  std::string model = "tiny";  // catalog name or path to a model directory
   backend_kind backend = backend_kind::cpu;
-  std::string gpu = "h800";        // modeled backend: GPU profile
-  double mfu = 0.4;                // modeled backend: model FLOPs utilisation
-  uint64_t seed = 1;               // weights of catalog models are generated from this seed
+  std::string gpu = "h800";  // modeled backend: GPU profile
+  double mfu = 0.4;          // modeled backend: model FLOPs utilisation
+  uint64_t seed = 1;         // weights of catalog models are generated from this seed
   // [cluster]
   uint32_t prefill_nodes = 1;
   uint32_t decode_nodes = 2;
   uint32_t engines_per_node = 1;
-  uint32_t block_tokens = 0;       // 0 = the model's own block size
+  uint32_t block_tokens = 0;  // 0 = the model's own block size
   // Nodes per scheduling group (docs/design.md §7.2, §7.3): prefill group g = prefill nodes [g·k, g·k + k),
   // decode groups likewise over the decode nodes. Each divides its node count.
   uint32_t pe_group_nodes = 1;
   uint32_t de_group_nodes = 1;
-  bool ep_sync = false;            // a PE group's engines finish every layer together (docs/design.md §7.6)
+  bool ep_sync = false;  // a PE group's engines finish every layer together (docs/design.md §7.6)
   // [hardware]
-  double snic_gb_per_s = 0;        // per node; 0 = uncapped
-  double cnic_gb_per_s = 0;        // per engine and direction; 0 = uncapped
-  double dram_buffer_gb = 0.25;    // per node: PE/DE buffer for Full Blocks
-  double hbm_gb = 0.125;           // per engine: KV capacity of the HBM arena
-  double prefill_hbm_gb = 0;       // per prefill engine, when it differs (0 = hbm_gb): the HBM a GPU has left
-                                   // for KV differs between roles (weights, activations, batch sizes)
+  double snic_gb_per_s = 0;      // per node; 0 = uncapped
+  double cnic_gb_per_s = 0;      // per engine and direction; 0 = uncapped
+  double dram_buffer_gb = 0.25;  // per node: PE/DE buffer for Full Blocks
+  double hbm_gb = 0.125;         // per engine: KV capacity of the HBM arena
+  double prefill_hbm_gb = 0;     // per prefill engine, when it differs (0 = hbm_gb): the HBM a GPU has left
+                                 // for KV differs between roles (weights, activations, batch sizes)
   std::string provider = "shm";
   double kv_share = 0.01;
   bool isolation = true;
   // [storage]
   std::string store_dir = "dualpath-data";
-  double capacity_gb = 0;          // 0 = unlimited
+  double capacity_gb = 0;  // 0 = unlimited
   bool fsync = false;
   // [schedule]
   std::string policy = "dualpath";
-  double alpha_s = 3.0;            // α = tokens a SNIC reads in alpha_s seconds
-  double beta_s = 5.0;             // β = tokens an engine prefills in beta_s seconds
-  uint64_t alpha_tokens = 0;       // overrides α when set (0 = calibrate from the SNIC rate)
-  uint64_t beta_tokens = 0;        // overrides β when set (0 = calibrate from the compute fit)
-  double z_slack = 1.05;           // decode level-2 threshold Z = z_slack × mean load (docs/design.md §7.3)
-  double quota_ms = 300.0;         // intra-engine compute quota per forward pass (docs/design.md §7.6)
+  double alpha_s = 3.0;       // α = tokens a SNIC reads in alpha_s seconds
+  double beta_s = 5.0;        // β = tokens an engine prefills in beta_s seconds
+  uint64_t alpha_tokens = 0;  // overrides α when set (0 = calibrate from the SNIC rate)
+  uint64_t beta_tokens = 0;   // overrides β when set (0 = calibrate from the compute fit)
+  double z_slack = 1.05;      // decode level-2 threshold Z = z_slack × mean load (docs/design.md §7.3)
+  double quota_ms = 300.0;    // intra-engine compute quota per forward pass (docs/design.md §7.6)
   quota_scope_kind quota_scope = quota_scope_kind::layer;
   std::vector<policy_switch> switches;
   // [runtime]
-  uint32_t prefetch_layers = 2;    // layers of hit KV in flight ahead of the one computing
+  uint32_t prefetch_layers = 2;  // layers of hit KV in flight ahead of the one computing
   uint32_t max_decode_batch = 64;
-  uint32_t model_traffic_kb = 0;   // per decode step, model-class bytes sent to the next decode engine
-                                   // (emulates the expert-parallel all-to-all; 0 = off)
-  double timeout_s = 60.0;         // any single wait (transfer, read, reply) longer than this fails the run
+  uint32_t model_traffic_kb = 0;  // per decode step, model-class bytes sent to the next decode engine
+                                  // (emulates the expert-parallel all-to-all; 0 = off)
+  double timeout_s = 60.0;        // any single wait (transfer, read, reply) longer than this fails the run
   // The cluster's secret for the registry and the control port (docs/design.md §13); "" = DUALPATH_SECRET or
   // generated. Never written back by format_cluster_config: node processes get it in their environment.
   std::string secret;

@@ -10,8 +10,7 @@ double attention_flops_per_token(const model_spec& m, uint64_t context) {
     case attention_kind::gqa:
       // QK^T and PV, 2 FLOPs per multiply-add, over every query head.
       return m.layers * 4.0 * m.heads * m.head_dim * L;
-    case attention_kind::mla:
-      return m.layers * 2.0 * L * (m.head_dim + m.v_head_dim) * m.heads;
+    case attention_kind::mla: return m.layers * 2.0 * L * (m.head_dim + m.v_head_dim) * m.heads;
     case attention_kind::dsa: {
       const double attended = std::min<double>(L, m.dsa_top_k);
       const double sparse = 2.0 * attended * (m.head_dim + m.v_head_dim) * m.heads;

@@ -20,8 +20,8 @@ struct seam {
 std::mutex mu;
 seam seams[point_count];
 
-const char* const names[point_count] = {"storage_read", "storage_write", "fabric_post",
-                                        "fabric_completion", "compute_step", "node_stop"};
+const char* const names[point_count] = {"storage_read",      "storage_write", "fabric_post",
+                                        "fabric_completion", "compute_step",  "node_stop"};
 
 }  // namespace
 
@@ -73,9 +73,11 @@ status arm_from_env() {
     if (found < 0) return status(errc::bad_input, "DUALPATH_FAULTS: unknown fault point '" + parts[0] + "'");
     char* end = nullptr;
     const unsigned long times = n > 1 ? std::strtoul(parts[1].c_str(), &end, 10) : 1;
-    if (n > 1 && (*end != '\0' || parts[1].empty())) return status(errc::bad_input, "DUALPATH_FAULTS: bad count in '" + entry + "'");
+    if (n > 1 && (*end != '\0' || parts[1].empty()))
+      return status(errc::bad_input, "DUALPATH_FAULTS: bad count in '" + entry + "'");
     const unsigned long skip = n > 2 ? std::strtoul(parts[2].c_str(), &end, 10) : 0;
-    if (n > 2 && (*end != '\0' || parts[2].empty())) return status(errc::bad_input, "DUALPATH_FAULTS: bad skip in '" + entry + "'");
+    if (n > 2 && (*end != '\0' || parts[2].empty()))
+      return status(errc::bad_input, "DUALPATH_FAULTS: bad skip in '" + entry + "'");
     arm(point(found), uint32_t(times), uint32_t(skip));
   }
   return {};

@@ -26,11 +26,11 @@ struct gpu_profile {
 struct node_profile {
   std::string name;
   std::string description;
-  std::string gpu;              // gpu_profile name
-  uint32_t gpus = 8;            // g
-  double cnic_gb_per_s = 50;    // B: compute NIC per GPU, each direction
-  double snic_ratio = 1;        // s: storage NIC per node = s·B
-  double dram_gb_per_s = 500;   // M: node DRAM bandwidth
+  std::string gpu;             // gpu_profile name
+  uint32_t gpus = 8;           // g
+  double cnic_gb_per_s = 50;   // B: compute NIC per GPU, each direction
+  double snic_ratio = 1;       // s: storage NIC per node = s·B
+  double dram_gb_per_s = 500;  // M: node DRAM bandwidth
 
   double snic_gb_per_s() const { return snic_ratio * cnic_gb_per_s; }
 };

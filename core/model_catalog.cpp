@@ -15,9 +15,8 @@ namespace {
 constexpr uint64_t deepseek_mla_bytes = 512 + 16 + 128;
 
 // Small Llama-style model whose KV is K and V for every KV head in bf16.
-model_spec llama_style(std::string name, std::string description, uint32_t layers, uint32_t hidden,
-                       uint32_t heads, uint32_t kv_heads, uint32_t intermediate, uint32_t vocab,
-                       uint32_t block_tokens) {
+model_spec llama_style(std::string name, std::string description, uint32_t layers, uint32_t hidden, uint32_t heads,
+                       uint32_t kv_heads, uint32_t intermediate, uint32_t vocab, uint32_t block_tokens) {
   model_spec m;
   m.name = std::move(name);
   m.description = std::move(description);
@@ -125,8 +124,6 @@ const std::vector<model_spec>& model_catalog() {
   return catalog;
 }
 
-const model_spec& find_model(const std::string& name) {
-  return find_named(model_catalog(), name, "model");
-}
+const model_spec& find_model(const std::string& name) { return find_named(model_catalog(), name, "model"); }
 
 }  // namespace dualpath

@@ -12,7 +12,8 @@ namespace dualpath {
 std::string join_names(const std::vector<std::string>& names, std::string_view sep = ", ");
 std::string unknown_name(std::string_view what, std::string_view name, const std::vector<std::string>& known);
 // Throws user_error with unknown_name(...).
-[[noreturn]] void throw_unknown_name(std::string_view what, std::string_view name, const std::vector<std::string>& known);
+[[noreturn]] void throw_unknown_name(std::string_view what, std::string_view name,
+                                     const std::vector<std::string>& known);
 
 }  // namespace dualpath
 

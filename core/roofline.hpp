@@ -41,9 +41,9 @@ struct prefill_chunk {
 
 // The work of one layer (all layers of the catalog's models are alike).
 struct layer_work {
-  double flops = 0;        // linear layers and attention (core/cost_model.hpp, per layer)
-  double weight_bytes = 0; // the layer's weights, read once for the whole batch
-  double kv_bytes = 0;     // KV (and DSA indexer keys) attention reads, plus the new KV written
+  double flops = 0;         // linear layers and attention (core/cost_model.hpp, per layer)
+  double weight_bytes = 0;  // the layer's weights, read once for the whole batch
+  double kv_bytes = 0;      // KV (and DSA indexer keys) attention reads, plus the new KV written
   double bytes() const { return weight_bytes + kv_bytes; }
 };
 

@@ -54,7 +54,8 @@ bool proof_matches(const std::string& expected, const std::string& received) {
 
 std::string generate_secret() {
   std::vector<unsigned char> bytes(32);
-  if (RAND_bytes(bytes.data(), int(bytes.size())) != 1) throw std::runtime_error("no random bytes for the cluster secret");
+  if (RAND_bytes(bytes.data(), int(bytes.size())) != 1)
+    throw std::runtime_error("no random bytes for the cluster secret");
   return hex(bytes.data(), bytes.size());
 }
 

@@ -12,16 +12,16 @@ namespace dualpath {
 
 enum class errc : uint8_t {
   ok = 0,
-  bad_input,     // the user's to fix: a malformed config, trace or argument; a missing file
-  not_found,     // a block or file that is not there (a storage miss)
-  corrupt,       // bytes that fail their checksum or format check
-  io,            // the OS refused a read or write (EIO, ENOSPC, EROFS, ...)
-  timeout,       // a bounded wait ran out
-  unavailable,   // a peer is gone or unreachable; a resource cannot be had
-  capacity,      // a request larger than the whole resource (HBM, DRAM buffer)
-  transfer,      // a fabric transfer completed with an error
-  compute,       // the compute backend refused a pass or step
-  internal,      // a bug: an index out of range, a broken invariant
+  bad_input,    // the user's to fix: a malformed config, trace or argument; a missing file
+  not_found,    // a block or file that is not there (a storage miss)
+  corrupt,      // bytes that fail their checksum or format check
+  io,           // the OS refused a read or write (EIO, ENOSPC, EROFS, ...)
+  timeout,      // a bounded wait ran out
+  unavailable,  // a peer is gone or unreachable; a resource cannot be had
+  capacity,     // a request larger than the whole resource (HBM, DRAM buffer)
+  transfer,     // a fabric transfer completed with an error
+  compute,      // the compute backend refused a pass or step
+  internal,     // a bug: an index out of range, a broken invariant
 };
 
 // Stable lower-case name of a code ("ok", "bad_input", ...), for logs and reports.

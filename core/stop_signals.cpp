@@ -50,8 +50,7 @@ void watch(std::chrono::milliseconds grace) {
   FD_SET(wake_pipe[0], &fds);
   timeval wait{time_t(grace.count() / 1000), suseconds_t(grace.count() % 1000) * 1000};
   (void)select(wake_pipe[0] + 1, &fds, nullptr, nullptr, &wait);  // a second signal, or the grace is over
-  std::fprintf(stderr, "dualpath: did not stop within %.1f s of signal %d; ending now\n", grace.count() / 1000.0,
-               sig);
+  std::fprintf(stderr, "dualpath: did not stop within %.1f s of signal %d; ending now\n", grace.count() / 1000.0, sig);
   end_process(exit_code_for(sig));
 }
 

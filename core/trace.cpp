@@ -175,7 +175,8 @@ trajectory parse_trajectory_line(const std::string& text, const std::string& whe
       const uint64_t reset = get_uint(r, "reset", where, prefix + "reset");
       if (i == 0) bad_field(where, prefix + "reset", "the first round has no earlier context to cut back");
       if (reset > context) {
-        bad_field(where, prefix + "reset", fmt::format("cuts back to {} tokens but the context has only {}", reset, context));
+        bad_field(where, prefix + "reset",
+                  fmt::format("cuts back to {} tokens but the context has only {}", reset, context));
       }
       round.reset = reset;
     }
@@ -247,8 +248,9 @@ mooncake_request parse_mooncake_line(const std::string& text, const std::string&
   }
   const uint64_t blocks = (r.input_length + mooncake_block_tokens - 1) / mooncake_block_tokens;
   if (r.hash_ids.size() > blocks) {
-    bad_field(where, "hash_ids", fmt::format("{} blocks of {} tokens exceed input_length {}", r.hash_ids.size(),
-                                             mooncake_block_tokens, r.input_length));
+    bad_field(where, "hash_ids",
+              fmt::format("{} blocks of {} tokens exceed input_length {}", r.hash_ids.size(), mooncake_block_tokens,
+                          r.input_length));
   }
   return r;
 }

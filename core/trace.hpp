@@ -26,9 +26,9 @@ namespace dualpath {
 struct trace_round {
   uint32_t append = 0;
   uint32_t gen = 0;
-  uint32_t keep = 0;                 // <= gen
+  uint32_t keep = 0;  // <= gen
   uint32_t tool_ms = 0;
-  std::optional<uint64_t> reset;     // surviving prefix of the previous context, when cut back
+  std::optional<uint64_t> reset;  // surviving prefix of the previous context, when cut back
 };
 
 // What one turn asks of the system, derived from the rounds up to it.
@@ -40,7 +40,7 @@ struct turn_shape {
   uint32_t gen = 0;             // tokens to generate
   uint32_t keep = 0;            // leading generated tokens that the next prompt carries
   uint32_t tool_ms = 0;
-  bool reset = false;           // this turn starts from a context cut back by `reset`
+  bool reset = false;  // this turn starts from a context cut back by `reset`
 };
 
 // The mean turn of a workload: hit candidates and appended tokens per turn, over every turn given.
@@ -73,8 +73,8 @@ trajectory parse_trajectory_line(const std::string& text, const std::string& whe
 class jsonl_lines {
  public:
   jsonl_lines(const std::string& path, const char* what);  // user_error "PATH: cannot open WHAT: why"
-  bool next(std::string& text);                              // false at end of file
-  std::string where() const;                                 // "FILE:LINE" of the line last returned
+  bool next(std::string& text);                            // false at end of file
+  std::string where() const;                               // "FILE:LINE" of the line last returned
   size_t line() const { return line_; }
 
  private:
@@ -181,14 +181,14 @@ struct trajectory_stats {
   uint64_t turns = 0;
   double turns_mean = 0;
   uint64_t turns_max = 0;
-  double append_mean = 0;   // per turn: prompt tokens not in the previous prompt + kept generation
+  double append_mean = 0;  // per turn: prompt tokens not in the previous prompt + kept generation
   double gen_mean = 0;
   double context_mean = 0;  // per turn: hit candidates ("context" in the paper's tables)
   uint64_t context_max = 0;
   uint64_t prompt_max = 0;
-  double final_mean = 0;    // per agent: prompt length of the last turn
-  double hit_rate = 0;      // sum(hit candidates) / sum(prompt)
-  uint64_t resets = 0;      // turns that start from a cut-back context
+  double final_mean = 0;  // per agent: prompt length of the last turn
+  double hit_rate = 0;    // sum(hit candidates) / sum(prompt)
+  uint64_t resets = 0;    // turns that start from a cut-back context
 };
 
 class trajectory_stats_builder {
@@ -209,7 +209,7 @@ struct mooncake_stats {
   double input_mean = 0;
   double output_mean = 0;
   uint64_t input_max = 0;
-  double duration_s = 0;       // last timestamp - first
+  double duration_s = 0;  // last timestamp - first
 };
 
 class mooncake_stats_builder {

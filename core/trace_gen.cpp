@@ -79,17 +79,17 @@ class rng {
 };
 
 struct shape_params {
-  double turns_sigma = 0.35;    // spread of turns per agent
-  double initial_mean = 3000;   // first prompt: system prompt + task
-  double append_scale = 0;      // per-turn append mean before the front-loading and per-agent scaling
-  double front_load = 1.0;      // append mean falls linearly from (1 + f/2) to (1 - f/2) over a trajectory
-  double append_sigma = 0.9;    // tool outputs are heavy-tailed
+  double turns_sigma = 0.35;   // spread of turns per agent
+  double initial_mean = 3000;  // first prompt: system prompt + task
+  double append_scale = 0;     // per-turn append mean before the front-loading and per-agent scaling
+  double front_load = 1.0;     // append mean falls linearly from (1 + f/2) to (1 - f/2) over a trajectory
+  double append_sigma = 0.9;   // tool outputs are heavy-tailed
   double gen_sigma = 0.7;
   double keep_lo = 0.2, keep_hi = 0.5;  // share of the output carried into the next prompt
-  double rollback_p = 0.04;     // chance per turn of abandoning the last 1..rollback_max turns
+  double rollback_p = 0.04;             // chance per turn of abandoning the last 1..rollback_max turns
   uint32_t rollback_max = 10;
   double compact_at = 0.97;     // compaction threshold as a share of the window
-  double summary_share = 0.15;   // summary size as a share of the history it replaces
+  double summary_share = 0.15;  // summary size as a share of the history it replaces
 };
 
 shape_params params_for(const trace_preset& p) {

@@ -33,9 +33,9 @@ inline kv_span layer_block(const std::byte* full_block, const model_spec& m, uin
 
 struct prefill_item {
   uint64_t request_id = 0;
-  uint32_t cached = 0;            // tokens whose KV is supplied per layer (hits + earlier chunks)
-  std::vector<int32_t> tokens;    // new tokens computed in this pass (positions cached .. cached+size-1)
-  bool emit_token = false;        // prompt complete after this chunk: produce the greedy next token
+  uint32_t cached = 0;                   // tokens whose KV is supplied per layer (hits + earlier chunks)
+  std::vector<int32_t> tokens;           // new tokens computed in this pass (positions cached .. cached+size-1)
+  bool emit_token = false;               // prompt complete after this chunk: produce the greedy next token
   std::vector<float>* logits = nullptr;  // optional, emit_token only: receives the last position's logits
                                          // (cpu/cuda; left untouched by `modeled`)
 };
@@ -56,11 +56,11 @@ class prefill_pass {
 
 struct decode_item {
   uint64_t request_id = 0;
-  int32_t token = 0;                         // the token to feed
-  uint32_t position = 0;                     // tokens before `token` (its KV is in `kv`)
-  std::vector<std::vector<kv_span>> kv;      // per layer: spans covering exactly `position` tokens
-  std::byte* new_kv = nullptr;               // out: [layers][kv_bytes_per_token_layer], the KV of `token`
-  std::vector<float>* logits = nullptr;      // optional out (cpu/cuda): logits of this step
+  int32_t token = 0;                     // the token to feed
+  uint32_t position = 0;                 // tokens before `token` (its KV is in `kv`)
+  std::vector<std::vector<kv_span>> kv;  // per layer: spans covering exactly `position` tokens
+  std::byte* new_kv = nullptr;           // out: [layers][kv_bytes_per_token_layer], the KV of `token`
+  std::vector<float>* logits = nullptr;  // optional out (cpu/cuda): logits of this step
 };
 
 // FLOPs -> seconds for a forward pass: seconds = fixed_s + flops * seconds_per_flop.
@@ -87,12 +87,12 @@ class compute_backend {
 
 struct backend_options {
   backend_kind kind = backend_kind::cpu;
-  std::string model = "tiny";      // catalog name, or a model directory (config.json + safetensors; cpu/cuda)
+  std::string model = "tiny";        // catalog name, or a model directory (config.json + safetensors; cpu/cuda)
   std::string gpu_profile = "h800";  // modeled: see gpu/gpu_profile.hpp
-  double mfu = 0.4;                // modeled: fraction of the profile's peak FLOP/s achieved
-  uint64_t seed = 1;               // catalog-name cpu/cuda: weights generated from this seed
-                                   // (identical to `dualpath model init --seed` then loading the directory)
-  int device = 0;                  // cuda: device ordinal
+  double mfu = 0.4;                  // modeled: fraction of the profile's peak FLOP/s achieved
+  uint64_t seed = 1;                 // catalog-name cpu/cuda: weights generated from this seed
+                                     // (identical to `dualpath model init --seed` then loading the directory)
+  int device = 0;                    // cuda: device ordinal
 };
 
 // Builds a backend; throws user_error naming the bad option (unknown kind, model, profile, unrunnable model,
@@ -101,8 +101,7 @@ std::unique_ptr<compute_backend> make_backend(const backend_options& options);
 
 // Modeled KV: deterministic bytes for (layer, position, token id) so anything downstream can verify a
 // Layer Block without the model. Writes exactly bytes_per_token_layer bytes.
-void modeled_kv_fill(uint32_t layer, uint32_t position, int32_t token, std::byte* dst,
-                     uint32_t bytes_per_token_layer);
+void modeled_kv_fill(uint32_t layer, uint32_t position, int32_t token, std::byte* dst, uint32_t bytes_per_token_layer);
 
 // True when `data` holds exactly the modeled KV of `count` tokens of `layer` whose first is at `first_position`
 // (token ids `tokens[0..count)`): how a receiver verifies a Layer Block of the modeled backend.

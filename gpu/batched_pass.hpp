@@ -54,8 +54,8 @@ std::vector<int32_t> decode_as_prefill(const model_spec& m, std::vector<decode_i
   std::vector<prefill_item> pitems;
   for (auto& it : items) {
     if (it.kv.size() != m.layers)
-      throw std::invalid_argument(fmt::format("decode request {}: kv has {} layers, model has {}", it.request_id,
-                                              it.kv.size(), m.layers));
+      throw std::invalid_argument(
+          fmt::format("decode request {}: kv has {} layers, model has {}", it.request_id, it.kv.size(), m.layers));
     pitems.push_back(prefill_item{it.request_id, it.position, {it.token}, true, it.logits});
   }
   Batch batch(args..., std::move(pitems));

@@ -9,7 +9,7 @@ inline uint16_t float_to_bf16(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
   if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);  // NaN stays NaN
-  u += 0x7fffu + ((u >> 16) & 1u);                                           // round to nearest even
+  u += 0x7fffu + ((u >> 16) & 1u);                                         // round to nearest even
   return uint16_t(u >> 16);
 }
 
@@ -54,7 +54,7 @@ inline uint16_t float_to_fp16(float f) {
   uint32_t mant = u & 0x7fffffu;
   if (((u >> 23) & 0xffu) == 0xffu) return uint16_t(sign | 0x7c00u | (mant ? 0x200u : 0));
   if (exp >= 31) return uint16_t(sign | 0x7c00u);  // overflow -> inf
-  if (exp <= 0) {                                    // subnormal or zero
+  if (exp <= 0) {                                  // subnormal or zero
     if (exp < -10) return sign;
     mant |= 0x800000u;
     const uint32_t shift = uint32_t(14 - exp);

@@ -24,8 +24,8 @@ constexpr uint64_t direct_max_queries = 2;
 
 // y[rows, out] = x[rows, in] · w[out, in]^T + beta·y
 void linear(const float* x, const float* w, float* y, uint64_t rows, uint64_t in, uint64_t out, float beta) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(out), int(in), 1.0f, x, int(in), w, int(in),
-              beta, y, int(out));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(out), int(in), 1.0f, x, int(in), w, int(in), beta,
+              y, int(out));
 }
 
 uint64_t span_tokens(const std::vector<kv_span>& spans) {
@@ -43,8 +43,8 @@ class cpu_batch {
       for (size_t i = 0; i < it.tokens.size(); ++i) {
         const int32_t tok = it.tokens[i];
         if (tok < 0 || uint32_t(tok) >= m_.vocab)
-          throw std::invalid_argument(fmt::format("request {}: token {} outside the vocabulary (0..{})", it.request_id,
-                                                  tok, m_.vocab - 1));
+          throw std::invalid_argument(
+              fmt::format("request {}: token {} outside the vocabulary (0..{})", it.request_id, tok, m_.vocab - 1));
         pos_.push_back(uint32_t(it.cached + i));
       }
       rows_ += it.tokens.size();
@@ -58,7 +58,8 @@ class cpu_batch {
 
   const std::vector<prefill_item>& items() const { return items_; }
 
-  void layer(uint32_t l, const std::vector<const std::vector<kv_span>*>& cached, const std::vector<std::byte*>& new_kv) {
+  void layer(uint32_t l, const std::vector<const std::vector<kv_span>*>& cached,
+             const std::vector<std::byte*>& new_kv) {
     const dense_layer& L = d_.layers.at(l);
     const uint64_t H = m_.hidden, hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, KV = uint64_t(m_.kv_heads) * hd,
                    W = Q + 2 * KV, I = m_.intermediate;
@@ -141,8 +142,8 @@ class cpu_batch {
   // query tile: S = scale·Q·K^T (sgemm), causal masked softmax, O = S·V (sgemm).
   void attend(size_t r, uint64_t n, uint64_t cached, uint64_t ctx) {
     (void)ctx;
-    const uint64_t hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, KV = uint64_t(m_.kv_heads) * hd,
-                   W = Q + 2 * KV, group = m_.heads / m_.kv_heads;
+    const uint64_t hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, KV = uint64_t(m_.kv_heads) * hd, W = Q + 2 * KV,
+                   group = m_.heads / m_.kv_heads;
     const float scale = 1.0f / std::sqrt(float(hd));
     for (uint64_t t0 = 0; t0 < n; t0 += query_tile) {
       const uint64_t nt = std::min<uint64_t>(query_tile, n - t0), keys = cached + t0 + nt, rq = group * nt;
@@ -173,8 +174,8 @@ class cpu_batch {
   // Attention straight over the bf16 spans: per KV head, scores for the few query rows of its group, masked
   // softmax, then the V-weighted sum; every key and value is converted once.
   void attend_direct(size_t r, uint64_t n, uint64_t cached, uint64_t ctx, const std::vector<kv_span>& spans) {
-    const uint64_t hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, KV = uint64_t(m_.kv_heads) * hd,
-                   W = Q + 2 * KV, group = m_.heads / m_.kv_heads, rq = group * n, bpt = m_.kv_bytes_per_token_layer,
+    const uint64_t hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, KV = uint64_t(m_.kv_heads) * hd, W = Q + 2 * KV,
+                   group = m_.heads / m_.kv_heads, rq = group * n, bpt = m_.kv_bytes_per_token_layer,
                    all = m_.kv_heads * rq;
     const float scale = 1.0f / std::sqrt(float(hd));
     s_.resize(all * ctx);

@@ -143,8 +143,8 @@ void f32_to_bf16(const float* in, uint16_t* out, uint64_t n) {
 }
 
 DUALPATH_MULTIVERSION
-void bf16_scores(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base,
-                 uint32_t tokens, uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0) {
+void bf16_scores(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base, uint32_t tokens,
+                 uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0) {
   float k[8192];
   const uint32_t width = kv_heads * hd;
   for (uint32_t t = 0; t < tokens; ++t) {

@@ -9,8 +9,8 @@
 
 namespace dualpath::gpu {
 
-bool cuda_available();                   // built with CUDA and at least one device visible
-std::string cuda_unavailable_reason();   // why not, for messages and test skips
+bool cuda_available();                  // built with CUDA and at least one device visible
+std::string cuda_unavailable_reason();  // why not, for messages and test skips
 std::unique_ptr<compute_backend> make_cuda_backend(dense_model model, int device);
 
 }  // namespace dualpath::gpu

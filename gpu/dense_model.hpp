@@ -20,7 +20,7 @@ struct dense_layer {
 
 struct dense_model {
   model_spec spec;
-  std::vector<float> embed;       // [vocab, hidden]
+  std::vector<float> embed;  // [vocab, hidden]
   std::vector<dense_layer> layers;
   std::vector<float> final_norm;  // [hidden]
   std::vector<float> lm_head;     // [vocab, hidden]

@@ -52,7 +52,9 @@ void write_model_dir(const std::string& dir, const model_weights& w, tensor_dtyp
       {"rope_theta", m.rope_theta},
       {"hidden_act", "silu"},
       {"tie_word_embeddings", false},
-      {"torch_dtype", dtype == tensor_dtype::f32 ? "float32" : dtype == tensor_dtype::f16 ? "float16" : "bfloat16"},
+      {"torch_dtype", dtype == tensor_dtype::f32   ? "float32"
+                      : dtype == tensor_dtype::f16 ? "float16"
+                                                   : "bfloat16"},
       {"dualpath_model", m.name},
       {"dualpath_block_tokens", m.block_tokens},
   };
@@ -101,8 +103,8 @@ model_spec read_model_config(const std::string& dir) {
   } else if (arch == "Qwen2ForCausalLM") {
     m.qkv_bias = true;
   } else {
-    throw user_error(fmt::format("{}: unsupported architecture '{}' (supported: LlamaForCausalLM, Qwen2ForCausalLM)",
-                                 path, arch));
+    throw user_error(
+        fmt::format("{}: unsupported architecture '{}' (supported: LlamaForCausalLM, Qwen2ForCausalLM)", path, arch));
   }
   m.name = j.value("dualpath_model", fs::path(dir).filename().string());
   m.description = "loaded from " + fs::path(dir).filename().string();
@@ -122,7 +124,8 @@ model_spec read_model_config(const std::string& dir) {
   m.rope_theta = j.value("rope_theta", 10000.0);
   if (j.contains("hidden_act") && j["hidden_act"] != "silu")
     throw user_error(fmt::format("{}: unsupported hidden_act {} (only silu)", path, j["hidden_act"].dump()));
-  const double attn = double(m.hidden) * m.head_dim * (m.heads + 2.0 * m.kv_heads) + double(m.heads) * m.head_dim * m.hidden;
+  const double attn =
+      double(m.hidden) * m.head_dim * (m.heads + 2.0 * m.kv_heads) + double(m.heads) * m.head_dim * m.hidden;
   m.active_params = m.layers * (attn + 3.0 * m.hidden * m.intermediate) + double(m.vocab) * m.hidden;
   m.total_params = m.active_params + double(m.vocab) * m.hidden;
   m.kv_bytes_per_token_layer = 2ull * m.kv_heads * m.head_dim * 2;

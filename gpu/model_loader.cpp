@@ -23,8 +23,9 @@ dense_model make_dense_model(const model_weights& w) {
   for (uint32_t l = 0; l < m.layers; ++l) {
     dense_layer L;
     L.attn_norm = w.get(layer_tensor(l, "input_layernorm.weight"));
-    L.wqkv = cat({&w.get(layer_tensor(l, "self_attn.q_proj.weight")), &w.get(layer_tensor(l, "self_attn.k_proj.weight")),
-                  &w.get(layer_tensor(l, "self_attn.v_proj.weight"))});
+    L.wqkv =
+        cat({&w.get(layer_tensor(l, "self_attn.q_proj.weight")), &w.get(layer_tensor(l, "self_attn.k_proj.weight")),
+             &w.get(layer_tensor(l, "self_attn.v_proj.weight"))});
     if (m.qkv_bias) {
       L.bqkv = cat({&w.get(layer_tensor(l, "self_attn.q_proj.bias")), &w.get(layer_tensor(l, "self_attn.k_proj.bias")),
                     &w.get(layer_tensor(l, "self_attn.v_proj.bias"))});

@@ -69,8 +69,10 @@ const std::vector<float>& model_weights::get(const std::string& name) const {
 
 void check_runnable(const model_spec& m) {
   if (m.attention != attention_kind::gqa || m.intermediate == 0 || m.heads == 0 || m.kv_heads == 0 ||
-      m.heads % m.kv_heads != 0 || m.head_dim % 2 != 0 || m.head_dim > 512 || uint64_t(m.kv_heads) * m.head_dim > 8192 || m.vocab == 0 || m.layers == 0)
-    throw user_error("model '" + m.name + "' is not a Llama-style dense GQA model the cpu/cuda backends can run "
+      m.heads % m.kv_heads != 0 || m.head_dim % 2 != 0 || m.head_dim > 512 ||
+      uint64_t(m.kv_heads) * m.head_dim > 8192 || m.vocab == 0 || m.layers == 0)
+    throw user_error("model '" + m.name +
+                     "' is not a Llama-style dense GQA model the cpu/cuda backends can run "
                      "(use the modeled backend for it)");
   if (m.kv_bytes_per_token_layer != 2ull * m.kv_heads * m.head_dim * 2)
     throw user_error("model '" + m.name + "': kv_bytes_per_token_layer is not bf16 K+V of every KV head");

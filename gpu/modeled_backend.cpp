@@ -52,16 +52,18 @@ class modeled_batch {
     // Back-to-back layers chain their deadlines, so the oversleep of one layer is taken off the next; a layer
     // that starts late (the caller waited for KV) starts a fresh deadline.
     const auto start = std::chrono::steady_clock::now();
-    const auto per_layer = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(layer_s_));
+    const auto per_layer =
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(layer_s_));
     const bool back_to_back = start - deadline_ < std::chrono::milliseconds(1);  // late only by our oversleep
     deadline_ = (back_to_back ? deadline_ : start) + per_layer;
     const uint32_t bpt = uint32_t(m_.kv_bytes_per_token_layer);
     for (size_t r = 0; r < items_.size(); ++r) {
       const auto& it = items_[r];
       if (span_tokens(*cached[r]) != it.cached)
-        throw std::invalid_argument(fmt::format("prefill pass: request {} layer {}: cached spans cover {} tokens, "
-                                                "expected {}", it.request_id, layer, span_tokens(*cached[r]), it.cached));
+        throw std::invalid_argument(
+            fmt::format("prefill pass: request {} layer {}: cached spans cover {} tokens, "
+                        "expected {}",
+                        it.request_id, layer, span_tokens(*cached[r]), it.cached));
       for (size_t i = 0; i < it.tokens.size(); ++i)
         modeled_kv_fill(layer, uint32_t(it.cached + i), it.tokens[i], new_kv[r] + i * bpt, bpt);
     }
@@ -108,8 +110,8 @@ class modeled_backend : public compute_backend {
     std::vector<int32_t> out;
     for (auto& it : items) {
       if (it.kv.size() != m_.layers)
-        throw std::invalid_argument(fmt::format("decode request {}: kv has {} layers, model has {}", it.request_id,
-                                                it.kv.size(), m_.layers));
+        throw std::invalid_argument(
+            fmt::format("decode request {}: kv has {} layers, model has {}", it.request_id, it.kv.size(), m_.layers));
       for (uint32_t l = 0; l < m_.layers; ++l) {
         if (span_tokens(it.kv[l]) != it.position)
           throw std::invalid_argument(fmt::format("decode request {} layer {}: spans cover {} tokens, expected {}",
@@ -132,8 +134,7 @@ class modeled_backend : public compute_backend {
 
 }  // namespace
 
-std::unique_ptr<compute_backend> make_modeled_backend(const model_spec& model, const gpu_profile& profile,
-                                                      double mfu) {
+std::unique_ptr<compute_backend> make_modeled_backend(const model_spec& model, const gpu_profile& profile, double mfu) {
   if (!(mfu > 0 && mfu <= 1)) throw user_error(fmt::format("modeled backend: mfu {} must be in (0, 1]", mfu));
   if (model.layers == 0 || model.kv_bytes_per_token_layer == 0)
     throw user_error("modeled backend: model '" + model.name + "' has no layers or KV size");
@@ -141,7 +142,8 @@ std::unique_ptr<compute_backend> make_modeled_backend(const model_spec& model, c
 }
 
 void modeled_kv_fill(uint32_t layer, uint32_t position, int32_t token, std::byte* dst, uint32_t bytes) {
-  uint64_t state = (uint64_t(layer) << 48) ^ (uint64_t(position) << 16) ^ (uint64_t(uint32_t(token)) * 0x2545f4914f6cdd1dull);
+  uint64_t state =
+      (uint64_t(layer) << 48) ^ (uint64_t(position) << 16) ^ (uint64_t(uint32_t(token)) * 0x2545f4914f6cdd1dull);
   uint32_t i = 0;
   for (; i + 8 <= bytes; i += 8) {
     const uint64_t v = splitmix(state);

@@ -9,7 +9,6 @@
 
 namespace dualpath::gpu {
 
-std::unique_ptr<compute_backend> make_modeled_backend(const model_spec& model, const gpu_profile& profile,
-                                                      double mfu);
+std::unique_ptr<compute_backend> make_modeled_backend(const model_spec& model, const gpu_profile& profile, double mfu);
 
 }  // namespace dualpath::gpu

@@ -64,7 +64,8 @@ safetensors_index safetensors_index::open_dir(const std::string& dir) {
       const std::string path = (fs::path(dir) / file).string();
       idx.add_file(path, &file);
       for (const auto& n : names)
-        if (!idx.has(n)) throw user_error(fmt::format("{}: index maps '{}' to {}, which does not hold it", index.string(), n, file));
+        if (!idx.has(n))
+          throw user_error(fmt::format("{}: index maps '{}' to {}, which does not hold it", index.string(), n, file));
     }
   } else if (fs::exists(single)) {
     idx.add_file(single.string(), nullptr);
@@ -84,7 +85,8 @@ void safetensors_index::add_file(const std::string& path, const std::string*) {
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
   if (header_len > size - 8 || header_len > (100ull << 20))
-    throw user_error(fmt::format("{}: corrupt or truncated: header length {} but file has {} bytes", path, header_len, size));
+    throw user_error(
+        fmt::format("{}: corrupt or truncated: header length {} but file has {} bytes", path, header_len, size));
   std::string header(header_len, '\0');
   in.read(header.data(), std::streamsize(header_len));
   json j;
@@ -111,8 +113,8 @@ void safetensors_index::add_file(const std::string& path, const std::string*) {
         throw user_error(fmt::format("{}: tensor '{}' has {} bytes for {} {} elements", path, name, off[1] - off[0], n,
                                      to_string(e.dtype)));
       if (off[1] > data_size)
-        throw user_error(fmt::format("{}: truncated: tensor '{}' ends at byte {} of a {}-byte data section", path,
-                                     name, off[1], data_size));
+        throw user_error(fmt::format("{}: truncated: tensor '{}' ends at byte {} of a {}-byte data section", path, name,
+                                     off[1], data_size));
       e.begin = data_start + off[0];
       e.end = data_start + off[1];
       entries_[name] = std::move(e);

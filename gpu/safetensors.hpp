@@ -10,7 +10,7 @@ namespace dualpath::gpu {
 
 enum class tensor_dtype { bf16, f16, f32 };
 
-const char* to_string(tensor_dtype t);       // safetensors spelling: "BF16", "F16", "F32"
+const char* to_string(tensor_dtype t);           // safetensors spelling: "BF16", "F16", "F32"
 tensor_dtype parse_dtype(const std::string& s);  // accepts bf16/f16/fp16/f32/fp32 (any case); throws user_error
 
 struct tensor_entry {

@@ -19,11 +19,10 @@ struct region_fields {
 struct counter_fields {
   using T = node_counters;
   using S = schema::NodeCounters;
-  static inline const auto all = std::make_tuple(DP_FIELD(node, Node), DP_FIELD(snic_bytes, SnicBytes),
-                                                 DP_FIELD(persisted_blocks, PersistedBlocks),
-                                                 DP_FIELD(store_read_bytes, StoreReadBytes),
-                                                 DP_FIELD(snic_write_bytes, SnicWriteBytes),
-                                                 DP_FIELD(persist_errors, PersistErrors));
+  static inline const auto all =
+      std::make_tuple(DP_FIELD(node, Node), DP_FIELD(snic_bytes, SnicBytes),
+                      DP_FIELD(persisted_blocks, PersistedBlocks), DP_FIELD(store_read_bytes, StoreReadBytes),
+                      DP_FIELD(snic_write_bytes, SnicWriteBytes), DP_FIELD(persist_errors, PersistErrors));
 };
 
 }  // namespace

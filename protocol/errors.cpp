@@ -23,15 +23,14 @@ status to_status(const caf::error& e) {
       case caf::sec::request_receiver_down:
       case caf::sec::no_route_to_receiving_node:
       case caf::sec::disconnect_during_handshake:
-      case caf::sec::cannot_connect_to_node:
-        return status(errc::unavailable, "peer gone (" + text + ")");
-      default:
-        return status(errc::internal, text);
+      case caf::sec::cannot_connect_to_node: return status(errc::unavailable, "peer gone (" + text + ")");
+      default: return status(errc::internal, text);
     }
   }
   if (e.category() == caf::atom("exit"))
     return status(errc::unavailable, "exited (" + caf::to_string(static_cast<caf::exit_reason>(e.code())) + ")");
-  return status(errc::internal, "error code " + std::to_string(e.code()) + " of category " + caf::to_string(e.category()));
+  return status(errc::internal,
+                "error code " + std::to_string(e.code()) + " of category " + caf::to_string(e.category()));
 }
 
 }  // namespace dualpath::actors

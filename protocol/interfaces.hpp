@@ -103,6 +103,9 @@ struct layer_inputs {
 struct decode_job {
   std::vector<gpu::decode_item> items;
   std::vector<int32_t> tokens;
+  // Where the step writes each item's new KV (items point into it). The job owns it, so it outlives an
+  // engine that stops while its worker still runs the step.
+  std::vector<std::byte> new_kv;
 };
 using prefill_job_ptr = std::shared_ptr<prefill_job>;
 using layer_inputs_ptr = std::shared_ptr<layer_inputs>;
@@ -192,8 +195,8 @@ using registry_actor = caf::typed_actor<
     caf::replies_to<atom::join, uint32_t, std::string>::with<envelope<schema::NodeSetup>>,
     // Node -> registry: its actors and endpoints are up. Answered once every node has registered, with
     // every handle of the cluster and every endpoint.
-    caf::replies_to<atom::wire, node_handles, envelope<schema::FabricDirectory>, std::string>::with<
-        cluster_handles, envelope<schema::FabricDirectory>>,
+    caf::replies_to<atom::wire, node_handles, envelope<schema::FabricDirectory>,
+                    std::string>::with<cluster_handles, envelope<schema::FabricDirectory>>,
     // Node -> registry: node N connected its endpoints to every peer. No answer. A node that rejoins is
     // announced to the launcher from here, as (rejoin, its handles, its endpoints).
     caf::reacts_to<atom::ready, uint32_t, std::string>,

@@ -9,19 +9,19 @@ namespace {
 struct times_fields {
   using T = turn_times;
   using S = schema::TurnTimes;
-  static inline const auto all = std::make_tuple(DP_FIELD(submitted, Submitted), DP_FIELD(assigned, Assigned),
-                                                 DP_FIELD(kv_ready, KvReady), DP_FIELD(prefill_start, PrefillStart),
-                                                 DP_FIELD(first_token, FirstToken),
-                                                 DP_FIELD(second_token, SecondToken), DP_FIELD(done, Done),
-                                                 DP_FIELD(last_token, LastToken));
+  static inline const auto all =
+      std::make_tuple(DP_FIELD(submitted, Submitted), DP_FIELD(assigned, Assigned), DP_FIELD(kv_ready, KvReady),
+                      DP_FIELD(prefill_start, PrefillStart), DP_FIELD(first_token, FirstToken),
+                      DP_FIELD(second_token, SecondToken), DP_FIELD(done, Done), DP_FIELD(last_token, LastToken));
 };
 
 // Tokens and times are written by hand: a list and a nested struct.
 struct payload_fields {
   using T = turn_payload;
   using S = schema::TurnPayload;
-  static inline const auto all = std::make_tuple(DP_FIELD(request, Request), DP_FIELD(agent, Agent), DP_FIELD(turn, Turn),
-                                                 DP_FIELD(gen, Gen), DP_FIELD(hit_blocks, HitBlocks));
+  static inline const auto all =
+      std::make_tuple(DP_FIELD(request, Request), DP_FIELD(agent, Agent), DP_FIELD(turn, Turn), DP_FIELD(gen, Gen),
+                      DP_FIELD(hit_blocks, HitBlocks));
 };
 
 struct handoff_fields {
@@ -35,20 +35,19 @@ struct handoff_fields {
 struct result_fields {
   using T = turn_result;
   using S = schema::TurnResult;
-  static inline const auto all = std::make_tuple(
-      DP_FIELD(request, Request), DP_FIELD(agent, Agent), DP_FIELD(turn, Turn), DP_FIELD(path, Path),
-      DP_FIELD(valid_hit_blocks, ValidHitBlocks), DP_FIELD(corrupt_blocks, CorruptBlocks),
-      DP_FIELD(kv_verified, KvVerified), DP_FIELD(kv_corrupt, KvCorrupt), DP_FIELD(error, Error),
-      DP_FIELD(prompt_tokens, PromptTokens), DP_FIELD(failure, Failure));
+  static inline const auto all =
+      std::make_tuple(DP_FIELD(request, Request), DP_FIELD(agent, Agent), DP_FIELD(turn, Turn), DP_FIELD(path, Path),
+                      DP_FIELD(valid_hit_blocks, ValidHitBlocks), DP_FIELD(corrupt_blocks, CorruptBlocks),
+                      DP_FIELD(kv_verified, KvVerified), DP_FIELD(kv_corrupt, KvCorrupt), DP_FIELD(error, Error),
+                      DP_FIELD(prompt_tokens, PromptTokens), DP_FIELD(failure, Failure));
 };
 
 struct copy_op_fields {
   using T = runtime::copy_op;
   using S = schema::CopyOp;
-  static inline const auto all = std::make_tuple(DP_FIELD(via, Via), DP_FIELD(src_kind, SrcKind),
-                                                 DP_FIELD(src_offset, SrcOffset), DP_FIELD(dst_engine, DstEngine),
-                                                 DP_FIELD(dst_kind, DstKind), DP_FIELD(dst_offset, DstOffset),
-                                                 DP_FIELD(length, Length));
+  static inline const auto all = std::make_tuple(
+      DP_FIELD(via, Via), DP_FIELD(src_kind, SrcKind), DP_FIELD(src_offset, SrcOffset), DP_FIELD(dst_engine, DstEngine),
+      DP_FIELD(dst_kind, DstKind), DP_FIELD(dst_offset, DstOffset), DP_FIELD(length, Length));
 };
 
 void put_payload(schema::TurnPayload::Builder b, const turn_payload& x) {
@@ -164,7 +163,9 @@ envelope<schema::Slots> encode(const slot_list& x) {
 }
 
 slot_list decode(const envelope<schema::Slots>& e) {
-  return read_envelope(e, [](schema::Slots::Reader r) { return slot_list{get_list<uint32_t>(r.getSlots()), r.getCount()}; });
+  return read_envelope(e, [](schema::Slots::Reader r) {
+    return slot_list{get_list<uint32_t>(r.getSlots()), r.getCount()};
+  });
 }
 
 envelope<schema::CopyBatch> encode(const copy_batch& x) {

@@ -12,42 +12,46 @@ namespace {
 struct request_fields {
   using T = sch::request_info;
   using S = schema::Request;
-  static inline const auto all = std::make_tuple(DP_FIELD(id, Id), DP_FIELD(hit_tokens, HitTokens),
-                                                 DP_FIELD(append_tokens, AppendTokens), DP_FIELD(hit_bytes, HitBytes),
-                                                 DP_FIELD(len, Len), DP_FIELD(kv_bytes, KvBytes),
-                                                 DP_FIELD(hit_blocks, HitBlocks));
+  static inline const auto all = std::make_tuple(
+      DP_FIELD(id, Id), DP_FIELD(hit_tokens, HitTokens), DP_FIELD(append_tokens, AppendTokens),
+      DP_FIELD(hit_bytes, HitBytes), DP_FIELD(len, Len), DP_FIELD(kv_bytes, KvBytes), DP_FIELD(hit_blocks, HitBlocks));
 };
 
 // The request travels as a nested struct of its own.
 struct assignment_fields {
   using T = sch::assignment;
   using S = schema::Assignment;
-  static inline const auto all = std::make_tuple(DP_FIELD(pe, Pe), DP_FIELD(pe_node, PeNode), DP_FIELD(de, De),
-                                                 DP_FIELD(de_node, DeNode), DP_FIELD(path, Path),
-                                                 DP_FIELD(pe_blocks, PeBlocks));
+  static inline const auto all =
+      std::make_tuple(DP_FIELD(pe, Pe), DP_FIELD(pe_node, PeNode), DP_FIELD(de, De), DP_FIELD(de_node, DeNode),
+                      DP_FIELD(path, Path), DP_FIELD(pe_blocks, PeBlocks));
 };
 
 struct counter_fields {
   using T = scheduler_counters;
   using S = schema::SchedulerStats;
-  static inline const auto all = std::make_tuple(
-      DP_FIELD(policy, Policy), DP_FIELD(waiting, Waiting), DP_FIELD(submitted, Submitted),
-      DP_FIELD(assigned, Assigned), DP_FIELD(fetches, Fetches), DP_FIELD(switches, Switches),
-      DP_FIELD(prefill_engines, PrefillEngines), DP_FIELD(decode_engines, DecodeEngines),
-      DP_FIELD(assigned_pe, AssignedPe), DP_FIELD(assigned_de, AssignedDe), DP_FIELD(assigned_split, AssignedSplit),
-      DP_FIELD(pending_charges, PendingCharges), DP_FIELD(expired_charges, ExpiredCharges),
-      DP_FIELD(refused_commands, RefusedCommands));
+  static inline const auto all =
+      std::make_tuple(DP_FIELD(policy, Policy), DP_FIELD(waiting, Waiting), DP_FIELD(submitted, Submitted),
+                      DP_FIELD(assigned, Assigned), DP_FIELD(fetches, Fetches), DP_FIELD(switches, Switches),
+                      DP_FIELD(prefill_engines, PrefillEngines), DP_FIELD(decode_engines, DecodeEngines),
+                      DP_FIELD(assigned_pe, AssignedPe), DP_FIELD(assigned_de, AssignedDe),
+                      DP_FIELD(assigned_split, AssignedSplit), DP_FIELD(pending_charges, PendingCharges),
+                      DP_FIELD(expired_charges, ExpiredCharges), DP_FIELD(refused_commands, RefusedCommands));
 };
 
 // The list of known policy names is not a mapped field.
 struct policy_status_fields {
   using T = policy_status;
   using S = schema::PolicyStatus;
-  static inline const auto all = std::make_tuple(DP_FIELD(ok, Ok), DP_FIELD(active, Active), DP_FIELD(message, Message));
+  static inline const auto all =
+      std::make_tuple(DP_FIELD(ok, Ok), DP_FIELD(active, Active), DP_FIELD(message, Message));
 };
 
-schema::Role to_schema(sch::role kind) { return kind == sch::role::prefill ? schema::Role::PREFILL : schema::Role::DECODE; }
-sch::role from_schema(schema::Role kind) { return kind == schema::Role::PREFILL ? sch::role::prefill : sch::role::decode; }
+schema::Role to_schema(sch::role kind) {
+  return kind == sch::role::prefill ? schema::Role::PREFILL : schema::Role::DECODE;
+}
+sch::role from_schema(schema::Role kind) {
+  return kind == schema::Role::PREFILL ? sch::role::prefill : sch::role::decode;
+}
 
 // Which node an engine is said to be on: a leader's report stamps its group's node on every engine; the
 // scheduler's stats keep each engine's own.

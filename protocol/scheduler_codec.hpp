@@ -31,8 +31,8 @@ struct scheduler_counters {
   uint32_t switches = 0, prefill_engines = 0, decode_engines = 0;
   uint64_t assigned_pe = 0, assigned_de = 0, assigned_split = 0;
   uint64_t pending_charges = 0, expired_charges = 0;  // the fresh view's (docs/design.md §7.1)
-  uint64_t refused_commands = 0;  // filled by the control port: wrong secret (docs/design.md §13)
-  std::vector<node_load> nodes;   // sorted by node id
+  uint64_t refused_commands = 0;                      // filled by the control port: wrong secret (docs/design.md §13)
+  std::vector<node_load> nodes;                       // sorted by node id
 };
 
 envelope<schema::Request> encode(const schedule::request_info& r);

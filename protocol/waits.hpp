@@ -7,7 +7,6 @@
 
 #include "core/cluster_config.hpp"
 
-
 namespace dualpath::actors {
 
 struct waits {

@@ -9,10 +9,10 @@
 namespace dualpath {
 
 struct ep_round_point {
-  double t_s = 0;          // the round's start, seconds after the run's start
-  uint32_t group = 0;      // the PE group (today: its prefill node)
-  uint32_t members = 0;    // engines with a pass in the round
-  double max_over_avg = 0; // max / mean attention time over the group's engines (idle ones count 0)
+  double t_s = 0;           // the round's start, seconds after the run's start
+  uint32_t group = 0;       // the PE group (today: its prefill node)
+  uint32_t members = 0;     // engines with a pass in the round
+  double max_over_avg = 0;  // max / mean attention time over the group's engines (idle ones count 0)
 };
 
 struct ep_round_series {

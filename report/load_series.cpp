@@ -83,9 +83,10 @@ nlohmann::json to_json(const load_over_time& s) {
   // Finished turns as [done_s, ttft_s, path] triples: compact, a run has thousands.
   j["turns"] = nlohmann::json::array();
   for (const auto& t : s.turns)
-    j["turns"].push_back({t.done_s, t.ttft_s, t.path == schedule::read_path::pe   ? "pe"
-                                              : t.path == schedule::read_path::de ? "de"
-                                                                                  : "split"});
+    j["turns"].push_back({t.done_s, t.ttft_s,
+                          t.path == schedule::read_path::pe   ? "pe"
+                          : t.path == schedule::read_path::de ? "de"
+                                                              : "split"});
   return j;
 }
 

@@ -24,9 +24,9 @@ struct engine_load_sample {
 };
 
 struct load_window {
-  double t_s = 0;                        // window start
-  std::vector<double> tok, seq;          // per engine (index = engine id): mean of its samples, 0 when none
-  uint32_t turns = 0;                    // turns that finished in the window (failed ones too)
+  double t_s = 0;                // window start
+  std::vector<double> tok, seq;  // per engine (index = engine id): mean of its samples, 0 when none
+  uint32_t turns = 0;            // turns that finished in the window (failed ones too)
   uint32_t path_pe = 0, path_de = 0, path_split = 0;  // ... by read path
   double ttft_mean_s = 0, ttft_max_s = 0;             // ... their TTFT (0 when none)
 };

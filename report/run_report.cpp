@@ -93,7 +93,9 @@ void summarize_turns(run_summary& s, const std::vector<turn_record>& records) {
 }
 
 namespace {
-nlohmann::json dist(const distribution& d) { return {{"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90}, {"p99", d.p99}}; }
+nlohmann::json dist(const distribution& d) {
+  return {{"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90}, {"p99", d.p99}};
+}
 }  // namespace
 
 nlohmann::json to_json(const run_summary& s) {
@@ -109,8 +111,8 @@ nlohmann::json to_json(const run_summary& s) {
   j["tpot_s"] = dist(s.tpot);
   j["prompt_tps"] = s.prompt_tps;
   j["agent_jct_mean_s"] = s.agent_jct_mean_s;
-  j["ttft_breakdown_s"] = {{"queue", dist(s.queue)}, {"assign", dist(s.assign)}, {"kv_read", dist(s.kv_read)},
-                           {"prefill", dist(s.prefill)}};
+  j["ttft_breakdown_s"] = {
+      {"queue", dist(s.queue)}, {"assign", dist(s.assign)}, {"kv_read", dist(s.kv_read)}, {"prefill", dist(s.prefill)}};
   j["prefill_nodes"] = s.prefill_nodes;
   j["snic_bytes"] = s.snic_bytes;
   j["snic_max_over_avg"] = s.snic_max_over_avg;
@@ -119,8 +121,11 @@ nlohmann::json to_json(const run_summary& s) {
   j["snic_over_time"] = to_json(s.snic_time);
   if (!s.load_time.windows.empty()) j["load_over_time"] = to_json(s.load_time);
   if (s.ep.enabled) j["ep_rounds"] = to_json(s.ep);
-  j["working_set"] = {{"lambda_agents_per_s", s.ws_lambda_per_s}, {"mean_agent_jct_s", s.ws_t_bar_s},
-                      {"final_context_tokens", s.ws_len_tokens}, {"tokens", s.ws_tokens}, {"bytes", s.ws_bytes}};
+  j["working_set"] = {{"lambda_agents_per_s", s.ws_lambda_per_s},
+                      {"mean_agent_jct_s", s.ws_t_bar_s},
+                      {"final_context_tokens", s.ws_len_tokens},
+                      {"tokens", s.ws_tokens},
+                      {"bytes", s.ws_bytes}};
   j["path_requests"] = {{"pe", s.path_pe}, {"de", s.path_de}, {"split", s.path_split}};
   j["jct_lower_bound_s"] = s.jct_lower_bound_s;
   j["jct_over_bound"] = s.jct_over_bound;
@@ -152,10 +157,14 @@ nlohmann::json report_json(const std::vector<run_summary>& runs) {
     return 0;
   };
   nlohmann::json speedup = nlohmann::json::object();
-  const std::pair<const char*, const char*> pairs[] = {
-      {"dualpath", "basic"}, {"dualpath", "layerwise"}, {"oracle", "dualpath"}, {"split", "dualpath"},
-      {"dualpath", "round_robin"}, {"layerwise", "basic"}, {"dualpath_nosched", "layerwise"},
-      {"dualpath", "dualpath_nosched"}};
+  const std::pair<const char*, const char*> pairs[] = {{"dualpath", "basic"},
+                                                       {"dualpath", "layerwise"},
+                                                       {"oracle", "dualpath"},
+                                                       {"split", "dualpath"},
+                                                       {"dualpath", "round_robin"},
+                                                       {"layerwise", "basic"},
+                                                       {"dualpath_nosched", "layerwise"},
+                                                       {"dualpath", "dualpath_nosched"}};
   for (auto [x, y] : pairs) {
     const double jx = jct(x), jy = jct(y);
     if (jx > 0 && jy > 0) speedup[std::string(x) + "_vs_" + y] = jy / jx;
@@ -172,10 +181,11 @@ std::string report_table(const std::vector<run_summary>& runs) {
                                 "kv_read_s", "snic_m/a", "snic_1s_m/a", "paths pe/de/split", "verified");
   for (const auto& r : runs) {
     const std::string paths = fmt::format("{}/{}/{}", r.path_pe, r.path_de, r.path_split);
-    out += fmt::format("{:<{}} {:>8.2f} {:>6} {:>8.3f} {:>9.3f} {:>9.3f} {:>9.4f} {:>10.3f} {:>9.2f} {:>10.2f} {:>17} {:>5}/{:<3}\n",
-                       r.policy, width, r.jct_s, r.turns, r.hit_rate, r.ttft.p50, r.ttft.p99, r.tpot.p50, r.kv_read.mean,
-                       r.snic_max_over_avg, r.snic_time.rate_max_over_avg_mean, paths,
-                       r.verified_turns - r.mismatched_turns, r.verified_turns);
+    out += fmt::format(
+        "{:<{}} {:>8.2f} {:>6} {:>8.3f} {:>9.3f} {:>9.3f} {:>9.4f} {:>10.3f} {:>9.2f} {:>10.2f} {:>17} {:>5}/{:<3}\n",
+        r.policy, width, r.jct_s, r.turns, r.hit_rate, r.ttft.p50, r.ttft.p99, r.tpot.p50, r.kv_read.mean,
+        r.snic_max_over_avg, r.snic_time.rate_max_over_avg_mean, paths, r.verified_turns - r.mismatched_turns,
+        r.verified_turns);
   }
   for (const auto& r : runs)
     if (r.lost_nodes > 0)
@@ -192,7 +202,9 @@ std::string report_table(const std::vector<run_summary>& runs) {
 }
 
 turn_record make_turn_record(const turn_facts& f, const turn_stamps& t) {
-  const auto span = [](const std::optional<double>& a, const std::optional<double>& b) { return a && b ? *b - *a : 0.0; };
+  const auto span = [](const std::optional<double>& a, const std::optional<double>& b) {
+    return a && b ? *b - *a : 0.0;
+  };
   turn_record r;
   r.agent = f.agent;
   r.turn = f.turn;

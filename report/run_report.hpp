@@ -49,8 +49,8 @@ struct run_summary {
   double jct_s = 0;
   uint64_t turns = 0, failed_turns = 0;
   distribution ttft, ttst, second_token_gap, tpot;
-  double prompt_tps = 0;        // every prompt token (hit ones included) of the answered turns / JCT
-  double agent_jct_mean_s = 0;  // per agent: its last turn's answer minus its first turn's submission
+  double prompt_tps = 0;          // every prompt token (hit ones included) of the answered turns / JCT
+  double agent_jct_mean_s = 0;    // per agent: its last turn's answer minus its first turn's submission
   double ttft_peak_window_s = 0;  // peak_window_mean_ttft
   distribution queue, assign, kv_read, prefill;
   uint32_t prefill_nodes = 0;        // nodes 0..prefill_nodes-1 are prefill nodes, the rest decode nodes

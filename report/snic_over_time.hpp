@@ -16,11 +16,11 @@ struct snic_series_sample {
 };
 
 struct snic_window {
-  double t_s = 0;                       // window start, since the run's start
-  std::vector<double> read_gb_per_s;    // per node: bytes read in the window / its length
-  std::vector<double> read_q_mb;        // per node: mean read_q of the samples in the window (1 MB = 1e6 B)
-  double rate_max_over_avg = 0;         // 0 when no node read anything in the window
-  double read_q_max_over_avg = 0;       // 0 when every read_q was empty
+  double t_s = 0;                     // window start, since the run's start
+  std::vector<double> read_gb_per_s;  // per node: bytes read in the window / its length
+  std::vector<double> read_q_mb;      // per node: mean read_q of the samples in the window (1 MB = 1e6 B)
+  double rate_max_over_avg = 0;       // 0 when no node read anything in the window
+  double read_q_max_over_avg = 0;     // 0 when every read_q was empty
 };
 
 struct snic_over_time {

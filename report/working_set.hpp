@@ -10,11 +10,11 @@
 namespace dualpath::actors {
 
 struct working_set {
-  double lambda_per_s = 0;   // λ: agents with an answered turn / the run's JCT (arrival = completion rate)
-  double t_bar_s = 0;        // T̄: mean agent JCT (agent_jct_mean_s)
-  double len_tokens = 0;     // len: mean over those agents of the final context (last answered turn's prompt + generated)
-  double tokens = 0;         // λ · T̄ · len / 2
-  double bytes = 0;          // tokens × KV bytes per token (all layers)
+  double lambda_per_s = 0;  // λ: agents with an answered turn / the run's JCT (arrival = completion rate)
+  double t_bar_s = 0;       // T̄: mean agent JCT (agent_jct_mean_s)
+  double len_tokens = 0;  // len: mean over those agents of the final context (last answered turn's prompt + generated)
+  double tokens = 0;      // λ · T̄ · len / 2
+  double bytes = 0;       // tokens × KV bytes per token (all layers)
 };
 
 working_set working_set_of(const std::vector<turn_record>& records, double jct_s, double agent_jct_mean_s,

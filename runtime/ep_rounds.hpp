@@ -58,8 +58,8 @@ class ep_rounds {
 
   uint32_t layers() const { return layers_; }
   bool running() const { return running_; }
-  uint64_t round() const { return round_; }      // the current (or last) round's number, from 1
-  uint32_t layer() const { return layer_; }      // the layer the current round waits for
+  uint64_t round() const { return round_; }  // the current (or last) round's number, from 1
+  uint32_t layer() const { return layer_; }  // the layer the current round waits for
   bool in_round(uint32_t engine) const { return members_.count(engine) > 0; }
   bool waiting(uint32_t engine) const { return queue_.count(engine) > 0; }
   // The largest expected layer time of the current round's members (its deadline grows with it).
@@ -83,7 +83,7 @@ class ep_rounds {
   int64_t round_start_ns_ = 0;
   double max_layer_s_ = 0;
   std::map<uint32_t, member> members_;
-  std::map<uint32_t, double> queue_;  // engines waiting for the next round, with their layer time
+  std::map<uint32_t, double> queue_;   // engines waiting for the next round, with their layer time
   std::map<uint32_t, double> done_s_;  // attention time of members dropped mid-round (still count in it)
   std::set<uint32_t> pending_;         // members of the last round not yet back (joined, idle or left)
   std::vector<ep_round_record> records_;

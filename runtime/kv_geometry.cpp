@@ -18,13 +18,12 @@ std::vector<token_run> token_runs(const kv_geometry& g, uint64_t begin, uint64_t
   return runs;
 }
 
-uint64_t model_fingerprint(const std::string& model, backend_kind backend, uint64_t seed,
-                           const kv_geometry& g) {
+uint64_t model_fingerprint(const std::string& model, backend_kind backend, uint64_t seed, const kv_geometry& g) {
   // The modeled backend's KV does not depend on weights; cpu and cuda may round differently.
   const std::string numerics = to_string(backend);
   const uint64_t weight_seed = backend == backend_kind::modeled ? 0 : seed;
-  std::string text = model + "|" + numerics + "|" + std::to_string(weight_seed) + "|" + std::to_string(g.layers) +
-                     "|" + std::to_string(g.block_tokens) + "|" + std::to_string(g.bytes_per_token_layer);
+  std::string text = model + "|" + numerics + "|" + std::to_string(weight_seed) + "|" + std::to_string(g.layers) + "|" +
+                     std::to_string(g.block_tokens) + "|" + std::to_string(g.bytes_per_token_layer);
   return XXH3_64bits(text.data(), text.size());
 }
 

@@ -36,7 +36,6 @@ struct token_run {
 std::vector<token_run> token_runs(const kv_geometry& g, uint64_t begin, uint64_t end);
 
 // Model fingerprint for the store: blocks are only valid for the same model, backend numerics and weights.
-uint64_t model_fingerprint(const std::string& model, backend_kind backend, uint64_t seed,
-                           const kv_geometry& g);
+uint64_t model_fingerprint(const std::string& model, backend_kind backend, uint64_t seed, const kv_geometry& g);
 
 }  // namespace dualpath::runtime

@@ -104,6 +104,8 @@ class memcpy_mover final : public kv_mover {
 }  // namespace
 
 std::unique_ptr<kv_mover> make_fabric_mover(node_fabric& fabric) { return std::make_unique<fabric_mover>(fabric); }
-std::unique_ptr<kv_mover> make_memcpy_mover(const node_fabric& fabric) { return std::make_unique<memcpy_mover>(fabric); }
+std::unique_ptr<kv_mover> make_memcpy_mover(const node_fabric& fabric) {
+  return std::make_unique<memcpy_mover>(fabric);
+}
 
 }  // namespace dualpath::runtime

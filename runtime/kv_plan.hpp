@@ -17,12 +17,12 @@ namespace dualpath::runtime {
 
 // Where one request's KV lives on both sides of the PD pair.
 struct kv_sources {
-  uint32_t pe = 0, pe_node = 0;   // the prefill engine and its node
-  uint32_t de = 0, de_node = 0;   // the decode engine and its node
-  uint32_t valid = 0;             // leading hit blocks that arrived intact (the cached prefix)
-  uint32_t pe_blocks = 0;         // blocks [0, pe_blocks) were read into the PE buffer, the rest into the DE buffer
-  std::vector<uint32_t> pe_slots; // PE buffer slot of blocks [0, pe_blocks)
-  std::vector<uint32_t> de_slots; // DE buffer slot of every prompt block (hits read there, and the rest)
+  uint32_t pe = 0, pe_node = 0;    // the prefill engine and its node
+  uint32_t de = 0, de_node = 0;    // the decode engine and its node
+  uint32_t valid = 0;              // leading hit blocks that arrived intact (the cached prefix)
+  uint32_t pe_blocks = 0;          // blocks [0, pe_blocks) were read into the PE buffer, the rest into the DE buffer
+  std::vector<uint32_t> pe_slots;  // PE buffer slot of blocks [0, pe_blocks)
+  std::vector<uint32_t> de_slots;  // DE buffer slot of every prompt block (hits read there, and the rest)
 };
 
 // Byte offset of a buffer slot's Full Block payload inside the node's buffer region.

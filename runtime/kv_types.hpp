@@ -17,8 +17,8 @@ struct endpoint_entry {
   uint32_t engine = 0;
   uint32_t node = 0;
   transport::address_bytes address;
-  transport::remote_region buffer;  // the node's DRAM buffer as registered at this endpoint
-  transport::remote_region hbm;     // the engine's HBM arena
+  transport::remote_region buffer;   // the node's DRAM buffer as registered at this endpoint
+  transport::remote_region hbm;      // the engine's HBM arena
   std::byte* buffer_base = nullptr;  // local addresses, used only by the in-process I/O bypass (oracle)
   std::byte* hbm_base = nullptr;
 };

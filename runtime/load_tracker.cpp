@@ -52,8 +52,8 @@ std::vector<std::pair<load_tracker::done_fn, load_result>> load_tracker::expire(
   for (auto& [id, p] : loads_) {
     if (!p.done || now <= p.deadline) continue;
     load_result r;
-    r.status = status(errc::timeout, "storage reads did not finish in time (" + std::to_string(p.outstanding) +
-                                         " of " + std::to_string(p.state.size()) + " blocks outstanding)");
+    r.status = status(errc::timeout, "storage reads did not finish in time (" + std::to_string(p.outstanding) + " of " +
+                                         std::to_string(p.state.size()) + " blocks outstanding)");
     out.emplace_back(std::move(p.done), std::move(r));
     p.done = nullptr;
   }

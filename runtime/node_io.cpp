@@ -71,8 +71,9 @@ void node_io::stop() {
 std::vector<endpoint_entry> node_io::entries() const {
   std::vector<endpoint_entry> out;
   for (size_t i = 0; i < fabric_.endpoints.size(); ++i) {
-    out.push_back({options_.engines[i], options_.node, fabric_.endpoints[i]->address(), fabric_.buffer_regions[i]->remote(),
-                   fabric_.hbm_regions[i]->remote(), fabric_.buffer, hbm_[i]->base()});
+    out.push_back({options_.engines[i], options_.node, fabric_.endpoints[i]->address(),
+                   fabric_.buffer_regions[i]->remote(), fabric_.hbm_regions[i]->remote(), fabric_.buffer,
+                   hbm_[i]->base()});
   }
   return out;
 }
@@ -110,7 +111,8 @@ void node_io::node_rejoined(std::vector<endpoint_entry> entries) {
 
 gpu::hbm_arena& node_io::hbm(uint32_t engine) {
   const auto li = fabric_.local_index(engine);
-  if (!li) throw std::logic_error("engine " + std::to_string(engine) + " is not on node " + std::to_string(options_.node));
+  if (!li)
+    throw std::logic_error("engine " + std::to_string(engine) + " is not on node " + std::to_string(options_.node));
   return *hbm_[*li];
 }
 
@@ -146,7 +148,8 @@ void node_io::load(std::vector<block_key> keys, std::function<void(load_result)>
     done(std::move(r));
   };
   // The reservation's callback runs on the progress thread (or here, when the request can never fit).
-  reserve(n, [this, bytes, keys = std::move(keys), answer = std::move(answer)](result<std::vector<uint32_t>> slots) mutable {
+  reserve(n, [this, bytes, keys = std::move(keys),
+              answer = std::move(answer)](result<std::vector<uint32_t>> slots) mutable {
     load_result partial;
     if (!slots.ok()) {
       waiting_bytes_ -= bytes;
@@ -215,7 +218,8 @@ void node_io::load_direct(std::vector<block_key> keys, load_result partial, std:
         std::memcpy(dst, p->data(), p->size());
       } else {
         for (uint32_t layer = 0; layer < g.layers && r.status.ok(); ++layer) {
-          if (status s = store_.read_layer(keys[i], layer, dst + layer * g.layer_bytes()); !s.ok()) r.status = std::move(s);
+          if (status s = store_.read_layer(keys[i], layer, dst + layer * g.layer_bytes()); !s.ok())
+            r.status = std::move(s);
           else direct_read_bytes_ += g.layer_bytes();
         }
       }

@@ -41,7 +41,7 @@ namespace dualpath::runtime {
 
 struct node_io_options {
   uint32_t node = 0;
-  std::vector<uint32_t> engines;     // global engine ids of this node, local index = position
+  std::vector<uint32_t> engines;  // global engine ids of this node, local index = position
   kv_geometry geometry;
   uint64_t buffer_bytes = 0;         // DRAM buffer for Full Blocks
   uint64_t hbm_bytes = 0;            // per engine
@@ -55,11 +55,10 @@ struct node_io_options {
   std::shared_ptr<dram_blocks> dram;  // with bypass: shared by every node of the run
 };
 
-
 struct node_io_stats {
-  uint64_t snic_bytes = 0;       // bytes read from storage through this node's SNIC
-  uint64_t store_read_bytes = 0; // bytes read from block files by this node, by any path (0 for the oracle)
-  uint64_t snic_write_bytes = 0; // bytes written to storage through this node's SNIC (write-back, paced)
+  uint64_t snic_bytes = 0;        // bytes read from storage through this node's SNIC
+  uint64_t store_read_bytes = 0;  // bytes read from block files by this node, by any path (0 for the oracle)
+  uint64_t snic_write_bytes = 0;  // bytes written to storage through this node's SNIC (write-back, paced)
   uint64_t snic_reads = 0;
   uint64_t read_failures = 0;
   uint64_t copies = 0, copy_bytes = 0, copy_errors = 0;
@@ -84,8 +83,8 @@ class node_io final : public data_plane, public node_services {
   void connect(const fabric_directory& directory);
 
   gpu::hbm_arena& hbm(uint32_t engine) override;
-  std::byte* slot_data(uint32_t slot) const;  // payload of a buffer slot: one Full Block
-  uint64_t slot_offset(uint32_t slot) const;  // its offset in the buffer region (for copy_op)
+  std::byte* slot_data(uint32_t slot) const;                 // payload of a buffer slot: one Full Block
+  uint64_t slot_offset(uint32_t slot) const;                 // its offset in the buffer region (for copy_op)
   uint64_t hbm_offset(uint32_t engine, const std::byte* p);  // offset of p in the engine's HBM region
   uint32_t slots_total() const { return slots_.total(); }
 
@@ -137,8 +136,8 @@ class node_io final : public data_plane, public node_services {
   storage::snic_gate gate_;
   load_tracker loads_;  // progress thread only
   std::unique_ptr<kv_mover> mover_;
-  storage::write_pacer pacer_;  // the SNIC's write direction, in front of the writer
-  snic_sampler sampler_;        // sampled by the progress thread
+  storage::write_pacer pacer_;                  // the SNIC's write direction, in front of the writer
+  snic_sampler sampler_;                        // sampled by the progress thread
   std::atomic<uint64_t> direct_read_bytes_{0};  // oracle loads of blocks missing from `dram` (files read)
   background_writer writer_;  // persists and direct loads; destroyed (drained) before the memory above
 

@@ -18,8 +18,9 @@ prefill_batcher::prefill_batcher(time_estimate estimate, double quota_s)
 }
 
 prefill_batcher::prefill_batcher(const model_spec& m, flops_fit fit, double quota_s)
-    : prefill_batcher([m, fit](uint64_t cached, uint64_t bsz) { return fit.seconds(attention_prefill_flops(m, cached, bsz)); },
-                      quota_s) {}
+    : prefill_batcher(
+          [m, fit](uint64_t cached, uint64_t bsz) { return fit.seconds(attention_prefill_flops(m, cached, bsz)); },
+          quota_s) {}
 
 prefill_batcher::time_estimate quota_estimate(quota_scope_kind scope, const model_spec& m, flops_fit fit) {
   switch (scope) {

@@ -38,9 +38,7 @@ uint64_t alpha_tokens(double snic_bytes_per_s, uint64_t kv_bytes_per_token, doub
   return uint64_t(snic_bytes_per_s * seconds / double(kv_bytes_per_token));
 }
 
-uint64_t beta_tokens(double prefill_tokens_per_s, double seconds) {
-  return uint64_t(prefill_tokens_per_s * seconds);
-}
+uint64_t beta_tokens(double prefill_tokens_per_s, double seconds) { return uint64_t(prefill_tokens_per_s * seconds); }
 
 calibration calibrate(const calibration_input& in) {
   calibration c;

@@ -117,8 +117,7 @@ void fresh_view::report(const group_report& r, double now_s) {
     auto p = pending_.find(id);
     if (p == pending_.end()) continue;
     auto& cs = p->second.charges;
-    const bool at_decode = r.node.kind == role::decode &&
-                           std::any_of(cs.begin(), cs.end(), [&](const charge& c) {
+    const bool at_decode = r.node.kind == role::decode && std::any_of(cs.begin(), cs.end(), [&](const charge& c) {
                              return c.node == node_id && c.engine != no_engine && engine_acked(c.engine, id);
                            });
     if (at_decode) {
@@ -131,8 +130,8 @@ void fresh_view::report(const group_report& r, double now_s) {
         ++c;
         continue;
       }
-      const bool ack = c->engine == no_engine ? std::binary_search(reads.begin(), reads.end(), id)
-                                              : engine_acked(c->engine, id);
+      const bool ack =
+          c->engine == no_engine ? std::binary_search(reads.begin(), reads.end(), id) : engine_acked(c->engine, id);
       if (ack) {
         c = cs.erase(c);
         --live_;

@@ -14,11 +14,11 @@ enum class role : uint8_t { prefill, decode };
 
 // One engine's load as last reported by its leader (§7.1) and updated by the scheduler as it assigns.
 struct engine_snapshot {
-  uint32_t engine = 0;     // global engine id
-  uint32_t node = 0;       // node (group) of the engine
-  uint32_t seq = 0;        // seq_e: requests on the engine
-  uint64_t tok = 0;        // tok_e: tokens the engine still has to process
-  uint64_t free_hbm = 0;   // free KV bytes in the engine's HBM
+  uint32_t engine = 0;    // global engine id
+  uint32_t node = 0;      // node (group) of the engine
+  uint32_t seq = 0;       // seq_e: requests on the engine
+  uint64_t tok = 0;       // tok_e: tokens the engine still has to process
+  uint64_t free_hbm = 0;  // free KV bytes in the engine's HBM
 };
 
 // One node (8 engines, rank 0 the leader) with its storage NIC queue; a group is one or more of them
@@ -104,8 +104,8 @@ class policy {
   // that group), its DE (anywhere) and its read path. Assigned requests are popped;
   // the first request that cannot be placed stops the pass and stays at the head. `snap` is updated as
   // requests are assigned (tok_e, seq_e, free HBM, read_q), so one call never overloads an engine.
-  virtual std::vector<assignment> assign(cluster_snapshot& snap, uint32_t pe_node,
-                                         std::deque<request_info>& waiting, const policy_params& params) = 0;
+  virtual std::vector<assignment> assign(cluster_snapshot& snap, uint32_t pe_node, std::deque<request_info>& waiting,
+                                         const policy_params& params) = 0;
 };
 
 // The registered names, in display order: dualpath, basic, round_robin, split, alternate, framework.

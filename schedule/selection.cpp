@@ -107,8 +107,7 @@ std::vector<int> place(node_snapshot* const* nodes, size_t count, const std::vec
 
 }  // namespace
 
-double decode_threshold(const node_snapshot& group, const std::vector<const request_info*>& queue,
-                        double z_slack) {
+double decode_threshold(const node_snapshot& group, const std::vector<const request_info*>& queue, double z_slack) {
   node_snapshot* one = const_cast<node_snapshot*>(&group);  // read only
   return threshold(&one, 1, queue, z_slack);
 }

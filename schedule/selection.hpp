@@ -33,8 +33,7 @@ uint64_t total_tok(const std::vector<node_snapshot*>& group);
 
 // §7.3 level 2: R = the largest prefix of `queue` whose kv_bytes fit in the group's free HBM;
 // Z = z_slack × (Σ_{r∈R} len_r + Σ_e tok_e) / |E|.
-double decode_threshold(const node_snapshot& group, const std::vector<const request_info*>& queue,
-                        double z_slack);
+double decode_threshold(const node_snapshot& group, const std::vector<const request_info*>& queue, double z_slack);
 double decode_threshold(const std::vector<node_snapshot*>& group, const std::vector<const request_info*>& queue,
                         double z_slack);
 

@@ -8,13 +8,13 @@
 namespace dualpath::sim {
 
 enum class event_kind : uint8_t {
-  arrival,      // agent a submits its next turn
-  load_done,    // one of agent a's loads (or reservation) completed
-  pass_done,    // engine e's prefill pass ended
-  round,        // the scheduler's fetch round
-  admitted,     // agent a's KV is in its decode engine's HBM
-  step_done,    // engine e's decode step ended
-  turn_done,    // agent a's turn answered (its writes done)
+  arrival,        // agent a submits its next turn
+  load_done,      // one of agent a's loads (or reservation) completed
+  pass_done,      // engine e's prefill pass ended
+  round,          // the scheduler's fetch round
+  admitted,       // agent a's KV is in its decode engine's HBM
+  step_done,      // engine e's decode step ended
+  turn_done,      // agent a's turn answered (its writes done)
   policy_switch,  // [[schedule.switch]] entry id takes effect
   sample,         // every node's SNIC is sampled for snic_over_time
 };
@@ -23,7 +23,7 @@ struct event {
   double t = 0;
   uint64_t seq = 0;
   event_kind kind = event_kind::arrival;
-  uint32_t id = 0;  // agent or engine
+  uint32_t id = 0;   // agent or engine
   uint32_t tag = 0;  // step_done: the engine's step version
   bool operator>(const event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };

@@ -40,9 +40,9 @@ struct agent_state {
   uint32_t gen = 1;
   uint32_t hit = 0;  // hit blocks (all arrive intact: the simulator has no corruption)
   schedule::assignment asg;
-  uint32_t pending = 0;               // loads and reservations not yet complete
+  uint32_t pending = 0;                 // loads and reservations not yet complete
   uint32_t pe_slots = 0, de_slots = 0;  // DRAM slots held on the PE and the DE node
-  uint64_t new_kv = 0;                // PE HBM held for the new KV
+  uint64_t new_kv = 0;                  // PE HBM held for the new KV
   bool hit_forwarded = false;
   uint64_t de_hbm = 0;
   uint64_t position = 0;  // decode: position of the token the next step processes
@@ -60,8 +60,8 @@ struct node_state {
     uint32_t agent, blocks;
     uint64_t read_bytes;
   };
-  std::deque<waiter> slot_waiters;  // FIFO: a load takes its slots when the head fits
-  uint64_t waiting_read_bytes = 0;  // reads of the loads still waiting for slots (read_q counts them)
+  std::deque<waiter> slot_waiters;           // FIFO: a load takes its slots when the head fits
+  uint64_t waiting_read_bytes = 0;           // reads of the loads still waiting for slots (read_q counts them)
   uint64_t read_bytes = 0, write_bytes = 0;  // submitted to the SNIC (reads: delivered = this − what is queued)
 };
 
@@ -152,10 +152,10 @@ class simulator {
   std::unique_ptr<schedule::policy> policy_;
   std::unique_ptr<schedule::prefill_batcher> batcher_;
   double snic_rate_ = 0, cnic_rate_ = 0;  // bytes/s; 0 = uncapped
-  uint64_t hbm_bytes_ = 0;          // per decode engine
-  uint64_t prefill_hbm_bytes_ = 0;  // per prefill engine
-  uint32_t first_de_ = 0;  // first decode engine id
-  bool lockstep_ = false;  // --ep-lockstep or the cluster file's ep_sync
+  uint64_t hbm_bytes_ = 0;                // per decode engine
+  uint64_t prefill_hbm_bytes_ = 0;        // per prefill engine
+  uint32_t first_de_ = 0;                 // first decode engine id
+  bool lockstep_ = false;                 // --ep-lockstep or the cluster file's ep_sync
 
   event_queue events_;
   double now_ = 0;

@@ -87,7 +87,8 @@ bool simulator::plan_pass(uint32_t e) {
       uint64_t fresh = 0, hit_blocks = 0;
       for (const auto& b : batch) {
         const agent_state& a = agents_[b.request];
-        if (!a.new_kv) fresh += (a.prompt - uint64_t(a.hit) * geo_.block_tokens) * geo_.layers * geo_.bytes_per_token_layer;
+        if (!a.new_kv)
+          fresh += (a.prompt - uint64_t(a.hit) * geo_.block_tokens) * geo_.layers * geo_.bytes_per_token_layer;
         hit_blocks += a.hit;
       }
       staging = std::max<uint64_t>(1, hit_blocks * geo_.layer_bytes() * std::min(depth, geo_.layers));
@@ -95,13 +96,14 @@ bool simulator::plan_pass(uint32_t e) {
     };
     uint64_t staging = 0;
     // As the runtime's engine: the batch stops before its new KV and staging exceed the free HBM.
-    const schedule::hbm_budget budget{pe.hbm_free, [&](const schedule::prefill_work& w) {
-                                        const agent_state& a = agents_[w.request];
-                                        const uint64_t fresh = a.new_kv ? 0 : (a.prompt - uint64_t(a.hit) * geo_.block_tokens) *
-                                                                                  geo_.layers * geo_.bytes_per_token_layer;
-                                        return fresh + std::max<uint64_t>(1, uint64_t(a.hit) * geo_.layer_bytes() *
-                                                                                 std::min(depth, geo_.layers));
-                                      }};
+    const schedule::hbm_budget budget{
+        pe.hbm_free, [&](const schedule::prefill_work& w) {
+          const agent_state& a = agents_[w.request];
+          const uint64_t fresh =
+              a.new_kv ? 0
+                       : (a.prompt - uint64_t(a.hit) * geo_.block_tokens) * geo_.layers * geo_.bytes_per_token_layer;
+          return fresh + std::max<uint64_t>(1, uint64_t(a.hit) * geo_.layer_bytes() * std::min(depth, geo_.layers));
+        }};
     auto batch = batcher_->next_batch(pe.ready, &budget);
     if (need(batch, staging) > pe.hbm_free && batch.size() > 1) {
       pe.ready = saved;
@@ -136,8 +138,8 @@ bool simulator::plan_pass(uint32_t e) {
     unpromise(id);
     release_slots(a.asg.pe_node, a.pe_slots);
     release_slots(a.asg.de_node, a.de_slots);
-    fail(id, "request does not fit in the HBM of engine " + std::to_string(e) + " (" + std::to_string(prefill_hbm_bytes_) +
-                 " bytes)");
+    fail(id, "request does not fit in the HBM of engine " + std::to_string(e) + " (" +
+                 std::to_string(prefill_hbm_bytes_) + " bytes)");
   }
   return false;
 }

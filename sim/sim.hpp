@@ -43,17 +43,17 @@ struct sim_options {
   // The scheduler's view keeps each charge until the engine counts the request (schedule/fresh_view, as the
   // runtime's); false: every report replaces the charges (a decode engine is blind to requests until hand-off).
   bool fresh_view = true;
-  double window_s = 1.0;  // snic_over_time windows (docs/design.md §15)
+  double window_s = 1.0;                                 // snic_over_time windows (docs/design.md §15)
   std::function<void(const sim_progress&)> on_progress;  // about once per wall second
 };
 
 struct sim_counters {
   uint64_t events = 0;
-  uint64_t rounds = 0;        // scheduler rounds (a fetch by every prefill node that can take work)
-  uint64_t decisions = 0;     // requests assigned
+  uint64_t rounds = 0;     // scheduler rounds (a fetch by every prefill node that can take work)
+  uint64_t decisions = 0;  // requests assigned
   uint64_t passes = 0, decode_steps = 0;
-  double sim_s = 0;           // simulated seconds until the last turn finished
-  double wall_s = 0;          // wall seconds of the event loop
+  double sim_s = 0;                   // simulated seconds until the last turn finished
+  double wall_s = 0;                  // wall seconds of the event loop
   double attention_max_over_avg = 0;  // with ep_lockstep: mean over rounds of max/avg pass time in a group
 };
 

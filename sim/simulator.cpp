@@ -67,11 +67,13 @@ simulator::simulator(const sim_options& o) : o_(o), cfg_(o.config), mode_(run_mo
 
   // The prefill engine's batcher, built as the runtime builds it (docs/design.md §7.6-7.7).
   const double quota_s = mode_.compute_quota ? cfg_.quota_ms / 1000.0 : schedule::no_quota_s;
-  batcher_ = std::make_unique<schedule::prefill_batcher>(schedule::quota_estimate(cfg_.quota_scope, model_, fit_), quota_s);
+  batcher_ =
+      std::make_unique<schedule::prefill_batcher>(schedule::quota_estimate(cfg_.quota_scope, model_, fit_), quota_s);
 
   const uint32_t g = cfg_.engines_per_node;
   const uint64_t slots = uint64_t(cfg_.dram_buffer_gb * 1e9) / geo_.file_bytes;
-  if (slots == 0) throw user_error("hardware.dram_buffer_gb: holds no Full Block of " + std::to_string(geo_.file_bytes) + " bytes");
+  if (slots == 0)
+    throw user_error("hardware.dram_buffer_gb: holds no Full Block of " + std::to_string(geo_.file_bytes) + " bytes");
   first_de_ = cfg_.prefill_nodes * g;
   for (uint32_t n = 0; n < cfg_.total_nodes(); ++n) {
     node_state node;
@@ -160,10 +162,10 @@ sim_result simulator::run() {
   s.snic_time = actors::snic_windows(snic_samples_, s.jct_s, o_.window_s);
   const model_spec m = model_;
   const auto fit = fit_;
-  actors::set_jct_bound(s, records_,
-                        {cfg_.snic_gb_per_s, cfg_.total_nodes(), cfg_.prefill_nodes * cfg_.engines_per_node,
-                         geo_.block_tokens,
-                         [m, fit](uint64_t cached, uint64_t tokens) { return fit.seconds(prefill_flops(m, cached, tokens)); }});
+  actors::set_jct_bound(
+      s, records_,
+      {cfg_.snic_gb_per_s, cfg_.total_nodes(), cfg_.prefill_nodes * cfg_.engines_per_node, geo_.block_tokens,
+       [m, fit](uint64_t cached, uint64_t tokens) { return fit.seconds(prefill_flops(m, cached, tokens)); }});
   if (lockstep_rounds_) counters_.attention_max_over_avg = lockstep_ratio_sum_ / double(lockstep_rounds_);
   r.counters = counters_;
   return r;

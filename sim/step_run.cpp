@@ -36,7 +36,7 @@ step_run step_run::of(const model_spec& m, const roofline& r, const std::vector<
 double step_run::seconds(uint64_t n) const {
   const double k = double(n);
   const double da = flop_s0 - byte_s0, db = flop_ds - byte_ds;  // compute minus memory roof at step j
-  auto roof_sum = [&](double lo, double hi) {  // one roof is on top over [lo, hi): test the middle
+  auto roof_sum = [&](double lo, double hi) {                   // one roof is on top over [lo, hi): test the middle
     if (hi <= lo) return 0.0;
     const bool compute = da + db * (lo + hi - 1) / 2 >= 0;
     return compute ? linear_sum(flop_s0, flop_ds, lo, hi) : linear_sum(byte_s0, byte_ds, lo, hi);

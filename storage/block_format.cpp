@@ -13,9 +13,9 @@ namespace dualpath::storage {
 namespace {
 
 // Fixed header fields, little-endian (README, "Full Block format"): offsets in bytes.
-constexpr size_t off_magic = 0, off_version = 8, off_header_bytes = 12, off_fingerprint = 16,
-                 off_layers = 24, off_tokens = 28, off_bytes_per_token_layer = 32, off_key = 40,
-                 off_parent = 48, off_payload_bytes = 56, off_header_checksum = 64, off_layer_sums = 72;
+constexpr size_t off_magic = 0, off_version = 8, off_header_bytes = 12, off_fingerprint = 16, off_layers = 24,
+                 off_tokens = 28, off_bytes_per_token_layer = 32, off_key = 40, off_parent = 48, off_payload_bytes = 56,
+                 off_header_checksum = 64, off_layer_sums = 72;
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -46,9 +46,7 @@ uint64_t header_checksum(const std::byte* image, uint32_t layers) {
 
 }  // namespace
 
-uint64_t block_format::header_bytes() const {
-  return align_up(off_layer_sums + uint64_t(layers) * 8, block_alignment);
-}
+uint64_t block_format::header_bytes() const { return align_up(off_layer_sums + uint64_t(layers) * 8, block_alignment); }
 
 uint64_t block_format::file_bytes() const { return align_up(header_bytes() + payload_bytes(), block_alignment); }
 
@@ -119,8 +117,7 @@ block_check check_header(const std::byte* image, size_t available, const block_f
   // Identity before integrity: another model's block is foreign (left alone), not corrupt.
   if (f.model_fingerprint != expected.model_fingerprint) return fault(block_fault::foreign, "wrong fingerprint");
   if (f != expected) return fault(block_fault::foreign, "wrong layout");
-  if (get<uint32_t>(image, off_header_bytes) != f.header_bytes())
-    return fault(block_fault::corrupt, "bad header size");
+  if (get<uint32_t>(image, off_header_bytes) != f.header_bytes()) return fault(block_fault::corrupt, "bad header size");
   if (available < off_layer_sums + size_t(f.layers) * 8) return fault(block_fault::truncated, "truncated header");
   if (get<uint64_t>(image, off_header_checksum) != header_checksum(image, f.layers))
     return fault(block_fault::corrupt, "header checksum");

@@ -41,14 +41,13 @@ struct block_format {
 struct block_header {
   block_format format;
   block_key key = 0;
-  block_key parent = 0;  // previous block of the chain, 0 for the first
+  block_key parent = 0;                   // previous block of the chain, 0 for the first
   std::vector<uint64_t> layer_checksums;  // xxh3-64 of each layer slice
 };
 
 // Writes a complete block image (header + payload + zero padding) into `out`, which must hold
 // `format.file_bytes()` bytes. `payload` is [layers][tokens][bytes_per_token_layer].
-void build_block(const block_format& format, block_key key, block_key parent, const std::byte* payload,
-                 std::byte* out);
+void build_block(const block_format& format, block_key key, block_key parent, const std::byte* payload, std::byte* out);
 std::vector<std::byte> build_block(const block_format& format, block_key key, block_key parent,
                                    const std::byte* payload);
 // The same from one pointer per layer slice (`format.layers` of them, `layer_bytes()` each), for KV

@@ -27,8 +27,8 @@ namespace dualpath::storage {
 void aligned_free::operator()(std::byte* p) const { std::free(p); }
 
 aligned_buffer make_aligned_buffer(uint64_t bytes) {
-  const uint64_t size = std::max<uint64_t>(block_alignment, (bytes + block_alignment - 1) / block_alignment *
-                                                                block_alignment);
+  const uint64_t size =
+      std::max<uint64_t>(block_alignment, (bytes + block_alignment - 1) / block_alignment * block_alignment);
   void* p = std::aligned_alloc(block_alignment, size);
   if (!p) throw std::bad_alloc();
   return aligned_buffer(static_cast<std::byte*>(p));
@@ -113,8 +113,8 @@ class store_impl final : public block_store {
   status write_layers(block_key key, block_key parent, const std::vector<const std::byte*>& layers) override {
     if (layers.size() != opt_.format.layers) {
       std::lock_guard<std::mutex> lock(mu_);
-      return fail_write(errc::internal, fmt::format("{} layer slices given for a {}-layer block", layers.size(),
-                                                    opt_.format.layers));
+      return fail_write(errc::internal,
+                        fmt::format("{} layer slices given for a {}-layer block", layers.size(), opt_.format.layers));
     }
     return write_impl(key, parent, [&](std::byte* image) { build_block(opt_.format, key, parent, layers, image); });
   }
@@ -240,8 +240,8 @@ class store_impl final : public block_store {
       st = status(errc::io, fmt::format("{} (creating {})", std::strerror(errno), subdir));
     } else {
       const int simulated = faults::fire(faults::point::storage_write) ? ENOSPC : 0;
-      st = write_file_atomic(block_path(opt_.dir, key), image.get(), file_bytes_, opt_.fsync, opt_.direct_io,
-                             simulated);
+      st =
+          write_file_atomic(block_path(opt_.dir, key), image.get(), file_bytes_, opt_.fsync, opt_.direct_io, simulated);
     }
     std::lock_guard<std::mutex> lock(mu_);
     reserved_ -= file_bytes_;

@@ -72,8 +72,8 @@ struct store_stats {
   uint64_t foreign = 0;                // another fingerprint / layout / key at this name
   uint64_t evictions = 0, removals = 0;
   uint64_t lookups = 0, lookup_hit_blocks = 0;
-  bool direct_io = false;              // whether reads currently use O_DIRECT
-  bool io_uring = false;               // false: blocking reads by a thread pool (io_uring unavailable)
+  bool direct_io = false;  // whether reads currently use O_DIRECT
+  bool io_uring = false;   // false: blocking reads by a thread pool (io_uring unavailable)
 };
 
 // Lifetime: a store must outlive the snic_gates in front of it; destroying it waits for reads in flight.

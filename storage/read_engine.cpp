@@ -29,7 +29,7 @@ io_uring* as_ring(void* p) { return static_cast<io_uring*>(p); }
 struct read_engine::slot {
   read_job job;
   int fd = -1;
-  uint64_t size = 0;    // file size
+  uint64_t size = 0;  // file size
   file_id id;
   uint64_t target = 0;  // bytes to read
   uint64_t done = 0;
@@ -49,9 +49,9 @@ read_engine::read_engine(uint32_t depth, bool direct) : depth_(depth == 0 ? 1 : 
   if (rc < 0) {
     delete ring;
     const uint32_t threads = std::min<uint32_t>(depth_, 8);
-    const std::string why = switched_off       ? "DUALPATH_STORAGE_NO_URING=1"
-                            : event_fd_ < 0    ? std::string("eventfd: ") + std::strerror(errno)
-                                               : std::string("io_uring_queue_init: ") + std::strerror(-rc);
+    const std::string why = switched_off    ? "DUALPATH_STORAGE_NO_URING=1"
+                            : event_fd_ < 0 ? std::string("eventfd: ") + std::strerror(errno)
+                                            : std::string("io_uring_queue_init: ") + std::strerror(-rc);
     spdlog::warn("storage: not using io_uring ({}); reading with {} blocking threads", why, threads);
     for (uint32_t i = 0; i < threads; ++i) pool_.emplace_back([this] { run_blocking(); });
     return;

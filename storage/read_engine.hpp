@@ -27,8 +27,8 @@ struct read_result {
 
 struct read_job {
   std::string path;
-  std::byte* buffer = nullptr;  // aligned to block_alignment
-  uint64_t length = 0;          // multiple of block_alignment
+  std::byte* buffer = nullptr;                   // aligned to block_alignment
+  uint64_t length = 0;                           // multiple of block_alignment
   std::function<void(const read_result&)> done;  // runs on the I/O thread
   int refuse = 0;  // non-zero: do not read, complete with this errno (a request found invalid)
 };
@@ -62,7 +62,7 @@ class read_engine {
   std::deque<read_job> queue_;
   std::vector<slot*> slots_;
   std::thread thread_;
-  std::condition_variable cv_;      // fallback pool: new jobs or stop
+  std::condition_variable cv_;  // fallback pool: new jobs or stop
   std::vector<std::thread> pool_;
 };
 

@@ -11,7 +11,7 @@ namespace dualpath::storage {
 
 struct read_rate {
   double bytes_per_s = 0;
-  uint64_t bytes = 0;   // read by the probe
+  uint64_t bytes = 0;  // read by the probe
   uint32_t blocks = 0;
   double seconds = 0;
 };

@@ -45,8 +45,8 @@ struct snic_gate::impl {
   double bucket_bytes = 0;
   double tokens = 0;
   clock_type::time_point link_last{};  // time of the last release (tokens are counted up to it)
-  uint32_t in_store = 0;   // dispatched to the store, not yet arrived
-  uint64_t pending_n = 0;  // submitted, not yet returned by poll()
+  uint32_t in_store = 0;               // dispatched to the store, not yet arrived
+  uint64_t pending_n = 0;              // submitted, not yet returned by poll()
   std::atomic<uint64_t> read_q{0};
   clock_type::time_point busy_since{};
   gate_stats st;
@@ -58,7 +58,8 @@ struct snic_gate::impl {
         bytes_per_ns(cap > 0 ? cap : 0),
         depth(d == 0 ? 1 : d),
         request_bytes(s.read_buffer_bytes()),
-        window(cap > 0 ? std::min<uint32_t>(depth, std::max<uint32_t>(4, uint32_t(cap * lookahead_ns / double(request_bytes))))
+        window(cap > 0 ? std::min<uint32_t>(depth,
+                                            std::max<uint32_t>(4, uint32_t(cap * lookahead_ns / double(request_bytes))))
                        : depth) {
     st.cap_gb_per_s = cap > 0 ? cap : 0;  // 1 GB/s = 1 byte/ns
     bucket_bytes = bytes_per_ns * lookahead_ns;
@@ -72,7 +73,8 @@ struct snic_gate::impl {
   void sub_read_q(uint64_t bytes) {  // under mu
     read_q -= bytes;
     if (read_q.load() == 0)
-      st.busy_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - busy_since).count());
+      st.busy_ns +=
+          uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - busy_since).count());
   }
 
   void run(const std::shared_ptr<impl>& self) {
@@ -216,8 +218,8 @@ gate_stats snic_gate::stats() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   gate_stats s = impl_->st;
   if (impl_->read_q.load() > 0)
-    s.busy_ns += uint64_t(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - impl_->busy_since).count());
+    s.busy_ns +=
+        uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - impl_->busy_since).count());
   return s;
 }
 

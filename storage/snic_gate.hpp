@@ -19,12 +19,12 @@
 namespace dualpath::storage {
 
 struct gate_stats {
-  uint64_t reads = 0;        // completions delivered
-  uint64_t failed = 0;       // of which not ok (miss, corrupt, ...)
-  uint64_t bytes_read = 0;   // bytes actually read (what the cap is charged for)
-  uint64_t busy_ns = 0;      // time with at least one read queued or in flight
-  uint64_t max_read_q = 0;   // peak of read_q
-  double cap_gb_per_s = 0;   // 0 = uncapped
+  uint64_t reads = 0;       // completions delivered
+  uint64_t failed = 0;      // of which not ok (miss, corrupt, ...)
+  uint64_t bytes_read = 0;  // bytes actually read (what the cap is charged for)
+  uint64_t busy_ns = 0;     // time with at least one read queued or in flight
+  uint64_t max_read_q = 0;  // peak of read_q
+  double cap_gb_per_s = 0;  // 0 = uncapped
 };
 
 class snic_gate {

@@ -11,8 +11,9 @@ constexpr double catch_up_ns = 100e6;  // 100 ms of the cap, as the read side's 
 
 write_pacer::write_pacer(double cap_gb_per_s, uint64_t block_bytes)
     : bytes_per_ns_(cap_gb_per_s > 0 ? cap_gb_per_s : 0),  // 1 GB/s = 1 byte/ns
-      depth_(bytes_per_ns_ > 0 ? std::chrono::nanoseconds(int64_t(std::max(catch_up_ns, double(block_bytes) / bytes_per_ns_)))
-                               : clock::duration::zero()) {
+      depth_(bytes_per_ns_ > 0
+                 ? std::chrono::nanoseconds(int64_t(std::max(catch_up_ns, double(block_bytes) / bytes_per_ns_)))
+                 : clock::duration::zero()) {
   stats_.cap_gb_per_s = bytes_per_ns_;
 }
 

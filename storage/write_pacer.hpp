@@ -17,10 +17,10 @@ namespace dualpath::storage {
 
 struct pacer_stats {
   uint64_t writes = 0;
-  uint64_t bytes = 0;          // bytes that left through the link
-  uint64_t waited_ns = 0;      // time callers spent in pace()
-  uint64_t link_busy_ns = 0;   // Σ bytes / cap: the link time those bytes took at the cap (0 uncapped)
-  double cap_gb_per_s = 0;     // 0 = uncapped
+  uint64_t bytes = 0;         // bytes that left through the link
+  uint64_t waited_ns = 0;     // time callers spent in pace()
+  uint64_t link_busy_ns = 0;  // Σ bytes / cap: the link time those bytes took at the cap (0 uncapped)
+  double cap_gb_per_s = 0;    // 0 = uncapped
 };
 
 class write_pacer {
@@ -40,10 +40,10 @@ class write_pacer {
   pacer_stats stats() const;
 
  private:
-  const double bytes_per_ns_;       // 0 = uncapped
-  const clock::duration depth_;     // how far the link clock may lag behind now
+  const double bytes_per_ns_;    // 0 = uncapped
+  const clock::duration depth_;  // how far the link clock may lag behind now
   mutable std::mutex mutex_;
-  clock::time_point link_free_{};   // when the link has sent everything reserved so far
+  clock::time_point link_free_{};  // when the link has sent everything reserved so far
   pacer_stats stats_;
 };
 

@@ -40,8 +40,8 @@ class arbiter {
   bool kv_turn() const;
 
   bool isolation_;
-  double kv_weight_;            // kv bytes earned per model byte served while kv waits
-  double kv_credit_ = 0;        // bytes kv may send ahead of waiting model traffic
+  double kv_weight_;                // kv bytes earned per model byte served while kv waits
+  double kv_credit_ = 0;            // bytes kv may send ahead of waiting model traffic
   std::deque<arbiter_item> fifo_;   // isolation off
   std::deque<arbiter_item> model_;  // isolation on
   std::deque<arbiter_item> kv_;

@@ -10,8 +10,7 @@
 
 namespace dualpath::transport {
 
-completion_loop::completion_loop(const fabric_options& opts, fabric_port& port, transfer_table& table,
-                                 scheduler& sched)
+completion_loop::completion_loop(const fabric_options& opts, fabric_port& port, transfer_table& table, scheduler& sched)
     : opts_(opts), port_(port), table_(table), sched_(sched) {}
 
 completion_loop::~completion_loop() {

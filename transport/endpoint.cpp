@@ -45,27 +45,29 @@ struct endpoint::impl final : poster {
   void progress() override { loop.drain(); }
 
   // Ok when `r` may be queued; otherwise why it is refused.
-  status check(const memory_region& local, uint64_t local_offset, const remote_region& remote,
-                    uint64_t remote_offset, const transfer_request& r);
-  void submit(const memory_region& local, uint64_t local_offset, const remote_region& remote,
-              uint64_t remote_offset, transfer_request r);
+  status check(const memory_region& local, uint64_t local_offset, const remote_region& remote, uint64_t remote_offset,
+               const transfer_request& r);
+  void submit(const memory_region& local, uint64_t local_offset, const remote_region& remote, uint64_t remote_offset,
+              transfer_request r);
 };
 
 status endpoint::impl::check(const memory_region& local, uint64_t local_offset, const remote_region& remote,
-                                  uint64_t remote_offset, const transfer_request& r) {
+                             uint64_t remote_offset, const transfer_request& r) {
   const auto& lr = local.state();
   const uint64_t length = r.length;
   auto refused = [](std::string why) { return status(errc::bad_input, std::move(why)); };
   if (lr.owner != port.serial()) return refused("the local region was registered with another endpoint");
   if (length == 0) return refused("zero-length transfer");
   if (local_offset > lr.length || length > lr.length - local_offset) {
-    return refused(fmt::format("local range [{}, +{}) is past the end of a {}-byte region", local_offset, length, lr.length));
+    return refused(
+        fmt::format("local range [{}, +{}) is past the end of a {}-byte region", local_offset, length, lr.length));
   }
   if (remote_offset > remote.length || length > remote.length - remote_offset) {
     return refused(fmt::format("remote range [{}, +{}) is past the end of a {}-byte region", remote_offset, length,
                                remote.length));
   }
-  if (r.peer >= port.peer_count()) return refused(fmt::format("unknown peer {} ({} connected)", r.peer, port.peer_count()));
+  if (r.peer >= port.peer_count())
+    return refused(fmt::format("unknown peer {} ({} connected)", r.peer, port.peer_count()));
   if (status up = port.reachable(r.peer); !up.ok()) {
     return status(errc::unavailable, fmt::format("peer {} is unreachable: {}", r.peer, up.message()));
   }
@@ -119,8 +121,7 @@ std::unique_ptr<memory_region> endpoint::register_memory(void* base, uint64_t le
 void endpoint::write(traffic_class tc, const memory_region& src, uint64_t src_offset, uint32_t peer,
                      const remote_region& dst, uint64_t dst_offset, uint64_t length, uint64_t context,
                      std::optional<uint64_t> remote_data) {
-  impl_->submit(src, src_offset, dst, dst_offset,
-                make_transfer_request(tc, true, peer, length, context, remote_data));
+  impl_->submit(src, src_offset, dst, dst_offset, make_transfer_request(tc, true, peer, length, context, remote_data));
 }
 
 void endpoint::read(traffic_class tc, const memory_region& dst, uint64_t dst_offset, uint32_t peer,

@@ -29,20 +29,20 @@ enum class traffic_class : uint8_t { model, kv };
 const char* to_string(traffic_class tc);
 
 struct fabric_options {
-  std::string provider = "shm";   // libfabric provider name: shm, tcp, verbs, efa, ...
-  std::string domain;             // optional domain (NIC / interface) name; empty = the provider's first
-  uint64_t slice_bytes = 1 << 20; // large transfers are cut into slices of at most this size
-  double rate_gb_per_s = 0;       // emulated CNIC cap per direction (GB/s = 1e9 B/s); 0 = uncapped
-  bool isolation = true;          // false: one FIFO for both classes (the "no isolation" baseline)
-  double kv_share = 0.01;         // share of service kv gets while model traffic is also waiting
-  uint32_t max_inflight = 4;      // slices posted to the provider at once (bounds head-of-line blocking)
+  std::string provider = "shm";    // libfabric provider name: shm, tcp, verbs, efa, ...
+  std::string domain;              // optional domain (NIC / interface) name; empty = the provider's first
+  uint64_t slice_bytes = 1 << 20;  // large transfers are cut into slices of at most this size
+  double rate_gb_per_s = 0;        // emulated CNIC cap per direction (GB/s = 1e9 B/s); 0 = uncapped
+  bool isolation = true;           // false: one FIFO for both classes (the "no isolation" baseline)
+  double kv_share = 0.01;          // share of service kv gets while model traffic is also waiting
+  uint32_t max_inflight = 4;       // slices posted to the provider at once (bounds head-of-line blocking)
   // Stream providers (tcp, sockets) carry every slice to a peer in one byte stream, so a model slice
   // waits behind all kv bytes posted before it. With isolation on, while model traffic is pending or was
   // seen within `model_guard`, kv is cut into slices of `kv_guard_bytes` and only one is in flight;
   // otherwise kv runs with full slices and the normal window (bulk throughput is unchanged).
-  uint64_t kv_guard_bytes = 0;    // 0 = 32 KiB on stream providers, off elsewhere; UINT64_MAX = off
+  uint64_t kv_guard_bytes = 0;                  // 0 = 32 KiB on stream providers, off elsewhere; UINT64_MAX = off
   std::chrono::microseconds model_guard{2000};  // how long after model traffic the guard stays on
-  std::chrono::milliseconds timeout{5000};  // a posted slice not completed by then fails its transfer
+  std::chrono::milliseconds timeout{5000};      // a posted slice not completed by then fails its transfer
   // Endpoints that share this lock make their provider calls (post, completion reads) one at a time, for
   // nodes emulated inside one process (docs/design.md §13). shm guards each peer's region with a spin lock:
   // on a host with fewer cores than node threads a preempted holder makes every other poster to that peer
@@ -97,10 +97,10 @@ struct arrival {
 };
 
 struct class_stats {
-  uint64_t transfers = 0;   // write()/read() calls completed
-  uint64_t slices = 0;      // slices completed
-  uint64_t bytes = 0;       // bytes completed
-  uint64_t errors = 0;      // transfers completed with an error
+  uint64_t transfers = 0;  // write()/read() calls completed
+  uint64_t slices = 0;     // slices completed
+  uint64_t bytes = 0;      // bytes completed
+  uint64_t errors = 0;     // transfers completed with an error
 };
 
 struct transfer_stats {
@@ -136,13 +136,12 @@ class endpoint {
   // sliced, rate-capped; one completion with `context` when done. `remote_data`, when set, is delivered
   // to the peer's poll_arrivals() once after every byte of this transfer has landed. A range past either
   // region's end or an unknown peer yields an error completion (checked before posting), never a throw.
-  void write(traffic_class tc, const memory_region& src, uint64_t src_offset, uint32_t peer,
-             const remote_region& dst, uint64_t dst_offset, uint64_t length, uint64_t context,
-             std::optional<uint64_t> remote_data = {});
+  void write(traffic_class tc, const memory_region& src, uint64_t src_offset, uint32_t peer, const remote_region& dst,
+             uint64_t dst_offset, uint64_t length, uint64_t context, std::optional<uint64_t> remote_data = {});
 
   // Copies [src_offset, +length) of remote `src` on `peer` to [dst_offset, +length) of local `dst`.
-  void read(traffic_class tc, const memory_region& dst, uint64_t dst_offset, uint32_t peer,
-            const remote_region& src, uint64_t src_offset, uint64_t length, uint64_t context);
+  void read(traffic_class tc, const memory_region& dst, uint64_t dst_offset, uint32_t peer, const remote_region& src,
+            uint64_t src_offset, uint64_t length, uint64_t context);
 
   // Non-blocking: drives progress, posts what the arbiter and rate cap allow, returns finished transfers.
   std::vector<completion> poll_completions();

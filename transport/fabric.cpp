@@ -55,10 +55,8 @@ bool is_connection_error(int err) {
     case FI_EHOSTUNREACH:
     case FI_ENOTCONN:
     case FI_ETIMEDOUT:
-    case EPIPE:
-      return true;
-    default:
-      return false;
+    case EPIPE: return true;
+    default: return false;
   }
 }
 
@@ -110,8 +108,7 @@ void fabric_port::open() {
   if (rc != 0 || !info) {
     throw user_error(fmt::format(
         "transport: libfabric provider '{}'{} offers no RDM endpoint with RMA: {} (check `fi_info -p {}`)",
-        opts.provider, opts.domain.empty() ? "" : " domain '" + opts.domain + "'", fi_strerror(-rc),
-        opts.provider));
+        opts.provider, opts.domain.empty() ? "" : " domain '" + opts.domain + "'", fi_strerror(-rc), opts.provider));
   }
   core_->info = info;
   // Delivery complete: a write completes once its bytes are in the target buffer, so the target's
@@ -123,7 +120,8 @@ void fabric_port::open() {
   cq_data_size_ = info->domain_attr->cq_data_size;
   auto check = [&](int r, const char* what) {
     if (r != 0) {
-      throw user_error(fmt::format("transport: provider '{}': {}", info->fabric_attr->prov_name, fabric_error(what, r)));
+      throw user_error(
+          fmt::format("transport: provider '{}': {}", info->fabric_attr->prov_name, fabric_error(what, r)));
     }
   };
   check(fi_fabric(info->fabric_attr, &core_->fabric, nullptr), "fi_fabric");
@@ -193,9 +191,10 @@ uint32_t fabric_port::connect(const address_bytes& peer) {
   fi_addr_t addr = FI_ADDR_UNSPEC;
   const int n = fi_av_insert(av_, peer.data(), 1, &addr, 0, nullptr);
   if (n != 1) {
-    throw user_error(fmt::format("transport: peer address of {} bytes was rejected by provider '{}' "
-                                 "(an address from another provider?)",
-                                 peer.size(), provider_name()));
+    throw user_error(
+        fmt::format("transport: peer address of {} bytes was rejected by provider '{}' "
+                    "(an address from another provider?)",
+                    peer.size(), provider_name()));
   }
   const auto index = static_cast<uint32_t>(peers_.size());
   peers_.push_back(peer_state{peer, addr, {}, local_flag()});

@@ -50,7 +50,7 @@ struct memory_region::impl {
 struct peer_state {
   address_bytes address;
   fi_addr_t fi_addr = FI_ADDR_UNSPEC;
-  std::string dead_reason;  // non-empty: transfers to it fail at once
+  std::string dead_reason;                         // non-empty: transfers to it fail at once
   std::shared_ptr<std::atomic<bool>> local_alive;  // set when the peer is an endpoint of this process
 };
 

@@ -21,7 +21,7 @@ host_buffer::host_buffer(uint64_t bytes) : size_(bytes) {
   data_ = static_cast<std::byte*>(std::aligned_alloc(huge_page, rounded(bytes)));
   if (!data_) throw user_error(fmt::format("transport: cannot allocate a host buffer of {} bytes", bytes));
   madvise(data_, rounded(bytes), MADV_HUGEPAGE);  // advisory: without THP it is plain memory
-  std::memset(data_, 0, rounded(bytes));           // fault in now, not during the first transfer
+  std::memset(data_, 0, rounded(bytes));          // fault in now, not during the first transfer
 }
 
 host_buffer::~host_buffer() { std::free(data_); }

@@ -6,8 +6,7 @@
 
 namespace dualpath::transport {
 
-scheduler::scheduler(const fabric_options& opts, uint64_t kv_guard, transfer_table& table, poster& provider,
-                     now_fn now)
+scheduler::scheduler(const fabric_options& opts, uint64_t kv_guard, transfer_table& table, poster& provider, now_fn now)
     : opts_(opts),
       kv_guard_(kv_guard),
       // With isolation, kv never fills the whole window: a model slice can always be posted at once.
@@ -110,9 +109,8 @@ void scheduler::schedule() {
     // A priority lane does not wait for the debt bulk traffic left in the bucket: model may go while
     // the debt is under one slice. Its bytes are still charged, so kv pays them back and the long-run
     // rate stays at the cap; model alone beyond the cap is throttled like everything else.
-    const double allowance = opts_.isolation && item->tc == traffic_class::model
-                                 ? static_cast<double>(opts_.slice_bytes)
-                                 : 0.0;
+    const double allowance =
+        opts_.isolation && item->tc == traffic_class::model ? static_cast<double>(opts_.slice_bytes) : 0.0;
     if (!bucket.ready(now, allowance)) return;
     if (!s->first_attempt) s->first_attempt = now;
     const auto result = provider_.post(*s);

@@ -29,7 +29,7 @@ struct slice {
   bool carries_data = false;  // posted with `data` as remote completion data
   uint64_t data = 0;
   std::byte* local = nullptr;
-  void* desc = nullptr;       // the local region's provider descriptor; opaque here
+  void* desc = nullptr;  // the local region's provider descriptor; opaque here
   uint64_t remote_addr = 0;
   uint64_t key = 0;
   uint64_t length = 0;
@@ -133,8 +133,8 @@ class transfer_table {
     uint64_t bytes = 0;
     uint64_t slices_total = 0;
     uint64_t slices_done = 0;
-    uint64_t held = 0;               // id of the held slice with remote data; 0 = none
-    std::vector<uint64_t> posted;    // its slices the provider holds (at most a window)
+    uint64_t held = 0;             // id of the held slice with remote data; 0 = none
+    std::vector<uint64_t> posted;  // its slices the provider holds (at most a window)
   };
 
   static int index(traffic_class tc) { return tc == traffic_class::model ? 0 : 1; }

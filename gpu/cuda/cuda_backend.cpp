@@ -149,7 +149,8 @@ class cuda_batch {
 
   const std::vector<prefill_item>& items() const { return items_; }
 
-  void layer(uint32_t l, const std::vector<const std::vector<kv_span>*>& cached, const std::vector<std::byte*>& new_kv) {
+  void layer(uint32_t l, const std::vector<const std::vector<kv_span>*>& cached,
+             const std::vector<std::byte*>& new_kv) {
     if (!rows_) return;
     const device_layer& L = *dm_.layers.at(l);
     const uint32_t H = m_.hidden, hd = m_.head_dim, Q = m_.heads * hd, KV = m_.kv_heads * hd, W = Q + 2 * KV,
@@ -193,7 +194,8 @@ class cuda_batch {
 
     cuda::rmsnorm_bf16(x, L.attn_norm.data(), xn, rows_, H, float(m_.rms_eps), s);
     dm_.gemm(xn, L.wqkv.data(), qkv, rows_, H, W, 0.0f);
-    cuda::bias_rope_store(qkv, L.bqkv.data(), ws_.pos.data(), kvnew, rows_, m_.heads, m_.kv_heads, hd, m_.rope_theta, s);
+    cuda::bias_rope_store(qkv, L.bqkv.data(), ws_.pos.data(), kvnew, rows_, m_.heads, m_.kv_heads, hd, m_.rope_theta,
+                          s);
     float* attn = ws_.attn.get(uint64_t(rows_) * Q);
     if (all_single_)
       cuda::decode_attention(qkv, ws_.key_table.data(), ws_.items.data(), uint32_t(items_.size()), attn, m_.heads,
@@ -290,7 +292,7 @@ class cuda_backend : public compute_backend {
     }
     CK(cudaStreamSynchronize(dm_.stream));
 #ifndef DUALPATH_SIMT_EMULATION  // an emulator's timing means nothing, and the large calibration pass is slow there
-    fit_ = calibrate();  // milliseconds on a GPU; done now so no pass can ever share the workspace with it
+    fit_ = calibrate();          // milliseconds on a GPU; done now so no pass can ever share the workspace with it
 #endif
   }
 

@@ -14,7 +14,7 @@ namespace dualpath::gpu::cuda {
 namespace {
 
 constexpr int warp = 32;
-constexpr int key_tile = 32;     // keys per shared-memory tile: one per lane when scoring
+constexpr int key_tile = 32;  // keys per shared-memory tile: one per lane when scoring
 constexpr int rows_per_warp = 4;
 constexpr int attn_warps = 4;
 constexpr int query_tile = rows_per_warp * attn_warps;
@@ -98,11 +98,11 @@ __global__ void prefill_attention_kernel(const float* qkv, const uint16_t* const
   const attn_item it = items[blockIdx.z];
   const uint32_t t0 = blockIdx.x * query_tile;
   if (t0 >= it.n) return;
-  const uint32_t head = blockIdx.y, g = head / (heads / kv_heads), Q = heads * hd, KV = kv_heads * hd,
-                 W = Q + 2 * KV, lane = threadIdx.x % warp, wid = threadIdx.x / warp, ld = hd + 1;
-  float* Ks = smem;                      // [key_tile][hd + 1]
-  float* Vs = Ks + key_tile * ld;        // [key_tile][hd + 1]
-  float* Qs = Vs + key_tile * ld;        // [query_tile][hd]
+  const uint32_t head = blockIdx.y, g = head / (heads / kv_heads), Q = heads * hd, KV = kv_heads * hd, W = Q + 2 * KV,
+                 lane = threadIdx.x % warp, wid = threadIdx.x / warp, ld = hd + 1;
+  float* Ks = smem;                // [key_tile][hd + 1]
+  float* Vs = Ks + key_tile * ld;  // [key_tile][hd + 1]
+  float* Qs = Vs + key_tile * ld;  // [query_tile][hd]
   const float scale = rsqrtf(float(hd));
   for (uint32_t idx = threadIdx.x; idx < query_tile * hd; idx += blockDim.x) {
     const uint32_t qr = idx / hd, d = idx % hd;
@@ -114,8 +114,8 @@ __global__ void prefill_attention_kernel(const float* qkv, const uint16_t* const
     l[r] = 0;
     for (int e = 0; e < max_dims_per_lane; ++e) acc[r][e] = 0;
   }
-  const uint32_t last_row = min(it.n, t0 + query_tile);          // exclusive
-  const uint32_t keys = it.cached + last_row;                     // keys visible to the tile's last row
+  const uint32_t last_row = min(it.n, t0 + query_tile);  // exclusive
+  const uint32_t keys = it.cached + last_row;            // keys visible to the tile's last row
   for (uint32_t kt = 0; kt < keys; kt += key_tile) {
     __syncthreads();
     for (uint32_t idx = threadIdx.x; idx < key_tile * hd; idx += blockDim.x) {
@@ -173,10 +173,10 @@ __global__ void decode_attention_kernel(const float* qkv, const uint16_t* const*
                                         float* out, uint32_t heads, uint32_t kv_heads, uint32_t hd) {
   DP_DYNAMIC_SHARED(float, smem);
   const attn_item it = items[blockIdx.y];
-  const uint32_t head = blockIdx.x, g = head / (heads / kv_heads), Q = heads * hd, KV = kv_heads * hd,
-                 W = Q + 2 * KV, lane = threadIdx.x % warp, wid = threadIdx.x / warp;
-  float* q = smem;                              // [hd]
-  float* part = q + hd;                         // [warps][hd + 2]: acc, m, l
+  const uint32_t head = blockIdx.x, g = head / (heads / kv_heads), Q = heads * hd, KV = kv_heads * hd, W = Q + 2 * KV,
+                 lane = threadIdx.x % warp, wid = threadIdx.x / warp;
+  float* q = smem;       // [hd]
+  float* part = q + hd;  // [warps][hd + 2]: acc, m, l
   const float scale = rsqrtf(float(hd));
   for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x) q[d] = qkv[uint64_t(it.row0) * W + head * hd + d] * scale;
   __syncthreads();
@@ -196,8 +196,8 @@ __global__ void decode_attention_kernel(const float* qkv, const uint16_t* const*
     for (int e = 0; e < max_dims_per_lane; ++e) acc[e] *= corr;
     for (int k = 0; k < key_tile; ++k) {
       const float pk = __shfl_sync(0xffffffffu, pr, k);
-      const uint16_t* pv = reinterpret_cast<const uint16_t*>(
-          __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p), k));
+      const uint16_t* pv =
+          reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p), k));
       if (!pv) continue;
       for (int e = 0; e < max_dims_per_lane; ++e) {
         const uint32_t d = lane + e * warp;
@@ -277,8 +277,8 @@ void prefill_attention(const float* qkv, const uint16_t* const* key_ptr, const a
   const size_t shared = (2 * key_tile * (head_dim + 1) + query_tile * head_dim) * sizeof(float);
   cudaFuncSetAttribute(prefill_attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
   const dim3 grid((max_new + query_tile - 1) / query_tile, heads, n_items);
-  DP_LAUNCH(prefill_attention_kernel, grid, attn_warps * warp, shared, s)(qkv, key_ptr, items, out, heads,
-                                                                          kv_heads, head_dim);
+  DP_LAUNCH(prefill_attention_kernel, grid, attn_warps * warp, shared, s)
+  (qkv, key_ptr, items, out, heads, kv_heads, head_dim);
 }
 
 void decode_attention(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items, uint32_t n_items,
@@ -286,8 +286,8 @@ void decode_attention(const float* qkv, const uint16_t* const* key_ptr, const at
   if (!n_items) return;
   const size_t shared = (head_dim + attn_warps * (head_dim + 2)) * sizeof(float);
   const dim3 grid(heads, n_items);
-  DP_LAUNCH(decode_attention_kernel, grid, attn_warps * warp, shared, s)(qkv, key_ptr, items, out, heads, kv_heads,
-                                                                         head_dim);
+  DP_LAUNCH(decode_attention_kernel, grid, attn_warps * warp, shared, s)
+  (qkv, key_ptr, items, out, heads, kv_heads, head_dim);
 }
 
 void silu_mul_bf16(const float* gu, uint16_t* out, uint32_t rows, uint32_t inter, cudaStream_t s) {

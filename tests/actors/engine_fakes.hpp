@@ -42,7 +42,7 @@ enum class answer { now, hold, fail };
 struct copy_call {
   copy_batch batch;
   caf::typed_response_promise<uint64_t> promise;
-  bool done = false;  // answered (at once, or later on command)
+  bool done = false;                  // answered (at once, or later on command)
   uint64_t posted = 0, answered = 0;  // when, on the queue's event clock
 };
 

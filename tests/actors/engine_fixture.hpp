@@ -41,7 +41,8 @@ struct engine_fixture {
   cluster_config config;
   cluster_view_ptr view = std::make_shared<cluster_view>();
   std::shared_ptr<tq_script> tq_s[2] = {std::make_shared<tq_script>(), std::make_shared<tq_script>()};
-  std::shared_ptr<compute_script> pe_cs = std::make_shared<compute_script>(), de_cs = std::make_shared<compute_script>();
+  std::shared_ptr<compute_script> pe_cs = std::make_shared<compute_script>(),
+                                  de_cs = std::make_shared<compute_script>();
   std::shared_ptr<recorder> rec = std::make_shared<recorder>();
   traffic_queue_actor tq[2];
   fake_compute_actor pe_worker, de_worker;
@@ -53,7 +54,8 @@ struct engine_fixture {
       : sys(test::test_coordinator_config(cfg)),
         self(sys, true),
         sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {
-    store = storage::block_store::open(test::scratch_store_options(dir.str(), {42, geo.layers, geo.block_tokens, uint32_t(geo.bytes_per_token_layer)}));
+    store = storage::block_store::open(test::scratch_store_options(
+        dir.str(), {42, geo.layers, geo.block_tokens, uint32_t(geo.bytes_per_token_layer)}));
     config.prefill_nodes = 1;
     config.decode_nodes = 1;
     config.engines_per_node = 1;
@@ -221,7 +223,8 @@ struct engine_fixture {
     const auto& op = b.ops.at(0);
     if (op.src_kind == runtime::region_kind::buffer && op.dst_kind == runtime::region_kind::hbm)
       return op.dst_engine == pe_id ? copy_kind::fetch : copy_kind::hbm_load;
-    if (op.src_kind == runtime::region_kind::hbm && op.dst_kind == runtime::region_kind::buffer) return copy_kind::forward;
+    if (op.src_kind == runtime::region_kind::hbm && op.dst_kind == runtime::region_kind::buffer)
+      return copy_kind::forward;
     return copy_kind::other;
   }
   // The layer a fetch reads or a forward writes, from its buffer offset inside a slot.

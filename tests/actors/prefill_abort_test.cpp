@@ -5,7 +5,8 @@
 
 using namespace engine_test;
 
-TEST_CASE_FIXTURE(engine_fixture, "a failed hit-KV copy fails the turn, frees its slots and HBM, and the next request runs") {
+TEST_CASE_FIXTURE(engine_fixture,
+                  "a failed hit-KV copy fails the turn, frees its slots and HBM, and the next request runs") {
   start_holding_copies();
   pe_cs->start = answer::hold;
   assign(1, 40, 2);

@@ -4,7 +4,8 @@
 
 using namespace engine_test;
 
-TEST_CASE_FIXTURE(engine_fixture, "prefill pipelines hit-KV fetches two layers deep, computes in order, then hands off") {
+TEST_CASE_FIXTURE(engine_fixture,
+                  "prefill pipelines hit-KV fetches two layers deep, computes in order, then hands off") {
   start(big_hbm, big_hbm, /*real_decode*/ false);
   tq_s[0]->copy = answer::hold;  // PE read path: fetches and forwards all go through the PE node's queue
   // 40 tokens = 3 blocks, 2 of them hits: 8 tokens to compute.

@@ -42,7 +42,8 @@ TEST_CASE_FIXTURE(engine_fixture, "requests wait for the HBM of the running pass
   CHECK(last_report(pe_id).free_hbm == one_pass_hbm);
 }
 
-TEST_CASE_FIXTURE(engine_fixture, "a request that can never fit in HBM fails naming the HBM size; smaller ones still run") {
+TEST_CASE_FIXTURE(engine_fixture,
+                  "a request that can never fit in HBM fails naming the HBM size; smaller ones still run") {
   start(16 << 10, 1 << 20, false);
   assign(1, 40, 2);  // needs 24 KiB of the 16 KiB
   REQUIRE(rec->results.size() == 1);
@@ -60,7 +61,8 @@ TEST_CASE_FIXTURE(engine_fixture, "a request that can never fit in HBM fails nam
   CHECK(last_report(pe_id).free_hbm == 16 << 10);
 }
 
-TEST_CASE_FIXTURE(engine_fixture, "a pass takes ready requests while their HBM fits what is free (docs/design.md §7.6)") {
+TEST_CASE_FIXTURE(engine_fixture,
+                  "a pass takes ready requests while their HBM fits what is free (docs/design.md §7.6)") {
   // 56 KiB: once pass 1 ends, requests 2 and 3 (24 KiB each) fit together and run as one pass; request 4
   // would make 72 KiB, so the batch stops before it instead of failing its allocation as a whole.
   start(56 << 10, 1 << 20, false);

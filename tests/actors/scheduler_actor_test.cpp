@@ -213,7 +213,8 @@ TEST_CASE_FIXTURE(fixture, "a malformed request gets an error reply and the sche
   CHECK(stats().waiting == 1);
 }
 
-TEST_CASE_FIXTURE(fixture, "decode charges outlive stale reports, end when the engine names the request, expire on the clock") {
+TEST_CASE_FIXTURE(fixture,
+                  "decode charges outlive stale reports, end when the engine names the request, expire on the clock") {
   auto o = options(1u << 20);
   o.charge_expiry_s = 10;
   start(o);

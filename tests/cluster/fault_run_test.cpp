@@ -68,7 +68,8 @@ struct tmpfs_mount {
 
 }  // namespace
 
-TEST_CASE("fault seam fabric_completion: KV transfers that complete with an error re-run their turns; tokens stay right") {
+TEST_CASE(
+    "fault seam fabric_completion: KV transfers that complete with an error re-run their turns; tokens stay right") {
   test::scratch_dir dir;
   const uint64_t before = faults::fired(faults::point::fabric_completion);
   faults::scoped armed(faults::point::fabric_completion, 3, 40);  // three transfers, after the run is going
@@ -81,8 +82,9 @@ TEST_CASE("fault seam fabric_completion: KV transfers that complete with an erro
   MESSAGE(fired, " transfers failed, ", s.retried_turns, " turns retried, ", s.verified_turns, " verified");
 }
 
-TEST_CASE("fault seam storage_write: write-backs failing with ENOSPC answer their turns, count the blocks, "
-          "and the next turns recompute them") {
+TEST_CASE(
+    "fault seam storage_write: write-backs failing with ENOSPC answer their turns, count the blocks, "
+    "and the next turns recompute them") {
   test::scratch_dir clean_dir, dir;
   const auto clean = run_cluster(options(small_cluster(clean_dir.path, 2)));
   REQUIRE(clean.unpersisted_blocks == 0);
@@ -104,8 +106,9 @@ TEST_CASE("fault seam storage_write: write-backs failing with ENOSPC answer thei
           " undisturbed");
 }
 
-TEST_CASE("a store whose file system turns read-only mid-run (EROFS): every turn answered and right, "
-          "nothing stored lost") {
+TEST_CASE(
+    "a store whose file system turns read-only mid-run (EROFS): every turn answered and right, "
+    "nothing stored lost") {
   test::scratch_dir dir;
   tmpfs_mount fs_mount(fs::path(dir.path) / "ro");
   if (!fs_mount.mounted) {

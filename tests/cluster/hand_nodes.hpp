@@ -52,8 +52,8 @@ inline int spawn(const std::vector<std::string>& args, const std::string& secret
 // its stderr goes to `log` when given.
 inline int start_node(const std::string& registry, uint32_t node, int timeout_ms, const std::string& secret,
                       const std::vector<std::string>& extra = {}, const std::string& log = "") {
-  std::vector<std::string> args{"node", "--registry", registry, "--node", std::to_string(node), "--timeout-ms",
-                                std::to_string(timeout_ms)};
+  std::vector<std::string> args{
+      "node", "--registry", registry, "--node", std::to_string(node), "--timeout-ms", std::to_string(timeout_ms)};
   args.insert(args.end(), extra.begin(), extra.end());
   return spawn(args, secret, "", log);
 }

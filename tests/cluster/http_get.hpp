@@ -42,7 +42,8 @@ inline std::string request(uint16_t port, const std::string& method, const std::
     return "";
   }
   std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-  if (!body.empty()) req += "Content-Type: " + content_type + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  if (!body.empty())
+    req += "Content-Type: " + content_type + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   req += "\r\n" + body;
   REQUIRE(::send(fd, req.data(), req.size(), 0) == ssize_t(req.size()));
   std::string out = receive_all(fd);

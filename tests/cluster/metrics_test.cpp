@@ -121,7 +121,8 @@ TEST_CASE("metrics: scraped during a real run, the counters move and the histogr
   CHECK(sample(after, "dualpath_time_to_first_token_seconds_count") == 12);
   CHECK(sample(after, "dualpath_time_to_first_token_seconds_sum") > 0);
   double read = 0;
-  for (int n = 0; n < 3; ++n) read += std::max(0.0, sample(after, "dualpath_snic_read_bytes_total{node=\"" + std::to_string(n) + "\"}"));
+  for (int n = 0; n < 3; ++n)
+    read += std::max(0.0, sample(after, "dualpath_snic_read_bytes_total{node=\"" + std::to_string(n) + "\"}"));
   uint64_t expect = 0;
   for (auto b : s.snic_bytes) expect += b;
   CHECK(read == doctest::Approx(double(expect)));

@@ -116,14 +116,18 @@ std::string cluster_file(const fs::path& store, const std::string& secret) {
   return "[model]\nname = \"tiny\"\nbackend = \"cpu\"\nseed = 7\n"
          "[cluster]\nprefill_nodes = 1\ndecode_nodes = 2\nengines_per_node = 1\nblock_tokens = 16\n"
          "[hardware]\nsnic_gb_per_s = 0.004\ndram_buffer_gb = 0.064\nhbm_gb = 0.064\nprovider = \"tcp\"\n"
-         "[storage]\ndir = \"" + store.string() + "\"\n"
+         "[storage]\ndir = \"" +
+         store.string() +
+         "\"\n"
          "[schedule]\npolicy = \"dualpath\"\nquota_ms = 300\n"
-         "[runtime]\ntimeout_s = 60\nsecret = \"" + secret + "\"\n";
+         "[runtime]\ntimeout_s = 60\nsecret = \"" +
+         secret + "\"\n";
 }
 
 }  // namespace
 
-TEST_CASE("several hosts: launcher and three nodes in network namespaces of their own, tcp between them, 48/48 verified") {
+TEST_CASE(
+    "several hosts: launcher and three nodes in network namespaces of their own, tcp between them, 48/48 verified") {
   if (geteuid() != 0) {
     MESSAGE("skipped: creating network namespaces needs root (euid " << geteuid() << ")");
     return;
@@ -151,9 +155,10 @@ TEST_CASE("several hosts: launcher and three nodes in network namespaces of thei
   const auto t1 = std::chrono::steady_clock::now();
   // The registry's port is free for sure: nothing else lives in the launcher's namespace.
   const std::string registry = "10.77.0.1:7411";
-  const int launcher = procs.start({"ip", "netns", "exec", ns.prefix + "l", binary(), "run", "--cluster", cluster.string(),
-                                    "--node-registry", registry, "--verify-every", "1", "--report", report.string()},
-                                   {}, dir.path / "launcher.log");
+  const int launcher =
+      procs.start({"ip", "netns", "exec", ns.prefix + "l", binary(), "run", "--cluster", cluster.string(),
+                   "--node-registry", registry, "--verify-every", "1", "--report", report.string()},
+                  {}, dir.path / "launcher.log");
   std::vector<int> nodes;
   for (int n = 0; n < 3; ++n)
     nodes.push_back(procs.start({"ip", "netns", "exec", ns.prefix + "n" + std::to_string(n), binary(), "node",
@@ -166,7 +171,8 @@ TEST_CASE("several hosts: launcher and three nodes in network namespaces of thei
   const std::string log = slurp(dir.path / "launcher.log");
   INFO("launcher: " << log);
   std::string node_logs;
-  for (int n = 0; n < 3; ++n) node_logs += "node " + std::to_string(n) + ": " + slurp(dir.path / ("node" + std::to_string(n) + ".log"));
+  for (int n = 0; n < 3; ++n)
+    node_logs += "node " + std::to_string(n) + ": " + slurp(dir.path / ("node" + std::to_string(n) + ".log"));
   INFO("nodes: " << node_logs);
   REQUIRE(rc == 0);
   for (int pid : nodes) CHECK(procs.wait(pid, std::chrono::steady_clock::now() + std::chrono::seconds(20)) == 0);
@@ -182,6 +188,7 @@ TEST_CASE("several hosts: launcher and three nodes in network namespaces of thei
   CHECK(log.find(secret) == std::string::npos);
   CHECK(slurp(report).find(secret) == std::string::npos);
   MESSAGE("namespaces: setup " << setup_s << " s; run " << run_s << " s wall (launcher start to exit), JCT "
-                               << r.at("jct_s").get<double>() << " s, verified " << r.at("verified_turns").get<uint64_t>()
-                               << "/48, paths pe/de/split " << r.at("path_requests").dump());
+                               << r.at("jct_s").get<double>() << " s, verified "
+                               << r.at("verified_turns").get<uint64_t>() << "/48, paths pe/de/split "
+                               << r.at("path_requests").dump());
 }

@@ -76,8 +76,7 @@ void check_survived(const run_summary& s, const killer& k) {
   CHECK(k.noticed[0] == k.victims[0]);
   CHECK(k.detect_s[0] < 1.0);
   MESSAGE("node ", k.victims[0], " killed with ", k.in_flight_at_kill, " turns in flight, noticed after ",
-          k.detect_s[0] * 1e3, " ms; ", s.migrated_turns,
-          " turns re-run; JCT ", s.jct_s, " s");
+          k.detect_s[0] * 1e3, " ms; ", s.migrated_turns, " turns re-run; JCT ", s.jct_s, " s");
 }
 
 }  // namespace

@@ -46,9 +46,10 @@ TEST_CASE("dualpath node --metrics-port: each node process's endpoint answers du
       ++answered[n];
       const std::string node = "node=\"" + std::to_string(n) + "\"";
       snic[n] = std::max(snic[n], http_get::sample(text, "dualpath_snic_read_bytes_total{" + node + "}"));
-      cnic[n] = std::max(cnic[n], http_get::sample(text, "dualpath_cnic_bytes_total{class=\"kv\",direction=\"out\"," +
-                                                             node + "}"));
-      unpersisted[n] = std::max(unpersisted[n], http_get::sample(text, "dualpath_unpersisted_blocks_total{" + node + "}"));
+      cnic[n] = std::max(
+          cnic[n], http_get::sample(text, "dualpath_cnic_bytes_total{class=\"kv\",direction=\"out\"," + node + "}"));
+      unpersisted[n] =
+          std::max(unpersisted[n], http_get::sample(text, "dualpath_unpersisted_blocks_total{" + node + "}"));
     }
   };
   const auto s = run_cluster(o);
@@ -65,6 +66,6 @@ TEST_CASE("dualpath node --metrics-port: each node process's endpoint answers du
   // Reads went through the SNICs and KV crossed the CNICs while the run went on, as the nodes counted.
   CHECK(*std::max_element(snic.begin(), snic.end()) > 0);
   CHECK(*std::max_element(cnic.begin(), cnic.end()) > 0);
-  MESSAGE("scrapes answered per node: ", answered[0], ", ", answered[1], ", ", answered[2], "; SNIC bytes seen: ",
-          snic[0], ", ", snic[1], ", ", snic[2]);
+  MESSAGE("scrapes answered per node: ", answered[0], ", ", answered[1], ", ", answered[2],
+          "; SNIC bytes seen: ", snic[0], ", ", snic[1], ", ", snic[2]);
 }

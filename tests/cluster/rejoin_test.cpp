@@ -45,12 +45,12 @@ run_options two_by_two(const fs::path& dir, uint32_t turns, uint32_t tool_ms) {
 // the launcher noticed it. Remembers what each rejoined node held afterwards (it must take work again).
 struct churn {
   std::string registry;
-  std::vector<int> pids;            // the running process of each node
-  std::vector<int> killed;          // processes killed (reaped when restarted)
+  std::vector<int> pids;    // the running process of each node
+  std::vector<int> killed;  // processes killed (reaped when restarted)
   double restart_after_s = 0.3;
   std::vector<std::pair<uint32_t, clock_type::time_point>> to_restart;
   std::vector<uint32_t> lost, rejoined;
-  std::vector<double> rejoin_s;     // per rejoin: from the loss to the switch to the new process
+  std::vector<double> rejoin_s;  // per rejoin: from the loss to the switch to the new process
   std::vector<clock_type::time_point> lost_at = std::vector<clock_type::time_point>(nodes);
   std::vector<bool> back = std::vector<bool>(nodes, false);
   std::vector<uint32_t> held_after_rejoin = std::vector<uint32_t>(nodes, 0);  // most requests seen on its engines
@@ -136,7 +136,7 @@ TEST_CASE("node rejoin: a SIGKILLed decode node started again as the same index 
   CHECK(s.lost_nodes == 1);
   CHECK(s.rejoined_nodes == 1);
   REQUIRE(c.rejoined == std::vector<uint32_t>{victim});
-  CHECK(c.held_after_rejoin[victim] > 0);  // its engines decoded turns again
+  CHECK(c.held_after_rejoin[victim] > 0);              // its engines decoded turns again
   CHECK(c.rejoin_s[0] >= 2 * o.config.timeout_s + 1);  // the quarantine
   CHECK(c.rejoin_s[0] < 2 * o.config.timeout_s + 6);
 
@@ -180,7 +180,7 @@ TEST_CASE("chaos: nodes of a 2P2D run SIGKILLed and restarted three times; every
   CHECK(s.rejoined_nodes == 3);
   CHECK(c.lost == victims);
   CHECK(c.rejoined == victims);
-  MESSAGE("seed ", seed, ": killed nodes ", victims[0], ", ", victims[1], ", ", victims[2], " after ", at[0], "+, ", at[1],
-          "+, ", at[2], "+ turns, each restarted ", c.restart_after_s, " s after its loss; ", s.migrated_turns,
+  MESSAGE("seed ", seed, ": killed nodes ", victims[0], ", ", victims[1], ", ", victims[2], " after ", at[0], "+, ",
+          at[1], "+, ", at[2], "+ turns, each restarted ", c.restart_after_s, " s after its loss; ", s.migrated_turns,
           " turns re-run; JCT ", s.jct_s, " s");
 }

@@ -16,7 +16,9 @@ using dualpath::test::run_cli;
 
 TEST_CASE("run: a malformed trace line names file, line and field") {
   dualpath::test::scratch_dir w;
-  const auto trace = w.write("bad.jsonl", "{\"id\":\"a\",\"rounds\":[{\"append\":10,\"gen\":4}]}\n{\"id\":\"b\",\"rounds\":[{\"append\":10,\"gen\":\"x\"}]}\n");
+  const auto trace = w.write("bad.jsonl",
+                             "{\"id\":\"a\",\"rounds\":[{\"append\":10,\"gen\":4}]}\n{\"id\":\"b\",\"rounds\":[{"
+                             "\"append\":10,\"gen\":\"x\"}]}\n");
   const auto r = run_cli(w, "run --quiet --trace " + trace);
   CHECK(r.rc == 2);
   CHECK(r.err.find("bad.jsonl:2") != std::string::npos);
@@ -56,9 +58,10 @@ TEST_CASE("run: the embedded default writes a JSON report with every policy and 
   std::stringstream ss;
   ss << std::ifstream(w.path / "report.json").rdbuf();
   const std::string json = ss.str();
-  for (const char* field : {"\"runs\"", "\"policy\": \"basic\"", "\"policy\": \"dualpath\"", "\"policy\": \"oracle\"",
-                            "\"dualpath_vs_basic\"", "\"oracle_vs_dualpath\"", "\"ttft_breakdown_s\"", "\"snic_max_over_avg\"",
-                            "\"jct_over_bound\"", "\"mismatched_turns\": 0", "\"verified_turns\": 4",
-                            "\"load_over_time\"", "\"retried_turns\": 0", "\"unpersisted_blocks\": 0"})
+  for (const char* field :
+       {"\"runs\"", "\"policy\": \"basic\"", "\"policy\": \"dualpath\"", "\"policy\": \"oracle\"",
+        "\"dualpath_vs_basic\"", "\"oracle_vs_dualpath\"", "\"ttft_breakdown_s\"", "\"snic_max_over_avg\"",
+        "\"jct_over_bound\"", "\"mismatched_turns\": 0", "\"verified_turns\": 4", "\"load_over_time\"",
+        "\"retried_turns\": 0", "\"unpersisted_blocks\": 0"})
     CHECK_MESSAGE(json.find(field) != std::string::npos, field);
 }

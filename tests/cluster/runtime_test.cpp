@@ -36,7 +36,7 @@ TEST_CASE("dualpath on 1P2D: every verified turn matches a full recompute and bo
   check_turns_right(s, 16, 16);
   CHECK(s.path_pe > 0);
   CHECK(s.path_de + s.path_split > 0);
-  CHECK(s.hit_blocks > 0);        // blocks persisted by decode are hit by later turns
+  CHECK(s.hit_blocks > 0);  // blocks persisted by decode are hit by later turns
   CHECK(s.persisted_blocks > 0);
   REQUIRE(s.snic_bytes.size() == 3);
   CHECK(s.snic_bytes[1] + s.snic_bytes[2] > 0);  // a decode node's SNIC read KV
@@ -263,7 +263,7 @@ TEST_CASE("a run that stops making progress ends with a message instead of hangi
                            // on the same node waits tens of seconds
   run_options o;
   o.config = c;
-  o.policy = "basic";      // every read on the prefill node's SNIC
+  o.policy = "basic";  // every read on the prefill node's SNIC
   o.scripts = scripts(1, 3, 0);
   // Whichever deadline fires first ends it: the node's own deadline for the read (the turn fails with the
   // reason), the engine's wait for the node, or the launcher's wait for any turn (the run throws).

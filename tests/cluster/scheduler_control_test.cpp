@@ -100,9 +100,8 @@ TEST_CASE("policy switch over the control port: new assignments follow it, nothi
     r.kv_bytes = 1024;
     r.hit_blocks = 4;
     r.hit_bytes = 4000;
-    self->request(s, std::chrono::seconds(5), atom::submit_v, encode(r)).receive([](uint64_t) {}, [&](const caf::error& err) {
-      FAIL(server.render(err));
-    });
+    self->request(s, std::chrono::seconds(5), atom::submit_v, encode(r))
+        .receive([](uint64_t) {}, [&](const caf::error& err) { FAIL(server.render(err)); });
   }
 
   // A stranger without the cluster's secret gets nothing done, and is counted (docs/design.md §13).

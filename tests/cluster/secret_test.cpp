@@ -79,7 +79,7 @@ TEST_CASE("a node with a wrong secret is refused, named and counted; the run goe
     CHECK(exit_status(stranger, 20) == 2);
     for (uint32_t n = 0; n < 3; ++n)
       pids.push_back(spawn(args(n), right_secret, dir.path / ("n" + std::to_string(n) + ".out"),
-                                    dir.path / ("n" + std::to_string(n) + ".err")));
+                           dir.path / ("n" + std::to_string(n) + ".err")));
   };
   const auto s = run_cluster(o);
   for (int pid : pids) CHECK(exit_status(pid, 10) == 0);
@@ -109,7 +109,7 @@ TEST_CASE("ctl with a wrong secret is refused (exit 2) and counted; the right se
   test::scratch_dir dir;
   unsetenv(secret_env);
   const int server = spawn({"ctl", "serve", "--listen", "127.0.0.1:0", "--seconds", "60"}, right_secret,
-                                    dir.path / "serve.out", dir.path / "serve.err");
+                           dir.path / "serve.out", dir.path / "serve.err");
   std::string port;
   const std::regex at("control port 127\\.0\\.0\\.1:([0-9]+)");
   for (int i = 0; i < 500 && port.empty(); ++i) {  // at most 10 s

@@ -38,9 +38,10 @@ TEST_CASE("sim: the paper's cluster by default, run's report plus the simulator'
 
 TEST_CASE("sim and run: --time-scale stretches a Mooncake trace's recorded gaps") {
   dualpath::test::scratch_dir w;
-  const auto trace = w.write("m.jsonl",
-                             "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 4, \"hash_ids\": [1, 2]}\n"
-                             "{\"timestamp\": 10000, \"input_length\": 600, \"output_length\": 4, \"hash_ids\": [1, 2]}\n");
+  const auto trace =
+      w.write("m.jsonl",
+              "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 4, \"hash_ids\": [1, 2]}\n"
+              "{\"timestamp\": 10000, \"input_length\": 600, \"output_length\": 4, \"hash_ids\": [1, 2]}\n");
   double jct[2] = {0, 0};
   int k = 0;
   for (const char* scale : {"1", "0.1"}) {

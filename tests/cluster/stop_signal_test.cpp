@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <regex>
 #include <thread>
@@ -21,8 +22,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int rounds = 20;           // per process and moment
-constexpr int stop_within_s = 10;    // the bound the docs promise
+constexpr int rounds = 20;         // per process and moment
+constexpr int stop_within_s = 10;  // the bound the docs promise
 constexpr int sigterm_code = 128 + SIGTERM;
 
 // The spawned process runs in `dir`, so a crash report it might write lands there.
@@ -37,15 +38,17 @@ int spawn_in(const fs::path& dir, const std::vector<std::string>& args, const st
 
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
-// True once `pid` runs its main: it catches SIGTERM and leaves SIGSEGV to its default action (before that,
-// a library's constructor may own both; docs/design.md §13). Waits up to 20 s.
+// True once `pid` runs its main: it catches SIGTERM and leaves SIGILL and SIGABRT to their default action
+// (before main, libinfinipath's constructor catches all three; docs/design.md §13). SIGSEGV says nothing:
+// libfabric's shm provider adds a handler for it once an endpoint opens. Waits up to 20 s.
 bool owns_its_signals(int pid) {
   for (int i = 0; i < 1000; ++i) {
     std::ifstream status("/proc/" + std::to_string(pid) + "/status");
     for (std::string line; std::getline(status, line);)
       if (line.rfind("SigCgt:", 0) == 0) {
         const unsigned long long caught = std::stoull(line.substr(7), nullptr, 16);
-        if ((caught >> (SIGTERM - 1) & 1) && !(caught >> (SIGSEGV - 1) & 1)) return true;
+        const auto has = [caught](int sig) { return (caught >> (sig - 1) & 1) != 0; };
+        if (has(SIGTERM) && !has(SIGILL) && !has(SIGABRT)) return true;
       }
     sleep_ms(10);
   }
@@ -63,10 +66,10 @@ void check_no_crash_report(const fs::path& dir) {
 
 // SIGTERM to `pid`: it must end by itself with 143 within the bound.
 void check_stops(int pid, const fs::path& err) {
+  INFO("stderr: " << dualpath::test::slurp(err));
   REQUIRE(owns_its_signals(pid));
   REQUIRE(kill(pid, SIGTERM) == 0);
   const int rc = hand_nodes::exit_status(pid, stop_within_s);
-  INFO("stderr: " << dualpath::test::slurp(err));
   CHECK(rc == sigterm_code);
 }
 
@@ -85,33 +88,31 @@ std::string registry_of(const fs::path& err) {
 
 }  // namespace
 
-TEST_CASE("node: SIGTERM while it waits for an absent registry") {
-  std::mt19937 rng(11);
+// `rounds` times: `dualpath ARGS` started in a scratch directory, SIGTERMed a random moment (up to
+// `max_ms`) after it took over its signals; it must stop with 143 and leave nothing behind.
+void stop_rounds(uint32_t seed, const std::vector<std::string>& args, const std::string& secret, int min_ms, int max_ms,
+                 const std::function<void(const fs::path&)>& after = {}) {
+  std::mt19937 rng(seed);
   for (int i = 0; i < rounds; ++i) {
     CAPTURE(i);
     dualpath::test::scratch_dir dir;
-    const auto err = dir.path / "node.err";
-    const int pid = spawn_in(dir.path, {"node", "--registry", "127.0.0.1:1", "--node", "0"}, "s", err.string());
+    const auto err = dir.path / "stderr.txt";
+    const int pid = spawn_in(dir.path, args, secret, err.string());
     REQUIRE(owns_its_signals(pid));
-    sleep_ms(std::uniform_int_distribution<int>(50, 1000)(rng));
+    sleep_ms(std::uniform_int_distribution<int>(min_ms, max_ms)(rng));
     check_stops(pid, err);
     check_no_crash_report(dir.path);
+    if (after) after(dir.path);
   }
 }
 
+TEST_CASE("node: SIGTERM while it waits for an absent registry") {
+  stop_rounds(11, {"node", "--registry", "127.0.0.1:1", "--node", "0"}, "s", 50, 1000);
+}
+
 TEST_CASE("run: SIGTERM to the embedded cluster at start-up or mid-run") {
-  std::mt19937 rng(12);
-  for (int i = 0; i < rounds; ++i) {
-    CAPTURE(i);
-    dualpath::test::scratch_dir dir;
-    const auto err = dir.path / "run.err";
-    // basic alone takes seconds on the embedded default, so every moment below is before its end.
-    const int pid = spawn_in(dir.path, {"run", "--policy", "basic", "--verify-every", "0"}, "", err.string());
-    REQUIRE(owns_its_signals(pid));
-    sleep_ms(std::uniform_int_distribution<int>(0, 1500)(rng));
-    check_stops(pid, err);
-    check_no_crash_report(dir.path);
-  }
+  // basic alone takes seconds on the embedded default, so every moment below is before its end.
+  stop_rounds(12, {"run", "--policy", "basic", "--verify-every", "0"}, "", 0, 1500);
 }
 
 TEST_CASE("node and launcher: SIGTERM while joining, wired or mid-run, nodes started by hand") {
@@ -121,9 +122,9 @@ TEST_CASE("node and launcher: SIGTERM while joining, wired or mid-run, nodes sta
     CAPTURE(i);
     dualpath::test::scratch_dir dir;
     const auto launcher_err = dir.path / "launcher.err";
-    const int launcher = spawn_in(dir.path,
-                                  {"run", "--policy", "basic", "--verify-every", "0", "--node-registry", "127.0.0.1:0"},
-                                  secret, launcher_err.string());
+    const int launcher =
+        spawn_in(dir.path, {"run", "--policy", "basic", "--verify-every", "0", "--node-registry", "127.0.0.1:0"},
+                 secret, launcher_err.string());
     const std::string registry = registry_of(launcher_err);
     std::vector<int> nodes;
     for (uint32_t n = 0; n < 3; ++n)
@@ -133,7 +134,15 @@ TEST_CASE("node and launcher: SIGTERM while joining, wired or mid-run, nodes sta
     sleep_ms(std::uniform_int_distribution<int>(0, 2000)(rng));
     const int victim = int(i % 3);
     check_stops(nodes[victim], dir.path / ("node" + std::to_string(victim) + ".err"));
-    check_stops(launcher, launcher_err);
+    // A launcher that lost its only prefill (or every decode) node may end the run by itself (exit 2, naming
+    // the loss) before or while it hears the signal; otherwise it stops on it with 143.
+    {
+      INFO("launcher: " << dualpath::test::slurp(launcher_err));
+      kill(launcher, SIGTERM);
+      const int rc = hand_nodes::exit_status(launcher, stop_within_s);
+      if (rc == 2) CHECK(dualpath::test::slurp(launcher_err).find("engine remains") != std::string::npos);
+      else CHECK(rc == sigterm_code);
+    }
     // The other nodes end too: told to stop, or their launcher gone; none is left running.
     for (int n = 0; n < 3; ++n) {
       if (n == victim) continue;
@@ -147,22 +156,13 @@ TEST_CASE("node and launcher: SIGTERM while joining, wired or mid-run, nodes sta
 }
 
 TEST_CASE("run --processes: SIGTERM to the launcher stops its node processes too") {
-  std::mt19937 rng(14);
-  for (int i = 0; i < rounds; ++i) {
-    CAPTURE(i);
-    dualpath::test::scratch_dir dir;
-    const auto err = dir.path / "run.err";
-    const int pid =
-        spawn_in(dir.path, {"run", "--policy", "basic", "--verify-every", "0", "--processes"}, "", err.string());
-    REQUIRE(owns_its_signals(pid));
-    sleep_ms(std::uniform_int_distribution<int>(0, 2000)(rng));
-    check_stops(pid, err);
-    check_no_crash_report(dir.path);
-    // Its children were started with this scratch directory as their working directory.
-    for (const auto& p : fs::directory_iterator("/proc")) {
-      std::error_code ec;
-      const auto cwd = fs::read_symlink(p.path() / "cwd", ec);
-      if (!ec) CHECK_MESSAGE(cwd != dir.path, "a process is still running in the run's directory: " << p.path());
-    }
-  }
+  stop_rounds(14, {"run", "--policy", "basic", "--verify-every", "0", "--processes"}, "", 0, 2000,
+              [](const fs::path& dir) {
+                // Its children were started with this scratch directory as their working directory.
+                for (const auto& p : fs::directory_iterator("/proc")) {
+                  std::error_code ec;
+                  const auto cwd = fs::read_symlink(p.path() / "cwd", ec);
+                  if (!ec) CHECK_MESSAGE(cwd != dir, "a process still runs in the run's directory: " << p.path());
+                }
+              });
 }

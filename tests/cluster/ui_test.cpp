@@ -74,7 +74,8 @@ struct browser {
   }
   std::string dump_dom(const std::string& url) {
     const auto out = dir / ("dom-" + std::to_string(calls + 1) + ".html");
-    const std::string cmd = "timeout 30 " + bin + flags() + " --dump-dom '" + url + "' >'" + out.string() + "' 2>/dev/null";
+    const std::string cmd =
+        "timeout 30 " + bin + flags() + " --dump-dom '" + url + "' >'" + out.string() + "' 2>/dev/null";
     const int rc = std::system(cmd.c_str());
     CHECK(WIFEXITED(rc));
     CHECK(WEXITSTATUS(rc) == 0);

@@ -14,7 +14,9 @@ const bound_row& row(const bounds_report& r, const std::string& name) {
   REQUIRE(it != r.rows.end());
   return *it;
 }
-bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
 }  // namespace
 
 TEST_CASE("docs/design.md §5 check values: g=8, s=1, B=50, M=500 gives 1/7 <= P/D <= 7/2") {

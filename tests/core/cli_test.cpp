@@ -28,9 +28,9 @@ TEST_CASE("cli: cost reproduces docs/design.md §6 as JSON") {
     int context;
     double ratio;
   };
-  for (auto [model, context, ratio] : {row{"deepseek-v3.2", 16384, 12.2}, row{"deepseek-v3.2", 32721, 21.6},
-                                       row{"deepseek-v3.2", 65536, 35.1}, row{"qwen2.5-32b", 16384, 115.8},
-                                       row{"qwen2.5-32b", 65536, 265.4}}) {
+  for (auto [model, context, ratio] :
+       {row{"deepseek-v3.2", 16384, 12.2}, row{"deepseek-v3.2", 32721, 21.6}, row{"deepseek-v3.2", 65536, 35.1},
+        row{"qwen2.5-32b", 16384, 115.8}, row{"qwen2.5-32b", 65536, 265.4}}) {
     const auto j = parse_ok(run_cli(std::string("cost --model ") + model + " --context " + std::to_string(context) +
                                     " --append 429 --json"));
     CHECK(j["model"] == model);
@@ -46,7 +46,8 @@ TEST_CASE("cli: cost reproduces docs/design.md §6 as JSON") {
 }
 
 TEST_CASE("cli: bounds gives 1/7 and 7/2 and checks a layout") {
-  const auto j = parse_ok(run_cli("bounds --gpus-per-node 8 --snic-ratio 1 --cnic-gb-per-s 50 --dram-gb-per-s 500 --json"));
+  const auto j =
+      parse_ok(run_cli("bounds --gpus-per-node 8 --snic-ratio 1 --cnic-gb-per-s 50 --dram-gb-per-s 500 --json"));
   CHECK(j["pd_min"].get<double>() == doctest::Approx(1.0 / 7));
   CHECK(j["pd_max"].get<double>() == doctest::Approx(3.5));
   CHECK(j["binding"] == json({"pe_cnic_write", "de_cnic_write", "de_dram"}));
@@ -108,7 +109,8 @@ TEST_CASE("cli: trace gen is reproducible and trace stats reads both formats") {
 TEST_CASE("cli: trace errors exit 2 with file, line and field") {
   dualpath::test::scratch_dir dir;
   const auto bad = dir.file("bad.jsonl");
-  dualpath::test::write_text(bad, "{\"id\":\"a\",\"rounds\":[{\"append\":1,\"gen\":1}]}\n{\"id\":\"b\",\"rounds\":[{\"append\":1}]}\n");
+  dualpath::test::write_text(
+      bad, "{\"id\":\"a\",\"rounds\":[{\"append\":1,\"gen\":1}]}\n{\"id\":\"b\",\"rounds\":[{\"append\":1}]}\n");
   const auto r = run_cli("trace stats '" + bad + "'");
   CHECK(r.rc == 2);
   CHECK(r.err.find(bad + ":2: field 'rounds[0].gen': missing") != std::string::npos);

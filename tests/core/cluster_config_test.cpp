@@ -184,7 +184,8 @@ TEST_CASE("cluster file: the compute quota bounds one layer's attention unless t
   CHECK(parse_cluster_config("[schedule]\nquota_scope = \"attention\"\n", "a.toml").quota_scope ==
         quota_scope_kind::attention);
   CHECK(parse_cluster_config("[schedule]\nquota_scope = \"layer\"\n", "a.toml").quota_scope == quota_scope_kind::layer);
-  for (const auto& name : quota_scope_names()) CHECK(to_string(value_or_throw(parse_quota_scope(name))) == std::string(name));
+  for (const auto& name : quota_scope_names())
+    CHECK(to_string(value_or_throw(parse_quota_scope(name))) == std::string(name));
   CHECK_FALSE(parse_quota_scope("forwards").ok());
 }
 

@@ -57,7 +57,8 @@ TEST_CASE("turn shapes: prompt, hit candidates and append follow keep and reset"
 }
 
 TEST_CASE("without keep/reset a turn's prompt is every earlier prompt and generation plus append") {
-  const auto t = parse_trajectory_line(R"({"id":7,"rounds":[{"append":10,"gen":3},{"append":4,"gen":2},{"append":1,"gen":1}]})", "x:1");
+  const auto t = parse_trajectory_line(
+      R"({"id":7,"rounds":[{"append":10,"gen":3},{"append":4,"gen":2},{"append":1,"gen":1}]})", "x:1");
   CHECK(t.id == "7");
   CHECK(t.turn(2).prompt == 10 + 3 + 4 + 2 + 1);
   CHECK(t.turn(2).hit_candidates == 10 + 3 + 4 + 2);
@@ -68,10 +69,12 @@ TEST_CASE("writer and streaming reader round-trip, skipping blank lines") {
   trajectory a{"a", {{10, 5, 2, 0, {}}, {3, 4, 4, 250, {}}, {2, 1, 1, 0, 11}}};
   trajectory b{"b", {{7, 7, 7, 0, {}}}};
   write_trajectories(dir.file("t.jsonl"), {a, b});
-  CHECK(to_json_line(a) ==
-        R"({"id":"a","rounds":[{"append":10,"gen":5,"keep":2},{"append":3,"gen":4,"tool_ms":250},{"append":2,"gen":1,"reset":11}]})");
+  CHECK(
+      to_json_line(a) ==
+      R"({"id":"a","rounds":[{"append":10,"gen":5,"keep":2},{"append":3,"gen":4,"tool_ms":250},{"append":2,"gen":1,"reset":11}]})");
   auto text = test::read_text(dir.file("t.jsonl"));
-  write_text(dir.file("blank.jsonl"), "\n" + text.substr(0, text.find('\n') + 1) + "  \n" + text.substr(text.find('\n') + 1));
+  write_text(dir.file("blank.jsonl"),
+             "\n" + text.substr(0, text.find('\n') + 1) + "  \n" + text.substr(text.find('\n') + 1));
   trajectory_reader reader(dir.file("blank.jsonl"));
   trajectory t;
   REQUIRE(reader.next(t));
@@ -85,7 +88,7 @@ TEST_CASE("writer and streaming reader round-trip, skipping blank lines") {
 
 TEST_CASE("malformed trajectory lines name file, line and field") {
   const std::string ok = R"({"id":"a","rounds":[{"append":1,"gen":1}]})";
-  CHECK(read_error(ok + "\n" + ok + "\n{\"id\":\"c\",\"rounds\":[\n") .rfind("f.jsonl:3: not valid JSON", 0) == 0);
+  CHECK(read_error(ok + "\n" + ok + "\n{\"id\":\"c\",\"rounds\":[\n").rfind("f.jsonl:3: not valid JSON", 0) == 0);
   CHECK(read_error(ok + "\n" + R"({"id":"b","rounds":[{"append":1,"gen":1},{"append":2}]})") ==
         "f.jsonl:2: field 'rounds[1].gen': missing");
   CHECK(read_error(R"({"id":"b","rounds":[{"append":-4,"gen":1}]})") ==
@@ -109,7 +112,7 @@ TEST_CASE("malformed trajectory lines name file, line and field") {
 TEST_CASE("trajectory statistics") {
   trajectory_stats_builder b;
   b.add(trajectory{"a", {{100, 50, 20, 0, {}}, {30, 10, 10, 0, {}}}});  // prompts 100, 150; hits 0, 120
-  b.add(trajectory{"b", {{60, 10, 10, 0, {}}}});                           // prompt 60
+  b.add(trajectory{"b", {{60, 10, 10, 0, {}}}});                        // prompt 60
   const auto s = b.result();
   CHECK(s.agents == 2);
   CHECK(s.turns == 3);
@@ -155,10 +158,12 @@ TEST_CASE("Mooncake traces: detection, parsing and prefix reuse") {
   write_text(dir.file("other.jsonl"), "\n{\"prompt\": \"hi\"}\n");
   CHECK_THROWS_WITH_AS(detect_trace_format(dir.file("other.jsonl")),
                        doctest::Contains("other.jsonl:2: neither a trajectory"), user_error);
-  write_text(dir.file("bad.jsonl"), R"({"timestamp": 1, "input_length": 600, "output_length": 1, "hash_ids": [1, 2, 3]})");
-  CHECK_THROWS_WITH_AS(mooncake_reader(dir.file("bad.jsonl")).next(r), doctest::Contains("bad.jsonl:1: field 'hash_ids'"),
-                       user_error);
-  write_text(dir.file("bad2.jsonl"), R"({"timestamp": 1, "input_length": 600, "output_length": 1, "hash_ids": [1, -2]})");
+  write_text(dir.file("bad.jsonl"),
+             R"({"timestamp": 1, "input_length": 600, "output_length": 1, "hash_ids": [1, 2, 3]})");
+  CHECK_THROWS_WITH_AS(mooncake_reader(dir.file("bad.jsonl")).next(r),
+                       doctest::Contains("bad.jsonl:1: field 'hash_ids'"), user_error);
+  write_text(dir.file("bad2.jsonl"),
+             R"({"timestamp": 1, "input_length": 600, "output_length": 1, "hash_ids": [1, -2]})");
   CHECK_THROWS_WITH_AS(mooncake_reader(dir.file("bad2.jsonl")).next(r),
                        doctest::Contains("bad2.jsonl:1: field 'hash_ids[1]'"), user_error);
 }

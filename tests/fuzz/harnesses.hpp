@@ -56,7 +56,7 @@ using harness_fn = int (*)(const uint8_t* data, size_t size);
 struct harness {
   const char* name;  // "request", "fabric_directory", ...: fuzz_<name>
   harness_fn run;
-  bool text;         // the decoder reads text: the mutators also insert its syntax tokens
+  bool text;  // the decoder reads text: the mutators also insert its syntax tokens
 };
 
 const std::vector<harness>& all_harnesses();

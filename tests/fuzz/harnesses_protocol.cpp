@@ -119,9 +119,8 @@ int fuzz_copy_batch(const uint8_t* data, size_t size) {
 }
 
 int fuzz_node_setup(const uint8_t* data, size_t size) {
-  return decode_envelope<schema::NodeSetup>(data, size, [](const std::pair<std::string, std::string>& s) {
-    use(s.first.size() + s.second.size());
-  });
+  return decode_envelope<schema::NodeSetup>(
+      data, size, [](const std::pair<std::string, std::string>& s) { use(s.first.size() + s.second.size()); });
 }
 
 int fuzz_fabric_directory(const uint8_t* data, size_t size) {
@@ -131,9 +130,8 @@ int fuzz_fabric_directory(const uint8_t* data, size_t size) {
 }
 
 int fuzz_node_counters(const uint8_t* data, size_t size) {
-  return decode_envelope<schema::NodeCounters>(data, size, [](const actors::node_counters& c) {
-    use(c.node + c.snic_bytes + c.snic_samples.size());
-  });
+  return decode_envelope<schema::NodeCounters>(
+      data, size, [](const actors::node_counters& c) { use(c.node + c.snic_bytes + c.snic_samples.size()); });
 }
 
 }  // namespace dualpath::fuzz

@@ -8,11 +8,28 @@ namespace dualpath::fuzz {
 namespace {
 
 // Values that sit on the edges decoders check (or forget to): zero, one, sign bits, all ones.
-constexpr uint64_t interesting[] = {0,          1,          2,          7,          8,
-                                    0x7f,       0x80,       0xff,       0x100,      0x7fff,
-                                    0x8000,     0xffff,     0x10000,    0x7fffffff, 0x80000000,
-                                    0xffffffff, 0x100000000, 0x1fffffff, 0x20000000, 0x7fffffffffffffff,
-                                    0x8000000000000000, 0xffffffffffffffff};
+constexpr uint64_t interesting[] = {0,
+                                    1,
+                                    2,
+                                    7,
+                                    8,
+                                    0x7f,
+                                    0x80,
+                                    0xff,
+                                    0x100,
+                                    0x7fff,
+                                    0x8000,
+                                    0xffff,
+                                    0x10000,
+                                    0x7fffffff,
+                                    0x80000000,
+                                    0xffffffff,
+                                    0x100000000,
+                                    0x1fffffff,
+                                    0x20000000,
+                                    0x7fffffffffffffff,
+                                    0x8000000000000000,
+                                    0xffffffffffffffff};
 
 }  // namespace
 

@@ -16,7 +16,7 @@ class mutator {
   // A mutant of `pool[i]` for a random i: one to four mutations stacked; `tokens` may be empty.
   std::vector<uint8_t> next(const std::vector<std::vector<uint8_t>>& pool, const std::vector<std::string>& tokens);
 
-  uint64_t random();                        // splitmix64
+  uint64_t random();  // splitmix64
   uint64_t below(uint64_t n) { return n ? random() % n : 0; }
 
  private:

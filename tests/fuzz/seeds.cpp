@@ -111,7 +111,8 @@ std::vector<bytes> trace_seeds(std::string_view name) {
     std::string generated;
     for (const auto& t : generate_trajectories(find_trace_preset("32k"), 2, 7))
       generated += to_json_line(scale_trajectory(t, {64, 1, 1})) + "\n";
-    return {text(file), text(to_json_line(a)), text(generated), text("\n{\"id\": 7, \"rounds\": [{\"append\": 1, \"gen\": 0}]}\r\n")};
+    return {text(file), text(to_json_line(a)), text(generated),
+            text("\n{\"id\": 7, \"rounds\": [{\"append\": 1, \"gen\": 0}]}\r\n")};
   }
   if (name == "mooncake_trace") {
     return {text("{\"timestamp\": 0, \"input_length\": 1500, \"output_length\": 30, \"hash_ids\": [1, 2, 3]}\n"
@@ -185,17 +186,85 @@ std::vector<bytes> seeds_for(std::string_view name) {
 
 std::vector<std::string> tokens_for(std::string_view name) {
   if (name == "trajectory_trace" || name == "mooncake_trace") {
-    return {"{", "}", "[", "]", ",", ":", "\"", "\n", "null", "true", "-1", "0", "1e400", "-0.0", "1.5",
-            "18446744073709551615", "18446744073709551616", "4294967296", "\"\\u0000\"", "\"\\ud800\"",
-            "\"id\":", "\"rounds\":", "\"append\":", "\"gen\":", "\"keep\":", "\"tool_ms\":", "\"reset\":",
-            "\"timestamp\":", "\"input_length\":", "\"output_length\":", "\"hash_ids\":", "[[[[", "{\"a\":{"};
+    return {"{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            "\"",
+            "\n",
+            "null",
+            "true",
+            "-1",
+            "0",
+            "1e400",
+            "-0.0",
+            "1.5",
+            "18446744073709551615",
+            "18446744073709551616",
+            "4294967296",
+            "\"\\u0000\"",
+            "\"\\ud800\"",
+            "\"id\":",
+            "\"rounds\":",
+            "\"append\":",
+            "\"gen\":",
+            "\"keep\":",
+            "\"tool_ms\":",
+            "\"reset\":",
+            "\"timestamp\":",
+            "\"input_length\":",
+            "\"output_length\":",
+            "\"hash_ids\":",
+            "[[[[",
+            "{\"a\":{"};
   }
   if (name == "cluster_file") {
-    return {"[", "]", "[[", "]]", "=", "\"", "'", "'''", "\"\"\"", "\n", "#", ".", ",", "{", "}", "nan", "inf", "-inf",
-            "+nan", "1e400", "-1", "0", "4294967296", "9223372036854775807", "9223372036854775808", "0x7fffffff",
-            "true", "1979-05-27T07:32:00Z", "[model]", "[cluster]", "[hardware]", "[storage]", "[schedule]", "[runtime]",
-            "[[schedule.switch]]", "prefill_nodes", "engines_per_node", "timeout_s", "mfu", "secret", "policy", "at_s",
-            "\\u0000", "\\U0010FFFF"};
+    return {"[",
+            "]",
+            "[[",
+            "]]",
+            "=",
+            "\"",
+            "'",
+            "'''",
+            "\"\"\"",
+            "\n",
+            "#",
+            ".",
+            ",",
+            "{",
+            "}",
+            "nan",
+            "inf",
+            "-inf",
+            "+nan",
+            "1e400",
+            "-1",
+            "0",
+            "4294967296",
+            "9223372036854775807",
+            "9223372036854775808",
+            "0x7fffffff",
+            "true",
+            "1979-05-27T07:32:00Z",
+            "[model]",
+            "[cluster]",
+            "[hardware]",
+            "[storage]",
+            "[schedule]",
+            "[runtime]",
+            "[[schedule.switch]]",
+            "prefill_nodes",
+            "engines_per_node",
+            "timeout_s",
+            "mfu",
+            "secret",
+            "policy",
+            "at_s",
+            "\\u0000",
+            "\\U0010FFFF"};
   }
   return {};
 }
@@ -206,10 +275,10 @@ namespace {
 // zero-sized structs: 32 bytes that claim `count` elements (the list's words are all in its tag).
 bytes amplified_list(uint32_t count) {
   const uint64_t words[] = {
-      uint64_t(3) << 32,                // segment table: 1 segment of 3 words
-      uint64_t(1) << 48,                // root: struct pointer, offset 0, no data, 1 pointer
-      1 | (uint64_t(7) << 32),          // that pointer: list, offset 0, inline composite of 0 words
-      uint64_t(count) << 2,             // the list's tag: `count` elements of no data and no pointers
+      uint64_t(3) << 32,        // segment table: 1 segment of 3 words
+      uint64_t(1) << 48,        // root: struct pointer, offset 0, no data, 1 pointer
+      1 | (uint64_t(7) << 32),  // that pointer: list, offset 0, inline composite of 0 words
+      uint64_t(count) << 2,     // the list's tag: `count` elements of no data and no pointers
   };
   const auto* p = reinterpret_cast<const uint8_t*>(words);
   return bytes(p, p + sizeof words);
@@ -257,8 +326,8 @@ std::vector<regression> regressions() {
       // libFuzzer: toml++ reached code it marks unreachable on a non-ASCII byte in a table header; refused
       // before toml++ sees it (core/cluster_config.cpp, check_ascii: ASCII but for comment lines).
       {"cluster_file", "toml++ unreachable on U+FEFB in a header", text("[[0\xef\xbb\xbb"), refuse},
-      {"cluster_file", "toml++ unreachable on non-ASCII after a value",
-       text("ll= 21\"\"\"-4\xc9\x8ao\"\"\"- \nHH_p_b"), refuse},
+      {"cluster_file", "toml++ unreachable on non-ASCII after a value", text("ll= 21\"\"\"-4\xc9\x8ao\"\"\"- \nHH_p_b"),
+       refuse},
   };
   return out;
 }

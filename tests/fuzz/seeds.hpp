@@ -21,7 +21,7 @@ struct regression {
   const char* harness;
   const char* what;  // the bug, in a few words
   bytes input;
-  int expect;        // accepted or refused
+  int expect;  // accepted or refused
 };
 std::vector<regression> regressions();
 

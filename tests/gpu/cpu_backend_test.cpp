@@ -132,7 +132,9 @@ TEST_CASE("a batch of different requests equals each request alone") {
   const auto w = generate_weights(qwen_tiny(), 9);
   auto be = cpu_for(w);
   const auto& m = be->model();
-  struct shape { uint32_t cached, fresh; };
+  struct shape {
+    uint32_t cached, fresh;
+  };
   const std::vector<shape> shapes{{0, 20}, {33, 7}, {70, 1}, {16, 140}};
   std::vector<paged_kv> kv_batch, kv_alone;
   std::vector<std::vector<int32_t>> prompts;
@@ -187,7 +189,8 @@ TEST_CASE("cpu backend rejects malformed passes") {
   auto pass2 = be->begin_prefill({prefill_item{1, 0, {1}, true}});
   CHECK_THROWS_AS(pass2->finish(), std::logic_error);
   CHECK_THROWS_AS(make_backend({backend_kind::cpu, "deepseek-v3.2"}), user_error);
-  CHECK_THROWS_AS(make_backend({backend_kind::cpu, "qwen2.5-32b"}), user_error);  // Llama-style but far too big to generate
+  CHECK_THROWS_AS(make_backend({backend_kind::cpu, "qwen2.5-32b"}),
+                  user_error);  // Llama-style but far too big to generate
 }
 
 TEST_CASE("cpu backend fit is measured and positive") {

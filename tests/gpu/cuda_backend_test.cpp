@@ -33,7 +33,9 @@ bool confident(const std::vector<float>& logits) {
 
 using backend_factory = std::unique_ptr<compute_backend> (*)(dense_model, int);
 
-std::unique_ptr<compute_backend> cpu_for(const model_weights& w) { return make_backend({backend_kind::cpu, w.spec.name, "h800", 0.4, 0}); }
+std::unique_ptr<compute_backend> cpu_for(const model_weights& w) {
+  return make_backend({backend_kind::cpu, w.spec.name, "h800", 0.4, 0});
+}
 
 void matches_cpu(backend_factory make, const std::vector<const char*>& models, uint32_t prompt_len) {
   for (const char* name : models) {

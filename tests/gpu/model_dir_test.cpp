@@ -99,7 +99,8 @@ TEST_CASE("corrupt, truncated and incomplete model directories give clear errors
     const auto defs = tensor_defs(w.spec);
     std::vector<named_tensor> some;
     for (size_t i = 0; i < defs.size(); ++i)
-      if (defs[i].name != "model.layers.2.mlp.up_proj.weight") some.push_back({defs[i].name, defs[i].shape, &w.tensors[i]});
+      if (defs[i].name != "model.layers.2.mlp.up_proj.weight")
+        some.push_back({defs[i].name, defs[i].shape, &w.tensors[i]});
     write_safetensors(dir + "/model.safetensors", some, tensor_dtype::bf16);
     const auto e = error_of(dir);
     CHECK(e.find("missing tensor 'model.layers.2.mlp.up_proj.weight'") != std::string::npos);

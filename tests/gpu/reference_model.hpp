@@ -47,7 +47,7 @@ inline void rope(std::vector<double>& v, size_t heads, size_t hd, size_t pos, do
 }
 
 struct result {
-  std::vector<float> logits;                    // of the last position
+  std::vector<float> logits;                          // of the last position
   std::vector<std::vector<std::vector<float>>> k, v;  // [layer][position][kv_heads*head_dim], bf16-rounded
 };
 

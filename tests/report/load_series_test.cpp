@@ -22,16 +22,16 @@ turn_record finished(double done_s, double ttft_s, read_path path) {
 TEST_CASE("load_over_time: per-window engine means, turns by path, TTFT mean and max; outside samples dropped") {
   // Engine 0 (prefill) sampled twice in [0, 1) and once in [1, 2); engine 2 (decode) only in [1, 2); one
   // sample before the run and one after its end say nothing.
-  const std::vector<engine_load_sample> samples{
-      {-0.2, 0, true, 999, 9}, {0.1, 0, true, 100, 1}, {0.6, 0, true, 300, 3},
-      {1.2, 0, true, 50, 1},   {1.5, 2, false, 4000, 4}, {2.6, 2, false, 1, 1}};
+  const std::vector<engine_load_sample> samples{{-0.2, 0, true, 999, 9},  {0.1, 0, true, 100, 1},
+                                                {0.6, 0, true, 300, 3},   {1.2, 0, true, 50, 1},
+                                                {1.5, 2, false, 4000, 4}, {2.6, 2, false, 1, 1}};
   const std::vector<turn_record> turns{finished(0.5, 0.2, read_path::pe), finished(0.9, 0.4, read_path::de),
                                        finished(1.0, 1.0, read_path::split), finished(2.5, 0.3, read_path::de),
                                        finished(3.0, 9.0, read_path::pe)};
   const auto t = load_windows(samples, turns, 2.5);
   CHECK(t.engines == 3);
   CHECK(t.prefill == std::vector<bool>{true, true, false});  // engine 1 never sampled
-  REQUIRE(t.windows.size() == 3);  // [0,1), [1,2), [2,2.5]
+  REQUIRE(t.windows.size() == 3);                            // [0,1), [1,2), [2,2.5]
   const auto& w0 = t.windows[0];
   CHECK(w0.tok[0] == doctest::Approx(200));  // mean of 100 and 300; the sample at -0.2 is not the run's
   CHECK(w0.seq[0] == doctest::Approx(2));
@@ -47,7 +47,7 @@ TEST_CASE("load_over_time: per-window engine means, turns by path, TTFT mean and
   CHECK(w1.tok[2] == doctest::Approx(4000));
   CHECK(w1.turns == 1);  // the turn at 1.0 starts the second window
   CHECK(w1.path_split == 1);
-  CHECK(t.windows[2].turns == 1);  // done at end_s: the last window; the one at 3.0 is outside
+  CHECK(t.windows[2].turns == 1);   // done at end_s: the last window; the one at 3.0 is outside
   CHECK(t.windows[2].tok[2] == 0);  // the sample at 2.6 is after the end
   CHECK(t.turns.size() == 4);
 

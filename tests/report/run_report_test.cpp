@@ -26,8 +26,8 @@ TEST_CASE("capacity is the highest APS at which the SLO and every lower APS held
                                point(1.5, 3.99, 0.01), point(1.0, 2.0, 0.01)};
   CHECK(capacity_aps(pts, slo) == doctest::Approx(1.5));
   CHECK(capacity_aps({point(0.5, 5.0, 0.01)}, slo) == 0);
-  CHECK(capacity_aps({point(0.5, 1.0, 0.06)}, slo) == 0);        // TPOT over its bound
-  CHECK(capacity_aps({point(0.5, 1.0, 0.01, 1)}, slo) == 0);     // a failed turn never meets the SLO
+  CHECK(capacity_aps({point(0.5, 1.0, 0.06)}, slo) == 0);     // TPOT over its bound
+  CHECK(capacity_aps({point(0.5, 1.0, 0.01, 1)}, slo) == 0);  // a failed turn never meets the SLO
   CHECK(capacity_aps({point(0.5, 1.0, 0.01), point(1.0, 1.0, 0.01)}, serving_slo{0.5, 0.05}) == 0);
 
   aps_sweep sweep;

@@ -11,10 +11,17 @@ TEST_CASE("snic_over_time: per-window read rates and read_q, their max/avg, and 
   // Node 0 reads 1 GB in [0, 1) and 3 GB in [1, 2); node 1 reads 1 GB in each. Samples every 0.5 s; one
   // sample before the run started (bytes read then are not the run's).
   const std::vector<std::vector<snic_series_sample>> nodes{
-      {{-0.5, 7'000'000'000, 0}, {0.0, 7'000'000'000, 2'000'000}, {0.5, 7'500'000'000, 2'000'000},
-       {1.0, 8'000'000'000, 6'000'000}, {1.5, 9'500'000'000, 6'000'000}, {2.0, 11'000'000'000, 0}},
-      {{0.0, 0, 2'000'000}, {0.5, 500'000'000, 2'000'000}, {1.0, 1'000'000'000, 2'000'000},
-       {1.5, 1'500'000'000, 2'000'000}, {2.0, 2'000'000'000, 0}},
+      {{-0.5, 7'000'000'000, 0},
+       {0.0, 7'000'000'000, 2'000'000},
+       {0.5, 7'500'000'000, 2'000'000},
+       {1.0, 8'000'000'000, 6'000'000},
+       {1.5, 9'500'000'000, 6'000'000},
+       {2.0, 11'000'000'000, 0}},
+      {{0.0, 0, 2'000'000},
+       {0.5, 500'000'000, 2'000'000},
+       {1.0, 1'000'000'000, 2'000'000},
+       {1.5, 1'500'000'000, 2'000'000},
+       {2.0, 2'000'000'000, 0}},
   };
   const auto t = snic_windows(nodes, 2.5);
   REQUIRE(t.windows.size() == 3);  // [0,1), [1,2), [2,2.5)
@@ -53,7 +60,7 @@ TEST_CASE("snic_over_time: one node doing every read shows P+D, a window without
   CHECK(t.windows[0].read_gb_per_s[0] == 0);
   CHECK(t.windows[1].read_gb_per_s[0] == doctest::Approx(4.0));
   CHECK(t.windows[1].rate_max_over_avg == doctest::Approx(4.0));  // = P + D
-  CHECK(t.windows[1].read_q_mb[0] == doctest::Approx(4.0));      // no sample in [1, 2): the one at 0 holds
+  CHECK(t.windows[1].read_q_mb[0] == doctest::Approx(4.0));       // no sample in [1, 2): the one at 0 holds
   CHECK(snic_windows({}, 2.0).windows.empty());
   CHECK(snic_windows(nodes, 0).windows.empty());
 }

@@ -54,7 +54,7 @@ TEST_CASE("ep rounds: the slowest member holds the layer") {
   CHECK(a.admitted == ids{1, 2});
   CHECK(s.max_layer_s() == doctest::Approx(0.3));
   a = s.arrive(2, 0, 0.3, 3);
-  CHECK(a.released.empty());  // engine 1 has not finished layer 0
+  CHECK(a.released.empty());   // engine 1 has not finished layer 0
   a = s.arrive(2, 0, 0.3, 3);  // not counted twice: refused
   CHECK(a.dropped == ids{2});
   a = s.arrive(1, 0, 0.1, 4);
@@ -104,7 +104,7 @@ TEST_CASE("ep rounds: the gather after a round has a deadline too") {
   r.join(0, 0.1, 0);
   r.join(1, 0.1, 0);
   auto a = r.arrive(0, 0, 0.1, 1);
-  CHECK(a.gathering);  // engine 0 neither joins nor says idle
+  CHECK(a.gathering);     // engine 0 neither joins nor says idle
   a = r.expire(1, 0, 2);  // not the gather's deadline (layer 1 == layers is)
   CHECK(a.admitted.empty());
   a = r.expire(1, 1, 3);
@@ -121,7 +121,7 @@ TEST_CASE("ep rounds: a dropped member's attention still counts in the round it 
   s.idle(0, 1);  // round 2: engines 1 and 2
   s.arrive(1, 0, 0.2, 2);
   s.arrive(2, 0, 0.6, 2);
-  s.leave(2, 3);  // 2 fails in layer 1
+  s.leave(2, 3);                    // 2 fails in layer 1
   auto a = s.arrive(1, 1, 0.2, 4);  // 1 finishes alone
   CHECK(a.released == ids{1});
   REQUIRE(s.records().size() == 2);

@@ -26,7 +26,8 @@ struct fixture {
   std::unique_ptr<storage::block_store> store;
 
   fixture() {
-    store = storage::block_store::open(test::scratch_store_options(dir.str(), {42, geo.layers, geo.block_tokens, uint32_t(geo.bytes_per_token_layer)}));
+    store = storage::block_store::open(test::scratch_store_options(
+        dir.str(), {42, geo.layers, geo.block_tokens, uint32_t(geo.bytes_per_token_layer)}));
   }
   node_io_options options(uint32_t node, uint32_t slots) const {
     node_io_options o;

@@ -61,8 +61,8 @@ TEST_CASE("level 2: preferred under Z by smallest seq_e, fallback smallest tok_e
 
 TEST_CASE("level 1: the decode group with the smallest Σ tok_e that can hold the request") {
   cluster_snapshot snap;
-  add_node(snap, 4, role::decode, 0, {100, 100});  // Σ 200
-  add_node(snap, 5, role::decode, 0, {10, 150});   // Σ 160
+  add_node(snap, 4, role::decode, 0, {100, 100});               // Σ 200
+  add_node(snap, 5, role::decode, 0, {10, 150});                // Σ 160
   add_node(snap, 6, role::decode, 0, {1, 1}, /*free HBM*/ 10);  // Σ 2 but full
   const std::vector<node_snapshot*> groups{snap.find(4), snap.find(5), snap.find(6)};
   std::vector<uint64_t> totals{200, 160, 2};

@@ -43,7 +43,7 @@ TEST_CASE("framework skips only engines that cannot take work, and stops when no
   policy_params p;
   p.alpha_tokens = 1u << 20;
   p.beta_tokens = 1000;
-  add_node(snap, 1, role::prefill, 0, {0, 5000, 0});   // 101 is above β
+  add_node(snap, 1, role::prefill, 0, {0, 5000, 0});  // 101 is above β
   add_node(snap, 4, role::decode, 0, {0, 0});
   add_node(snap, 5, role::decode, 0, {0}, /*free HBM*/ 0);  // 500 cannot hold anything
   // Engine loads do not steer it: 400 is far busier than 401 and still comes first.

@@ -250,9 +250,9 @@ TEST_CASE("charges no report acknowledges expire after the bound, and are counte
 TEST_CASE("a leader acknowledges every request its engines counted since its last report") {
   report_acks acks(2);
   acks.on_engine(0, {3, 1});
-  acks.on_engine(0, {1});     // request 3 came and went between two reports
+  acks.on_engine(0, {1});  // request 3 came and went between two reports
   acks.on_engine(1, {7});
-  acks.on_engine(5, {9});     // not an engine of the group: ignored
+  acks.on_engine(5, {9});  // not an engine of the group: ignored
   CHECK(acks.take() == std::vector<std::vector<uint64_t>>{{1, 3}, {7}});
   acks.on_engine(1, {});  // it still counted 7 when the last report went out
   CHECK(acks.take() == std::vector<std::vector<uint64_t>>{{1}, {7}});

@@ -37,7 +37,7 @@ TEST_CASE("group layout: node to group, and only a prefill group's first node fe
 TEST_CASE("PE group of 2 nodes: the node above α loses to the node below it even with emptier engines") {
   cluster_snapshot snap;
   // α = 100 tokens = 1000 bytes of read_q.
-  add_node(snap, 0, role::prefill, /*read_q*/ 5000, {0, 0});   // above α: C3
+  add_node(snap, 0, role::prefill, /*read_q*/ 5000, {0, 0});     // above α: C3
   add_node(snap, 1, role::prefill, /*read_q*/ 200, {300, 400});  // below α: C2
   add_node(snap, 2, role::decode, 0, {0});
   auto pol = make_policy("dualpath");

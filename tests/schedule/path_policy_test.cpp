@@ -54,8 +54,8 @@ TEST_CASE("basic reads everything through the PE node") {
 TEST_CASE("split divides the hit blocks so both SNIC queues drain together") {
   const auto r = make_request(1, 10, 100, 10, /*blocks*/ 10, /*bytes*/ 10000);
   CHECK(split_pe_blocks(r, 0, 0) == 5);
-  CHECK(split_pe_blocks(r, 4000, 0) == 3);      // x = (10000 + 0 - 4000) / 2 = 3000 bytes
-  CHECK(split_pe_blocks(r, 50000, 0) == 0);     // PE far behind: all through the DE
+  CHECK(split_pe_blocks(r, 4000, 0) == 3);   // x = (10000 + 0 - 4000) / 2 = 3000 bytes
+  CHECK(split_pe_blocks(r, 50000, 0) == 0);  // PE far behind: all through the DE
   CHECK(split_pe_blocks(r, 0, 50000) == 10);
   CHECK(split_pe_blocks(make_request(2, 10, 100, 10, 0, 0), 0, 0) == 0);
 

@@ -86,11 +86,11 @@ TEST_CASE("a run of decode steps in closed form equals the roofline step by step
   // ds-27b is DSA (top_k 1024): its batches stay on one side of top_k for the 400 steps, as the simulator
   // guarantees. The last case is searched for: a qwen2.5-32b batch that changes roof within 400 steps.
   std::vector<case_> cases{{"ds-27b", 0.4, {300}},
-                                 {"ds-27b", 0.013, {100, 600, 200, 40}},
-                                 {"ds-27b", 0.4, std::vector<uint64_t>(64, 1500)},
-                                 {"ds-27b", 0.013, {1100, 2000, 30000}},
-                                 {"qwen2.5-32b", 0.4, {8000, 16000}},
-                                 {"qwen2.5-32b", 0.013, {57500, 57500, 57500}}};
+                           {"ds-27b", 0.013, {100, 600, 200, 40}},
+                           {"ds-27b", 0.4, std::vector<uint64_t>(64, 1500)},
+                           {"ds-27b", 0.013, {1100, 2000, 30000}},
+                           {"qwen2.5-32b", 0.4, {8000, 16000}},
+                           {"qwen2.5-32b", 0.013, {57500, 57500, 57500}}};
   const auto cross_within = [](const sim::step_run& r, double steps) {
     const double d0 = r.flop_s0 - r.byte_s0, d1 = d0 + steps * (r.flop_ds - r.byte_ds);
     return (d0 < 0) != (d1 < 0);
@@ -100,7 +100,8 @@ TEST_CASE("a run of decode steps in closed form equals the roofline step by step
     for (size_t n = 1; n <= 8 && !found; ++n)
       for (uint64_t p = 64; p < 131072 && !found; p += 61) {
         const std::vector<uint64_t> batch(n, p);
-        if (cross_within(sim::step_run::of(find_model("qwen2.5-32b"), make_roofline(find_gpu("h800"), mfu), batch), 399)) {
+        if (cross_within(sim::step_run::of(find_model("qwen2.5-32b"), make_roofline(find_gpu("h800"), mfu), batch),
+                         399)) {
           cases.push_back({"qwen2.5-32b", mfu, batch});
           found = true;
         }

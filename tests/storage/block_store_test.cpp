@@ -45,8 +45,7 @@ std::vector<int32_t> tokens(size_t n, int32_t seed) {
 }  // namespace
 
 TEST_CASE("blocks of several layouts round-trip through batched reads and layer reads") {
-  for (auto f : {test::small_format(1, 1, 64, 8), test::small_format(2, 61, 64, 656),
-                 test::small_format(3, 3, 5, 7)}) {
+  for (auto f : {test::small_format(1, 1, 64, 8), test::small_format(2, 61, 64, 656), test::small_format(3, 3, 5, 7)}) {
     test::scratch_dir dir;
     auto store = block_store::open(test::scratch_store_options(dir.str(), f));
     const auto keys = block_keys_from_ids({1, 2, 3, 4, 5, 6});
@@ -222,7 +221,10 @@ TEST_CASE("reopening a store recovers its index, chains and all, from the blocks
   }
   // A crashed writer's temporary file is not a block.
   std::filesystem::create_directories(block_subdir(dir.str(), 77));
-  { std::FILE* tmp = std::fopen((block_subdir(dir.str(), 77) + "/.junk.tmp").c_str(), "w"); std::fclose(tmp); }
+  {
+    std::FILE* tmp = std::fopen((block_subdir(dir.str(), 77) + "/.junk.tmp").c_str(), "w");
+    std::fclose(tmp);
+  }
   auto o = test::scratch_store_options(dir.str(), f);
   o.capacity_bytes = 3 * f.file_bytes();
   auto store = block_store::open(o);
@@ -280,7 +282,10 @@ TEST_CASE("a block written by another store instance on the same directory is fo
 TEST_CASE("bad input: unwritable directory, bad layout, bad buffers") {
   test::scratch_dir dir;
   auto o = test::scratch_store_options(dir.str() + "/file", test::small_format());
-  { std::FILE* fp = std::fopen((dir.str() + "/file").c_str(), "w"); std::fclose(fp); }
+  {
+    std::FILE* fp = std::fopen((dir.str() + "/file").c_str(), "w");
+    std::fclose(fp);
+  }
   CHECK_THROWS_AS(block_store::open(o), user_error);
   o.dir = dir.str();
   o.format.layers = 0;

@@ -60,8 +60,7 @@ int wait_child(pid_t pid, std::chrono::seconds limit) {
 }
 
 // Child body: writes `keys` as one chain forever (or once), then exits without cleanup.
-[[noreturn]] void child_writer(const store_options& o, const std::vector<block_key>& keys, bool forever,
-                               int ready_fd) {
+[[noreturn]] void child_writer(const store_options& o, const std::vector<block_key>& keys, bool forever, int ready_fd) {
   int rc = 0;
   try {
     auto store = block_store::open(o);

@@ -26,7 +26,7 @@ TEST_CASE("read-rate probe: real reads, a positive rate, and the store left as i
   const auto after = store->stats();
   CHECK(after.blocks == before.blocks);  // the probe blocks are gone again
   CHECK(after.read_bytes - before.read_bytes == r.value().bytes);
-  CHECK(store->lookup(keys) == 3);       // and the real ones untouched
+  CHECK(store->lookup(keys) == 3);  // and the real ones untouched
 }
 
 TEST_CASE("read-rate probe: a full store with a capacity evicts nothing") {

@@ -16,7 +16,7 @@ TEST_CASE("write pacer: back-to-back writes leave at the cap") {
   write_pacer p(1.0, 1 << 20);  // 1 GB/s = 1 byte per ns
   const auto t0 = clk::now();
   clk::time_point end;
-  for (int i = 0; i < 10; ++i) end = p.reserve(1'000'000, t0);  // ten 1 MB writes asked for at once
+  for (int i = 0; i < 10; ++i) end = p.reserve(1'000'000, t0);        // ten 1 MB writes asked for at once
   CHECK(duration_cast<nanoseconds>(end - t0).count() == 10'000'000);  // 10 MB at 1 GB/s = 10 ms
   const auto s = p.stats();
   CHECK(s.writes == 10);

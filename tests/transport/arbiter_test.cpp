@@ -36,7 +36,7 @@ TEST_CASE("arbiter with default share starves kv only as long as model waits") {
   arbiter arb(true, 0.01);
   for (uint64_t i = 0; i < 10; ++i) arb.push({traffic_class::kv, i, 4096});
   for (uint64_t i = 0; i < 50; ++i) arb.push({traffic_class::model, 100 + i, 4096});
-  CHECK(serve_kv(arb, 50) == 0);  // 50 model items earn kv half an item's credit
+  CHECK(serve_kv(arb, 50) == 0);   // 50 model items earn kv half an item's credit
   CHECK(serve_kv(arb, 10) == 10);  // model gone: kv runs
   CHECK(arb.empty());
 }

@@ -30,7 +30,9 @@ TEST_CASE("thousands of random-size Layer Blocks arrive intact, each notified on
     auto src_mr = p.a->register_memory(src.ptr, src.size);
     auto dst_mr = p.b->register_memory(dst.ptr, dst.size);
 
-    struct block { uint64_t src_off, dst_off, len, sum; };
+    struct block {
+      uint64_t src_off, dst_off, len, sum;
+    };
     std::vector<block> plan;
     std::mt19937_64 rng(7);
     uint64_t dst_off = 0;
@@ -69,7 +71,8 @@ TEST_CASE("thousands of random-size Layer Blocks arrive intact, each notified on
     CHECK(contexts.size() == static_cast<size_t>(blocks));
     CHECK(std::all_of(seen.begin(), seen.end(), [](auto& kv) { return kv.second == 1; }));
     // Nothing else arrives later: every notification came exactly once.
-    pump(p.both(), [] { return false; }, 50ms, nullptr, &arrived);
+    pump(
+        p.both(), [] { return false; }, 50ms, nullptr, &arrived);
     CHECK(arrived.empty());
     const auto st = p.a->stats();
     CHECK(st.kv.transfers == static_cast<uint64_t>(blocks));
@@ -94,14 +97,16 @@ TEST_CASE("loopback copies and reads go through the endpoint itself") {
     ep->write(traffic_class::kv, *dram_mr, 0, self, hbm_mr->remote(), 0, dram.size, 1, 77);
     std::vector<completion> done;
     std::vector<arrival> arrived;
-    REQUIRE(pump({ep.get()}, [&] { return done.size() == 1 && arrived.size() == 1; }, 10s, &done, &arrived));
+    REQUIRE(pump(
+        {ep.get()}, [&] { return done.size() == 1 && arrived.size() == 1; }, 10s, &done, &arrived));
     CHECK(done[0].ok);
     CHECK(arrived[0].data == 77);
     CHECK((arrived[0].bytes == 64u << 10 || arrived[0].bytes == 0));  // tcp does not report the length
     CHECK(fnv1a(hbm.ptr, hbm.size) == fnv1a(dram.ptr, dram.size));
     // A read pulls the bytes back into a third region.
     ep->read(traffic_class::model, *back_mr, 0, self, hbm_mr->remote(), 0, hbm.size, 2);
-    REQUIRE(pump({ep.get()}, [&] { return done.size() == 2; }, 10s, &done));
+    REQUIRE(pump(
+        {ep.get()}, [&] { return done.size() == 2; }, 10s, &done));
     CHECK(done[1].ok);
     CHECK(fnv1a(back.ptr, back.size) == fnv1a(dram.ptr, dram.size));
     CHECK(ep->stats().model.bytes == back.size);
@@ -123,7 +128,8 @@ TEST_CASE("rate cap is never exceeded") {
     const auto tc = i % 4 == 3 ? traffic_class::model : traffic_class::kv;
     p.a->write(tc, *p.src_mr, i << 20, p.to_b, p.dst_mr->remote(), i << 20, 1 << 20, i);
   }
-  REQUIRE(pump(p.both(), [&] { return done.size() == 8; }, 20s, &done));
+  REQUIRE(pump(
+      p.both(), [&] { return done.size() == 8; }, 20s, &done));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double gb_per_s = bytes / secs / 1e9;
   CAPTURE(gb_per_s);
@@ -143,7 +149,8 @@ TEST_CASE("kv keeps its share while model traffic keeps waiting") {
     p.a->write(traffic_class::kv, *p.src_mr, 0, p.to_b, p.dst_mr->remote(), 1 << 19, 16 << 10, i);
   }
   std::vector<completion> done;
-  REQUIRE(pump(p.both(), [&] { return done.size() == 45; }, 10s, &done));
+  REQUIRE(pump(
+      p.both(), [&] { return done.size() == 45; }, 10s, &done));
   // All five kv blocks finish while model blocks are still waiting (about every fifth slot).
   const auto last_kv = std::find_if(done.rbegin(), done.rend(), [](auto& c) { return c.context < 100; });
   const auto last_kv_pos = done.rend() - last_kv - 1;
@@ -163,7 +170,8 @@ TEST_CASE("poll_delay reports the rate cap's wait and idleness") {
   p.a->write(traffic_class::kv, *p.src_mr, 0, p.to_b, p.dst_mr->remote(), 0, 128 << 10, 1);
   std::vector<completion> done;
   // The first slice goes at once; then only the cap holds the second back.
-  REQUIRE(pump(p.both(), [&] { return p.a->stats().kv.slices == 1; }, 10s, &done));
+  REQUIRE(pump(
+      p.both(), [&] { return p.a->stats().kv.slices == 1; }, 10s, &done));
   const auto delay = p.a->poll_delay();
   REQUIRE(delay.has_value());
   CHECK(*delay > std::chrono::milliseconds(100));
@@ -184,7 +192,8 @@ TEST_CASE("model traffic overtakes queued kv traffic only with isolation on") {
     }
     p.a->write(traffic_class::model, *p.src_mr, 0, p.to_b, p.dst_mr->remote(), 0, 4096, 999);
     std::vector<completion> done;
-    REQUIRE(pump(p.both(), [&] { return done.size() == kv_blocks + 1; }, 10s, &done));
+    REQUIRE(pump(
+        p.both(), [&] { return done.size() == kv_blocks + 1; }, 10s, &done));
     const auto pos = std::find_if(done.begin(), done.end(), [](auto& c) { return c.context == 999; }) - done.begin();
     if (isolation) {
       CHECK(pos <= 2);  // only kv slices already posted finish before it
@@ -206,7 +215,8 @@ TEST_CASE("out-of-range transfers, unknown peers and bad keys give error complet
     bad_key.key += 0x5a5a;
     p.a->write(traffic_class::kv, *p.src_mr, 0, p.to_b, bad_key, 0, 32 << 10, 4, 5);
     std::vector<completion> done;
-    REQUIRE(pump(p.both(), [&] { return done.size() == 5; }, 10s, &done));
+    REQUIRE(pump(
+        p.both(), [&] { return done.size() == 5; }, 10s, &done));
     std::map<uint64_t, completion> by_context;
     for (auto& c : done) by_context[c.context] = c;
     CHECK_FALSE(by_context[1].ok);
@@ -232,13 +242,15 @@ TEST_CASE("a closed peer yields an error completion within the timeout") {
     // One good transfer first, so the peer is known to be alive and connected.
     std::vector<completion> done;
     p.a->write(traffic_class::kv, *p.src_mr, 0, p.to_b, remote, 0, 4096, 1);
-    REQUIRE(pump(p.both(), [&] { return done.size() == 1; }, 10s, &done));
+    REQUIRE(pump(
+        p.both(), [&] { return done.size() == 1; }, 10s, &done));
     REQUIRE(done[0].ok);
     p.dst_mr.reset();
     p.b.reset();
     for (int i = 0; i < 4; ++i) p.a->write(traffic_class::kv, *p.src_mr, 0, p.to_b, remote, 0, 32 << 10, 10 + i);
     // Bounded by the timeout (plus slack for a loaded machine), never a hang.
-    REQUIRE(pump({p.a.get()}, [&] { return done.size() == 5; }, 5s, &done));
+    REQUIRE(pump(
+        {p.a.get()}, [&] { return done.size() == 5; }, 5s, &done));
     for (size_t i = 1; i < done.size(); ++i) {
       CHECK_FALSE(done[i].ok);
       CHECK_FALSE(done[i].error.empty());
@@ -274,7 +286,9 @@ TEST_CASE("endpoints sharing a provider lock: shm calls wait for it, tcp ignores
     std::thread writer([&] {
       p.a->write(traffic_class::kv, *p.src_mr, 0, p.to_b, p.dst_mr->remote(), 0, p.src.size, 1);
       std::vector<completion> done;
-      landed = pump(p.both(), [&] { return done.size() == 1; }, 10s, &done) && done[0].ok;
+      landed = pump(
+                   p.both(), [&] { return done.size() == 1; }, 10s, &done) &&
+               done[0].ok;
       finished = true;
     });
     const auto deadline = std::chrono::steady_clock::now() + 300ms;

@@ -28,10 +28,12 @@ struct pair_rig : buffered_pair {
   }
   // Polls both ends until `n` completions arrived; false instead of a hang.
   bool wait(size_t n, std::vector<completion>& done, std::vector<arrival>* arrived = nullptr) {
-    return pump(both(), [&] { return done.size() >= n; }, 10s, &done, arrived);
+    return pump(
+        both(), [&] { return done.size() >= n; }, 10s, &done, arrived);
   }
   bool drained() {
-    return pump(both(), [&] { return !a->busy() && !b->busy(); }, 10s);
+    return pump(
+        both(), [&] { return !a->busy() && !b->busy(); }, 10s);
   }
 };
 
@@ -103,7 +105,8 @@ TEST_CASE("fault \"fabric post\" in the middle of a multi-slice transfer: no not
     std::vector<arrival> arrived;
     {
       // The second slice is refused: the transfer fails while its first slice may still be in flight.
-      dualpath::faults::scoped armed(dualpath::faults::point::fabric_post, 1, 1);  // the first post goes, the second is refused
+      dualpath::faults::scoped armed(dualpath::faults::point::fabric_post, 1,
+                                     1);  // the first post goes, the second is refused
       p.write(0, 512 << 10, 1, 77);
       REQUIRE(p.wait(1, done, &arrived));
     }
@@ -111,7 +114,8 @@ TEST_CASE("fault \"fabric post\" in the middle of a multi-slice transfer: no not
     CHECK(done[0].error.find("injected fault: fabric_post") != std::string::npos);
     REQUIRE(p.drained());
     // The remote data was held for the last slice, which is never posted: the peer hears nothing.
-    pump({p.a.get(), p.b.get()}, [] { return false; }, 50ms, nullptr, &arrived);
+    pump(
+        {p.a.get(), p.b.get()}, [] { return false; }, 50ms, nullptr, &arrived);
     CHECK(arrived.empty());
     CHECK(p.a->stats().inflight_slices == 0);
     CHECK(p.a->stats().queued_slices == 0);
@@ -156,8 +160,10 @@ TEST_CASE("fault \"fabric completion\" on one slice of many: one error, late com
     CHECK(c.at(2).ok);
     REQUIRE(p.drained());
     // Only the transfer that succeeded notifies the peer.
-    pump({p.a.get(), p.b.get()}, [&] { return !arrived.empty(); }, 2s, nullptr, &arrived);
-    pump({p.a.get(), p.b.get()}, [] { return false; }, 50ms, nullptr, &arrived);
+    pump(
+        {p.a.get(), p.b.get()}, [&] { return !arrived.empty(); }, 2s, nullptr, &arrived);
+    pump(
+        {p.a.get(), p.b.get()}, [] { return false; }, 50ms, nullptr, &arrived);
     REQUIRE(arrived.size() == 1);
     CHECK(arrived[0].data == 89);
     const auto st = p.a->stats();

@@ -63,12 +63,14 @@ guard_run run(const fabric_options& opts, bool model) {
     b->poll_completions();
     for (const auto& arr : b->poll_arrivals()) {
       // Notified only once every byte of that block is in place.
-      CHECK(fnv1a(dst.ptr + arr.data * block_bytes, block_bytes) == fnv1a(src.ptr + arr.data * block_bytes, block_bytes));
+      CHECK(fnv1a(dst.ptr + arr.data * block_bytes, block_bytes) ==
+            fnv1a(src.ptr + arr.data * block_bytes, block_bytes));
       r.notified.insert(arr.data);
       r.notifications++;
     }
   }
-  REQUIRE(pump({a.get(), b.get()}, [&] { return !a->busy(); }, 10s));
+  REQUIRE(pump(
+      {a.get(), b.get()}, [&] { return !a->busy(); }, 10s));
   r.kv_slices = a->stats().kv.slices;
   r.model_transfers = a->stats().model.transfers;
   r.intact = ok && fnv1a(dst.ptr, model_off) == fnv1a(src.ptr, model_off);

@@ -193,7 +193,8 @@ TEST_CASE("scheduler posts the remote-data slice only after the rest of its tran
   r.submit(traffic_class::kv, 4 * 4096, 1, true, 55);
   r.sched->schedule();
   REQUIRE(r.provider.posted.size() == 3);
-  CHECK(std::none_of(r.provider.posted.begin(), r.provider.posted.end(), [](const slice& s) { return s.carries_data; }));
+  CHECK(
+      std::none_of(r.provider.posted.begin(), r.provider.posted.end(), [](const slice& s) { return s.carries_data; }));
   r.sched->completed(r.provider.posted[0].id);
   r.sched->completed(r.provider.posted[1].id);
   r.completed = 2;

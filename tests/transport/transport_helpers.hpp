@@ -37,9 +37,8 @@ inline void fill_random(std::byte* p, size_t n, uint64_t seed) {
 }
 
 // Polls every endpoint until `done()` holds; false if `limit` passed first (so no test can hang).
-inline bool pump(const std::vector<endpoint*>& eps, const std::function<bool()>& done,
-                 std::chrono::milliseconds limit, std::vector<completion>* completions = nullptr,
-                 std::vector<arrival>* arrivals = nullptr) {
+inline bool pump(const std::vector<endpoint*>& eps, const std::function<bool()>& done, std::chrono::milliseconds limit,
+                 std::vector<completion>* completions = nullptr, std::vector<arrival>* arrivals = nullptr) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!done()) {
     if (std::chrono::steady_clock::now() > deadline) return false;

@@ -66,7 +66,8 @@ constexpr size_t block_bytes = 16 << 10;
       ep->connect(parent);
       size_t arrived = 0;
       std::vector<arrival> got;
-      const bool ok = pump({ep.get()}, [&] { return got.size() >= blocks; }, 20s, nullptr, &got);
+      const bool ok = pump(
+          {ep.get()}, [&] { return got.size() >= blocks; }, 20s, nullptr, &got);
       arrived = got.size();
       const uint64_t sum = ok ? fnv1a(buf.ptr, buf.size) : 0;
       write_all(to_parent, &arrived, sizeof(arrived));
@@ -114,7 +115,8 @@ TEST_CASE("Layer Blocks cross a process boundary; a peer process that exits yiel
       ep->write(traffic_class::kv, *mr, i * block_bytes, peer, remote, i * block_bytes, block_bytes, i, i);
     }
     std::vector<completion> done;
-    REQUIRE(pump({ep.get()}, [&] { return done.size() == blocks; }, 20s, &done));
+    REQUIRE(pump(
+        {ep.get()}, [&] { return done.size() == blocks; }, 20s, &done));
     CHECK(std::all_of(done.begin(), done.end(), [](auto& c) { return c.ok; }));
     size_t child_arrivals = 0;
     uint64_t child_sum = 0;
@@ -132,7 +134,8 @@ TEST_CASE("Layer Blocks cross a process boundary; a peer process that exits yiel
     // The peer process is gone: every further transfer must fail, bounded by the timeout.
     done.clear();
     for (int i = 0; i < 8; ++i) ep->write(traffic_class::kv, *mr, 0, peer, remote, 0, block_bytes, 100 + i, i);
-    REQUIRE(pump({ep.get()}, [&] { return done.size() == 8; }, 10s, &done));
+    REQUIRE(pump(
+        {ep.get()}, [&] { return done.size() == 8; }, 10s, &done));
     for (auto& c : done) {
       CHECK_FALSE(c.ok);
       CHECK(c.error.find("peer") != std::string::npos);
