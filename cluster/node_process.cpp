@@ -52,9 +52,13 @@ node_control_actor::behavior_type node_control(node_control_actor::pointer, runt
 registry_actor connect_registry(caf::actor_system& sys, const std::string& host, uint16_t port,
                                 std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
+  for (bool told = false;; told = true) {
     auto r = sys.middleman().remote_actor<registry_actor>(host, port);
     if (r) return *r;
+    // Said once, when the registry is not there at once (a node started before its launcher, or by hand).
+    if (!told)
+      fmt::print(stderr, "dualpath: node waiting up to {:.1f} s for the registry at {}:{}\n", timeout.count() / 1000.0,
+                 host, port);
     if (std::chrono::steady_clock::now() > deadline)
       throw user_error(fmt::format("node: no registry at {}:{} within {:.1f} s: {}", host, port,
                                    timeout.count() / 1000.0, describe(r.error())));
@@ -95,8 +99,6 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   system_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
-  fmt::print(stderr, "dualpath: node {}: waiting up to {:.1f} s for the registry at {}\n", node,
-             timeout.count() / 1000.0, where);
   auto registry = connect_registry(sys, host, port, timeout);
 
   std::string failure, cluster_file, policy;
