@@ -42,10 +42,6 @@ struct engine_base {
   caf::timespan timeout() const { return waits_of(view().config).request(); }
   caf::timespan data_plane_timeout() const { return waits_of(view().config).data_plane(); }
   caf::timespan compute_timeout(double expected_s) const { return waits_of(view().config).compute(expected_s); }
-
-  static caf::timespan seconds(double s) {
-    return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(s));
-  }
 };
 
 }  // namespace dualpath::actors

@@ -95,7 +95,7 @@ void prefill_state::ep_join() {
   }
   const double round_s = geo().layers * (3 * view().config.timeout_s + 20 * pass->layer_expected_s);
   ++pass->in_flight;
-  self->request(setup.ep_group, seconds(view().config.timeout_s + 2 * round_s), atom::join_v, setup.engine,
+  self->request(setup.ep_group, waits::seconds(view().config.timeout_s + 2 * round_s), atom::join_v, setup.engine,
                 pass->layer_expected_s)
       .then(
           [this](double deadline_s) {
@@ -116,7 +116,8 @@ void prefill_state::ep_barrier(uint32_t layer, double attention_s) {
     return;
   }
   ++pass->in_flight;
-  self->request(setup.ep_group, seconds(2 * pass->ep_deadline_s), atom::layer_v, setup.engine, layer, attention_s)
+  self->request(setup.ep_group, waits::seconds(2 * pass->ep_deadline_s), atom::layer_v, setup.engine, layer,
+                attention_s)
       .then(
           [this, layer](uint32_t) {
             if (returned()) layer_computed(layer);

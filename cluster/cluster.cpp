@@ -35,6 +35,12 @@ namespace dualpath::actors {
 
 namespace {
 
+// Runs `f` when the scope ends, however it ends.
+struct on_exit {
+  std::function<void()> f;
+  ~on_exit() { f(); }
+};
+
 // The embedded cluster's node data planes, connected to each other. They are built before the actor system
 // because they must outlive every actor that points at them.
 std::vector<std::unique_ptr<runtime::node_io>> embedded_data_planes(const run_base& base, const cluster_config& c,
@@ -109,12 +115,9 @@ run_summary run_cluster(const run_options& o) {
   std::vector<std::unique_ptr<runtime::node_io>> ios;  // node processes build their own
   if (!o.processes) ios = embedded_data_planes(base, c, mode);
   // Destroyed before `ios`: every node's transfers stop before any node's memory is freed (runtime/node_io.hpp).
-  struct stop_all_nodes {
-    std::vector<std::unique_ptr<runtime::node_io>>& ios;
-    ~stop_all_nodes() {
-      for (auto& io : ios) io->stop();
-    }
-  } stop_nodes_first{ios};
+  const on_exit stop_nodes_first{[&] {
+    for (auto& io : ios) io->stop();
+  }};
 
   run_summary summary;
   summary.policy = o.policy;
@@ -171,10 +174,7 @@ run_summary run_cluster(const run_options& o) {
     std::unique_ptr<node_processes> nodes;
     // Whatever ends this block, early by an exception too, every actor is told to stop first: the actor
     // system's destructor below waits for all of them, and nothing may hang (docs/design.md §16).
-    struct stop_on_exit {
-      std::function<void()> f;
-      ~stop_on_exit() { f(); }
-    } stop_guard{[&] {
+    const on_exit stop_guard{[&] {
       nodes.reset();
       stop_all();
     }};
@@ -217,9 +217,9 @@ run_summary run_cluster(const run_options& o) {
     }
     nodes.reset();  // ends node processes still running
     stop_all();
-  }  // the actor system waits here for every actor to stop
-  if (stop_requested()) throw user_error("run: " + stall);
-  if (!stall.empty()) throw user_error((o.processes ? "run failed: " : "run stalled: ") + stall);
+  }                    // the actor system waits here for every actor to stop
+  if (!stall.empty())  // a stop by signal says so in `stall` itself
+    throw user_error((stop_requested() ? "run: " : o.processes ? "run failed: " : "run stalled: ") + stall);
   summary.refused_joins = refused->joins.load();
   summary.refused_commands = refused->commands.load();
 

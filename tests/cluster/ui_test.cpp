@@ -286,10 +286,11 @@ TEST_CASE("ui: headless Chromium renders the page of a real run: node boxes, mov
   run_options o;
   o.config = small_cluster(dir.path, 2);
   o.policy = "dualpath";
-  // 20 agents, one every 0.75 s: the run lasts at least 14 s whatever the machine's speed, and turns finish
-  // all along, so the dumps below see it running and moving.
+  // 20 agents, one every 1.5 s: the run lasts at least 28 s whatever the machine's speed (three headless
+  // Chromium starts took longer than the 14 s of 0.75 s gaps on a busy 2-core machine), and turns finish all
+  // along, so the dumps below see it running and moving.
   o.scripts = scripts(20, 3, 0);
-  for (size_t a = 0; a < o.scripts.size(); ++a) o.scripts[a].start_s = 0.75 * double(a);
+  for (size_t a = 0; a < o.scripts.size(); ++a) o.scripts[a].start_s = 1.5 * double(a);
   o.progress_every_s = 0.25;
   o.ui = &page;
   std::atomic<bool> done{false};
