@@ -1,3 +1,4 @@
+#include "protocol/request_ids.hpp"
 #include "actors/agent_client.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/waits.hpp"
@@ -49,7 +50,7 @@ struct client_state {
       while (prompt.size() < shape.prompt) prompt.push_back(pick(rng));
     }
     current = {};
-    current.request = cluster_view::request_id(script.agent, turn);
+    current.request = request_id(script.agent, turn);
     current.agent = script.agent;
     current.turn = turn;
     current.tokens = std::move(prompt);
@@ -69,14 +70,8 @@ struct client_state {
     const uint32_t hit = uint32_t(view->store->lookup(keys));
     current.hit_blocks = std::min<uint32_t>(hit, uint32_t((current.tokens.size() - 1) / g.block_tokens));
 
-    schedule::request_info info;
-    info.id = current.request;
-    info.hit_blocks = current.hit_blocks;
-    info.hit_tokens = uint64_t(current.hit_blocks) * g.block_tokens;
-    info.append_tokens = current.tokens.size() - info.hit_tokens;
-    info.hit_bytes = uint64_t(current.hit_blocks) * g.block_bytes();
-    info.len = current.tokens.size() + current.gen;
-    info.kv_bytes = uint64_t(g.blocks_for(info.len)) * g.block_bytes();
+    const auto info =
+        schedule::make_request_info(current.request, current.tokens.size(), current.gen, current.hit_blocks, g);
     if (info.kv_bytes + view->model_traffic_bytes() > view->hbm_bytes()) {
       // No decode engine could ever hold this turn: fail it now rather than let it wait in the queue.
       refused = true;
@@ -103,7 +98,7 @@ struct client_state {
     const int64_t submitted = current.times.submitted;  // the turn's wait counts from its first submit
     current.times = {};
     current.times.submitted = submitted;
-    current.request = cluster_view::request_id(script.agent, turn, retry.attempt);
+    current.request = request_id(script.agent, turn, retry.attempt);
     spdlog::info("agent {}: turn {} re-run as attempt {} ({})", script.agent, turn, retry.attempt, why);
     if (cause == rerun_cause::node_lost) caf::anon_send(collector, atom::lost_v, script.agent);
     else caf::anon_send(collector, atom::retry_v, script.agent);

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "actors/vocabulary.hpp"
 #include "actors/cluster_view.hpp"
 #include "core/trace.hpp"
 
@@ -21,6 +22,13 @@ struct agent_script {
   uint32_t verify_every = 0;  // send the prompt of every Nth turn for recompute
   uint64_t seed = 1;
 };
+
+// Turns of every script together: what a run has to do.
+inline uint64_t turns_total(const std::vector<agent_script>& scripts) {
+  uint64_t n = 0;
+  for (const auto& s : scripts) n += s.turns.size();
+  return n;
+}
 
 // Sends (atom::result, envelope<TurnResult>, envelope<TurnPayload>) to `collector` per turn and
 // (atom::finish, agent) when the script is done. The payload carries the prompt only for turns to verify.

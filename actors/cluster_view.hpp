@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/kv_geometry.hpp"
+#include "actors/vocabulary.hpp"
+#include "core/kv_geometry.hpp"
 #include "runtime/kv_plan.hpp"
 #include "protocol/interfaces.hpp"
 #include "actors/scheduler.hpp"
@@ -23,7 +24,7 @@ class block_store;
 namespace dualpath::actors {
 
 struct cluster_view {
-  runtime::kv_geometry geometry;
+  kv_geometry geometry;
   runtime::slot_layout slots;  // DRAM buffer slots, the same on every node
   cluster_config config;       // the cluster file as validated by the launcher
   uint32_t vocab = 0;
@@ -64,12 +65,6 @@ struct cluster_view {
   uint32_t nodes() const { return config.total_nodes(); }
   uint32_t node_of(uint32_t engine) const { return engine / config.engines_per_node; }
   bool is_prefill_node(uint32_t node) const { return node < config.prefill_nodes; }
-  // Request ids: agent << 24 | turn, and in the top 8 bits the attempt. A turn re-run after a node was lost
-  // (docs/design.md §13) gets a new attempt, so late messages of the old one name an id no one waits for.
-  static uint32_t agent_of(uint64_t request) { return uint32_t((request >> 24) & 0xffffffffu); }
-  static uint64_t request_id(uint32_t agent, uint32_t turn, uint32_t attempt = 0) {
-    return (uint64_t(attempt & 0xffu) << 56) | (uint64_t(agent) << 24) | turn;
-  }
   // Multi-process runs: how long a client holds a failed attempt, waiting for news that a node was lost
   // (then the turn is re-run instead of failed); 0 (embedded runs): a failure is final at once.
   double node_loss_grace_s = 0;

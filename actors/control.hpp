@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "actors/vocabulary.hpp"
 #include "actors/scheduler.hpp"
 #include "protocol/waits.hpp"
 #include "core/secret.hpp"

@@ -7,6 +7,7 @@
 
 #include <chrono>
 
+#include "actors/vocabulary.hpp"
 #include "actors/engines.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/waits.hpp"
@@ -24,7 +25,7 @@ struct engine_base {
     hbm = &setup.node->hbm(setup.engine);
   }
   const cluster_view& view() const { return *setup.view; }
-  const runtime::kv_geometry& geo() const { return setup.view->geometry; }
+  const kv_geometry& geo() const { return setup.view->geometry; }
   const runtime::slot_layout& slots() const { return view().slots; }
   uint32_t node() const { return view().node_of(setup.engine); }
   // Tells the agent client that its turn failed, and why (the run reports it; nothing waits forever).

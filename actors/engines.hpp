@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "actors/vocabulary.hpp"
 #include "actors/cluster_view.hpp"
 #include "protocol/interfaces.hpp"
 #include "runtime/node_doors.hpp"

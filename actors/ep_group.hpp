@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "actors/vocabulary.hpp"
 #include "protocol/interfaces.hpp"
 #include "runtime/ep_rounds.hpp"
 

@@ -3,6 +3,7 @@
 // read_q), reports it to the scheduler, and for a prefill group fetches work and hands it to its engines.
 #include <caf/fwd.hpp>
 
+#include "actors/vocabulary.hpp"
 #include "actors/cluster_view.hpp"
 #include "runtime/node_doors.hpp"
 

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "actors/vocabulary.hpp"
 #include "runtime/node_doors.hpp"
 #include "protocol/interfaces.hpp"
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "protocol/request_ids.hpp"
 #include "actors/prefill_state.hpp"
 #include "core/cost_model.hpp"
 #include "protocol/errors.hpp"
@@ -83,7 +84,7 @@ void prefill_state::on_assign(const envelope<schema::Assignments>& e) {
     r.src.de_node = a.de_node;
     r.de_generation = view().generation(a.de_node);
     r.payload.request = a.request.id;
-    r.payload.agent = view().agent_of(a.request.id);
+    r.payload.agent = agent_of(a.request.id);
     const int64_t assigned = now_ns();
     self->request(view().clients.at(r.payload.agent), timeout(), atom::turn_v, a.request.id)
         .then(

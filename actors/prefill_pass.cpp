@@ -69,62 +69,18 @@ void prefill_state::try_pass() {
   p->layer_expected_s = pass_s / std::max<uint32_t>(1, g.layers);
   pass = std::move(p);
   pass->began_ns = now_ns();
+  pass->admissions_pending = setup.ep_group ? 2 : 1;
   ++pass->in_flight;
   self->request(setup.worker, compute_timeout(pass->layer_expected_s), atom::start_v, pass->job)
       .then(
           [this](uint32_t) {
-            if (!returned()) return;
-            pass->started = true;
-            step();
+            if (returned()) admitted();
           },
           [this](caf::error& err) {
             if (returned()) abort_pass("prefill pass refused: " + describe(err));
           });
   for (uint32_t i = 0; i < pass->staging.depth; ++i) fetch_layer();
   ep_join();
-}
-
-// docs/design.md §7.6: under ep_sync a pass computes nothing before its EP round starts (the hit KV of its
-// first layers is fetched meanwhile). The group answers within its own deadlines: at most the remaining
-// layers of the round in progress, each `3·timeout_s + 20 ×` the slowest member's layer time; the engine
-// waits that for its own pass, twice over.
-void prefill_state::ep_join() {
-  if (!setup.ep_group) {
-    pass->ep_admitted = true;
-    return;
-  }
-  const double round_s = geo().layers * (3 * view().config.timeout_s + 20 * pass->layer_expected_s);
-  ++pass->in_flight;
-  self->request(setup.ep_group, waits::seconds(view().config.timeout_s + 2 * round_s), atom::join_v, setup.engine,
-                pass->layer_expected_s)
-      .then(
-          [this](double deadline_s) {
-            if (!returned()) return;
-            pass->ep_admitted = true;
-            pass->ep_deadline_s = deadline_s;
-            step();
-          },
-          [this](caf::error& err) {
-            if (returned()) abort_pass("EP round not joined: " + describe(err));
-          });
-}
-
-// The layer ends for this engine when it ended for every member of its round (the MoE all-to-all).
-void prefill_state::ep_barrier(uint32_t layer, double attention_s) {
-  if (!setup.ep_group) {
-    layer_computed(layer);
-    return;
-  }
-  ++pass->in_flight;
-  self->request(setup.ep_group, waits::seconds(2 * pass->ep_deadline_s), atom::layer_v, setup.engine, layer,
-                attention_s)
-      .then(
-          [this, layer](uint32_t) {
-            if (returned()) layer_computed(layer);
-          },
-          [this, layer](caf::error& err) {
-            if (returned()) abort_pass("EP barrier of layer " + std::to_string(layer) + " failed: " + describe(err));
-          });
 }
 
 uint32_t prefill_state::staging_depth() const {
@@ -173,7 +129,7 @@ bool prefill_state::allocate_pass(pass_state& p, const std::vector<schedule::bat
 
 // Hit Layer Blocks of layer `fetched_next` into its staging slot, from whichever node buffer holds them.
 void prefill_state::fetch_layer() {
-  if (!pass || pass->aborted) return;  // an aborted pass (perhaps settled already) does nothing more
+  if (!pass || pass->aborted()) return;  // an aborted pass (perhaps settled already) does nothing more
   auto& p = *pass;
   if (p.fetched_next >= geo().layers) return;
   if (abort_if_stale()) return;
@@ -197,7 +153,7 @@ void prefill_state::fetch_layer() {
               if (!returned() || --*remaining > 0) return;
               pass->fetched[layer] = true;
               verify_staged(layer);
-              step();
+              advance();
             },
             [this](caf::error& err) {
               if (returned()) abort_pass("hit KV transfer failed: " + describe(err), kind_of(err));
@@ -222,17 +178,33 @@ void prefill_state::verify_staged(uint32_t layer) {
   }
 }
 
-void prefill_state::step() {
-  if (!pass || pass->aborted) return;  // an aborted pass (perhaps settled already) does nothing more
+void prefill_state::advance() {
+  if (!pass) return;
+  switch (pass->phase) {
+    case pass_phase::waiting_kv:
+      if (pass->fetched[pass->computed]) compute_layer();
+      return;
+    case pass_phase::draining:
+      if (pass->forwards_pending == 0) finish_pass();
+      return;
+    case pass_phase::admitting:  // the worker's or the EP group's answer moves it on (admitted)
+    case pass_phase::computing:  // the layer's answer does (layer_computed)
+    case pass_phase::finishing:  // the finish answer ends the pass
+    case pass_phase::aborted:    // settle() frees it once nothing is in flight
+      return;
+  }
+}
+
+void prefill_state::admitted() {
+  if (--pass->admissions_pending > 0) return;
+  pass->phase = pass_phase::waiting_kv;
+  advance();
+}
+
+void prefill_state::compute_layer() {
   auto& p = *pass;
   const auto& g = geo();
-  if (!p.started || !p.ep_admitted || p.computing || p.finishing) return;
-  if (p.computed == g.layers) {
-    if (p.forwards_pending == 0) finish_pass();
-    return;
-  }
   const uint32_t layer = p.computed;
-  if (!p.fetched[layer]) return;
   auto in = std::make_shared<layer_inputs>();
   in->layer = layer;
   for (size_t k = 0; k < p.entries.size(); ++k) {
@@ -248,7 +220,7 @@ void prefill_state::step() {
     in->cached.push_back(std::move(spans));
     in->new_kv.push_back(layer_base + (e.cached - hit_tokens) * g.bytes_per_token_layer);
   }
-  p.computing = true;
+  p.phase = pass_phase::computing;
   p.layer_sent_ns = now_ns();
   ++p.in_flight;
   self->request(setup.worker, compute_timeout(p.layer_expected_s), atom::layer_v, p.job, in)
@@ -265,15 +237,15 @@ void prefill_state::step() {
 }
 
 void prefill_state::layer_computed(uint32_t layer) {
-  pass->computing = false;
   pass->computed = layer + 1;
+  pass->phase = pass->computed == geo().layers ? pass_phase::draining : pass_phase::waiting_kv;
   forward_layer(layer);
-  step();
+  advance();
 }
 
 // Layer `layer` to the DE buffer: hit KV too on the PE path (first pass only), new KV always.
 void prefill_state::forward_layer(uint32_t layer) {
-  if (!pass || pass->aborted) return;  // an aborted pass (perhaps settled already) does nothing more
+  if (!pass || pass->aborted()) return;  // an aborted pass (perhaps settled already) does nothing more
   auto& p = *pass;
   if (abort_if_stale()) return;
   std::vector<runtime::forward_entry> entries;
@@ -293,7 +265,7 @@ void prefill_state::forward_layer(uint32_t layer) {
               pass->slot_busy[layer % pass->staging.depth] = false;
               // Refill every free staging slot: an earlier forward may have landed out of order.
               for (uint32_t i = 0; i < pass->staging.depth; ++i) fetch_layer();
-              step();
+              advance();
             },
             [this](caf::error& err) {
               if (returned()) abort_pass("KV forwarding to the DE failed: " + describe(err), kind_of(err));
@@ -302,7 +274,7 @@ void prefill_state::forward_layer(uint32_t layer) {
 }
 
 void prefill_state::finish_pass() {
-  pass->finishing = true;
+  pass->phase = pass_phase::finishing;
   ++pass->in_flight;
   self->request(setup.worker, compute_timeout(pass->layer_expected_s), atom::finish_v, pass->job)
       .then(
@@ -355,8 +327,8 @@ void prefill_state::hand_off(pass_state& p, int64_t first_token_ns) {
 // The pass failed: its turns are answered at once, but what they hold (HBM, buffer slots) is only given
 // back once every request of the pass has answered (settle), since copies may still be landing in it.
 void prefill_state::abort_pass(const std::string& why, failure_kind kind) {
-  if (!pass || pass->aborted) return;
-  pass->aborted = true;
+  if (!pass || pass->aborted()) return;
+  pass->phase = pass_phase::aborted;
   // Out of its EP round, so the others' layers go on (its own waits there fail and settle this pass).
   if (setup.ep_group) self->send(setup.ep_group, atom::leave_v, setup.engine);
   for (auto& e : pass->entries) {
@@ -373,13 +345,13 @@ void prefill_state::abort_pass(const std::string& why, failure_kind kind) {
 bool prefill_state::returned() {
   if (!pass) return false;
   --pass->in_flight;
-  if (!pass->aborted) return true;
+  if (!pass->aborted()) return true;
   settle();
   return false;
 }
 
 void prefill_state::settle() {
-  if (!pass || !pass->aborted || pass->in_flight > 0) return;
+  if (!pass || !pass->aborted() || pass->in_flight > 0) return;
   auto p = std::move(pass);
   hbm->free(p->staging_alloc);
   for (auto& e : p->entries) {

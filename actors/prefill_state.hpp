@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/vocabulary.hpp"
 #include "actors/engine_base.hpp"
 #include "schedule/batcher.hpp"
 
@@ -37,7 +38,20 @@ struct pass_entry {
   bool forward_hit;
 };
 
+// A pass's phases and the one function that enters each (prefill_pass.cpp):
+//   admitting  --admitted()-->        waiting_kv   the worker took the job and, under ep_sync, the EP round began
+//   waiting_kv --compute_layer()-->   computing    the next layer's hit KV is staged
+//   computing  --layer_computed()-->  waiting_kv   or draining after the last layer
+//   draining   --finish_pass()-->     finishing    every layer's forward has landed
+//   finishing  --(finish answered)-->  the pass ends: hand-off, the next pass
+//   any        --abort_pass()-->      aborted      settled (its memory freed) once nothing is in flight
+// Fetches run beside the phases: layer l is fetched once its staging slot is free (layer l - depth computed
+// and forwarded), so up to `depth` layers are staged ahead of compute.
+enum class pass_phase { admitting, waiting_kv, computing, draining, finishing, aborted };
+
 struct pass_state {
+  pass_phase phase = pass_phase::admitting;
+  uint32_t admissions_pending = 0;  // admitting: answers still awaited (the worker's start, the EP join)
   std::vector<pass_entry> entries;
   prefill_job_ptr job;
   runtime::staging_layout staging;
@@ -45,23 +59,19 @@ struct pass_state {
   uint32_t fetched_next = 0;  // next layer to fetch
   std::vector<bool> fetched;
   uint32_t computed = 0;  // layers computed
-  bool computing = false;
   uint32_t forwards_pending = 0;
   std::vector<bool> slot_busy;  // staging slot still being forwarded
-  bool started = false;
-  bool finishing = false;
   // Requests of this pass still unanswered (copies, compute). An aborted pass keeps its HBM and its
   // requests' buffer slots until this is zero, so no late copy or kernel writes into memory that was
   // handed to another request.
   uint32_t in_flight = 0;
-  bool aborted = false;
+  bool aborted() const { return phase == pass_phase::aborted; }
   double layer_expected_s = 0;  // cost-model time of one layer of this pass (the compute deadline)
   int64_t began_ns = 0;
   int64_t compute_ns = 0;  // time the compute worker spent on this pass's layers
   int64_t layer_sent_ns = 0;
-  // `ep_sync` (docs/design.md §7.6): no layer is computed before the pass's EP round started, and each
-  // layer ends when every member of the round computed it.
-  bool ep_admitted = false;
+  // `ep_sync` (docs/design.md §7.6): no layer is computed before the pass's EP round started (admitting), and
+  // each layer ends when every member of the round computed it.
   double ep_deadline_s = 0;  // the round's layer deadline, as the EP group answered the join
 };
 
@@ -99,7 +109,10 @@ struct prefill_state : engine_base {
   uint32_t staging_depth() const;  // layers of hit KV staged at once: all of them in `basic` (docs/design.md §7.7)
   void fetch_layer();
   void verify_staged(uint32_t layer);
-  void step();
+  // Moves the pass on where its phase waits on nothing but staged KV (waiting_kv) or landed forwards (draining).
+  void advance();
+  void admitted();
+  void compute_layer();
   void layer_computed(uint32_t layer);
   void forward_layer(uint32_t layer);
   // EP lockstep (prefill_pass.cpp): join the group's round, wait at each layer; no-ops without ep_sync.

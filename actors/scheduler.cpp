@@ -1,4 +1,5 @@
 // The scheduler actor: handlers are one line each; the work is in scheduler_state and schedule/.
+#include "protocol/request_ids.hpp"
 #include "actors/scheduler.hpp"
 #include "protocol/errors.hpp"
 
@@ -58,7 +59,7 @@ struct scheduler_state {
 
   uint64_t submit(const envelope<schema::Request>& e) {
     waiting.push_back(decode(e));
-    placements.submitted(cluster_view::agent_of(waiting.back().id));
+    placements.submitted(agent_of(waiting.back().id));
     ++counters.submitted;
     return waiting.size();
   }
@@ -78,7 +79,7 @@ struct scheduler_state {
     view.record(out, now_s);
     counters.assigned += out.size();
     for (const auto& a : out) {
-      placements.placed(cluster_view::agent_of(a.request.id), a);
+      placements.placed(agent_of(a.request.id), a);
       auto& n = a.path == sch::read_path::pe   ? counters.assigned_pe
                 : a.path == sch::read_path::de ? counters.assigned_de
                                                : counters.assigned_split;

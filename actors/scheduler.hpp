@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/vocabulary.hpp"
 #include "protocol/interfaces.hpp"
 #include "protocol/scheduler_codec.hpp"
 #include "core/cluster_config.hpp"
@@ -21,7 +22,7 @@ namespace dualpath::actors {
 using policy_switch = dualpath::policy_switch;  // [[schedule.switch]] of the cluster file
 
 struct scheduler_options {
-  std::string policy = "dualpath";
+  std::string policy = "balanced";
   schedule::policy_params params;       // thresholds and the group layout (params.groups; default one node per group)
   std::vector<policy_switch> switches;  // applied via delayed messages, in at_s order
   // A charge of the fresh view that no report acknowledges is dropped this long after its assignment

@@ -7,6 +7,7 @@
 // transient failure (a KV transfer's error completion) is retried: at once in an embedded run, after the
 // grace period without news of a loss in a multi-process one (a dead peer's transfers fail like that too, and
 // retrying before the loss is known would spend the attempts on the dead node).
+#include "actors/vocabulary.hpp"
 #include <algorithm>
 #include <cstdint>
 

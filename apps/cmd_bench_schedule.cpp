@@ -1,6 +1,8 @@
 // `dualpath bench schedule`: µs per scheduling decision on a synthetic 1152-engine cluster.
 #include "apps/bench_command.hpp"
 #include "bench/schedule_bench.hpp"
+#include "core/modes.hpp"
+#include "core/names.hpp"
 
 namespace {
 
@@ -11,7 +13,9 @@ void setup(CLI::App& root) {
   cmd->add_option("--engines", opt->engines, "Engines in the cluster (8 per node, one third prefill)")
       ->capture_default_str();
   cmd->add_option("--requests", opt->requests, "Requests to schedule")->capture_default_str();
-  cmd->add_option("--policy", opt->policy, "dualpath | basic | round_robin | split | alternate")->capture_default_str();
+  cmd->add_option("--policy", opt->policy,
+                  "Scheduler policy: " + dualpath::join_names(dualpath::scheduler_policy_names(), " | "))
+      ->capture_default_str();
   cmd->add_option("--repeats", opt->repeats, "Full runs (the median is reported)")->capture_default_str();
   cmd->add_option("--seed", opt->seed, "Seed of the synthetic requests")->capture_default_str();
 }

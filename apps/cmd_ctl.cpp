@@ -7,6 +7,8 @@
 #include <chrono>
 #include <thread>
 
+#include "core/modes.hpp"
+#include "core/names.hpp"
 #include "protocol/system_config.hpp"
 #include "actors/scheduler.hpp"
 #include "cluster/control_client.hpp"
@@ -26,16 +28,10 @@ struct ctl_options {
   std::string policy_name;
   // serve
   std::string listen = "127.0.0.1:0";
-  std::string policy = "dualpath";
+  std::string policy = "balanced";
   std::vector<std::string> switches;  // "AT_S:POLICY"
   double seconds = 60;
 };
-
-std::string join(const std::vector<std::string>& xs) {
-  std::string out;
-  for (const auto& x : xs) out += (out.empty() ? "" : ", ") + x;
-  return out;
-}
 
 // The cluster's secret (docs/design.md §13): both sides of the control port need it.
 std::string needed_secret(const ctl_options& o, const char* what) {
@@ -49,19 +45,19 @@ template <class F>
 void with_client(const ctl_options& o, F f) {
   if (o.connect.empty()) throw user_error("ctl: --connect HOST:PORT is required (the scheduler's control port)");
   if (o.timeout_ms <= 0) throw user_error("ctl: --timeout-ms must be positive");
-  const auto [host, port] = actors::parse_host_port(o.connect, "ctl --connect");
-  actors::system_config cfg;
+  const auto [host, port] = cluster::parse_host_port(o.connect, "ctl --connect");
+  protocol::system_config cfg;
   caf::actor_system sys{cfg};
-  actors::control_client client(sys, host, port, needed_secret(o, "ctl"), std::chrono::milliseconds(o.timeout_ms));
+  cluster::control_client client(sys, host, port, needed_secret(o, "ctl"), std::chrono::milliseconds(o.timeout_ms));
   f(client);
 }
 
-void print_status(const actors::policy_status& st) {
-  cli::print(fmt::format("policy: {}\nknown: {}\n", st.active, join(st.known)));
+void print_status(const protocol::policy_status& st) {
+  cli::print(fmt::format("policy: {}\nknown: {}\n", st.active, join_names(st.known)));
 }
 
 void policy_set(const ctl_options& o) {
-  with_client(o, [&](actors::control_client& c) {
+  with_client(o, [&](cluster::control_client& c) {
     const auto st = c.set_policy(o.policy_name);
     if (!st.ok) throw user_error("ctl policy set: " + st.message + "; the scheduler keeps " + st.active);
     print_status(st);
@@ -69,11 +65,11 @@ void policy_set(const ctl_options& o) {
 }
 
 void policy_get(const ctl_options& o) {
-  with_client(o, [&](actors::control_client& c) { print_status(c.get_policy()); });
+  with_client(o, [&](cluster::control_client& c) { print_status(c.get_policy()); });
 }
 
 void stats(const ctl_options& o) {
-  with_client(o, [&](actors::control_client& c) {
+  with_client(o, [&](cluster::control_client& c) {
     const auto s = c.stats();
     cli::print(fmt::format(
         "policy: {}\nwaiting: {}\nsubmitted: {}\nassigned: {}\nfetches: {}\nswitches: {}\n"
@@ -99,18 +95,18 @@ actors::policy_switch parse_switch(const std::string& text) {
 }
 
 void serve(const ctl_options& o) {
-  const auto [host, port] = actors::parse_host_port(o.listen, "ctl serve --listen", true);
+  const auto [host, port] = cluster::parse_host_port(o.listen, "ctl serve --listen", true);
   if (!(o.seconds > 0)) throw user_error("ctl serve --seconds must be positive");
   actors::control_gate gate{secret_proof(needed_secret(o, "ctl serve"), secret_purpose::control)};
   actors::scheduler_options so;
   so.policy = o.policy;
   for (const auto& s : o.switches) so.switches.push_back(parse_switch(s));
-  actors::system_config cfg;
+  protocol::system_config cfg;
   caf::actor_system sys{cfg};
   auto sched = actors::spawn_scheduler(sys, so);
   uint16_t bound = 0;
   try {
-    bound = actors::publish_control(sys, sched, port, host, gate);
+    bound = cluster::publish_control(sys, sched, port, host, gate);
   } catch (...) {
     caf::anon_send_exit(sched, caf::exit_reason::user_shutdown);
     throw;
@@ -133,7 +129,7 @@ void setup(CLI::App& root) {
   auto* policy = ctl->add_subcommand("policy", "Read or switch the active scheduling policy");
   policy->require_subcommand(1);
   auto* set = policy->add_subcommand("set", "Switch the policy for requests not yet assigned");
-  set->add_option("name", o->policy_name, "dualpath | basic | round_robin | split | alternate")->required();
+  set->add_option("name", o->policy_name, join_names(scheduler_policy_names(), " | "))->required();
   set->callback([o] { policy_set(*o); });
   policy->add_subcommand("get", "Print the active policy and the known ones")->callback([o] { policy_get(*o); });
   ctl->add_subcommand("stats", "Print the scheduler's queue length and counters")->callback([o] { stats(*o); });

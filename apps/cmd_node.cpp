@@ -32,14 +32,14 @@ void setup(CLI::App& root) {
                   "Serve this node's Prometheus metrics on http://127.0.0.1:PORT/metrics (0: any free port, printed)");
   cmd->callback([a] {
     if (a->timeout_ms <= 0) throw dualpath::user_error("node: --timeout-ms must be positive");
-    const auto [host, port] = dualpath::actors::parse_host_port(a->registry, "node --registry");
+    const auto [host, port] = dualpath::cluster::parse_host_port(a->registry, "node --registry");
     // docs/design.md §13: the registry admits only nodes that prove the cluster's secret.
     const std::string secret = dualpath::given_secret(a->secret);
     if (secret.empty())
       throw dualpath::user_error(std::string("node: the cluster's secret is needed: --secret or ") +
                                  dualpath::secret_env);
-    dualpath::actors::run_node_process(host, port, a->node, std::chrono::milliseconds(a->timeout_ms), secret,
-                                       a->metrics_port);
+    dualpath::cluster::run_node_process(host, port, a->node, std::chrono::milliseconds(a->timeout_ms), secret,
+                                        a->metrics_port);
   });
 }
 

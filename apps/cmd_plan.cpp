@@ -82,17 +82,17 @@ void plan_command(const plan_args& a) {
     if (row.feasible) {
       const std::string label = fmt::format("{}P{}D", p, a.nodes - p);
       if (online) {
-        std::vector<actors::sweep_point> points;
+        std::vector<report::sweep_point> points;
         for (double aps : rates) {
           cli::workload_options w = a.workload;
           w.mode = cli::arrivals::online;
           w.aps = aps;
           auto r = cli::simulate(c, a.flags, policy, w, fmt::format("{}@{}", label, aps), a.serving.quiet);
-          const bool ok = actors::meets_slo(r.summary, a.serving.slo);
+          const bool ok = report::meets_slo(r.summary, a.serving.slo);
           points.push_back({aps, std::move(r.summary)});
           if (!ok) break;
         }
-        row.capacity_aps = actors::capacity_aps(points, a.serving.slo);
+        row.capacity_aps = report::capacity_aps(points, a.serving.slo);
         row.jct_s = points.front().run.jct_s;
         row.ttft_p50 = points.front().run.ttft.p50;
         row.tpot_p50 = points.front().run.tpot.p50;

@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "cluster/cluster.hpp"
-#include "cluster/metrics.hpp"
-#include "cluster/ui_page.hpp"
+#include "observe/metrics.hpp"
+#include "observe/ui_page.hpp"
 #include "cluster/control_client.hpp"
 #include "apps/command_registry.hpp"
 #include "apps/workload.hpp"
@@ -67,10 +67,10 @@ struct run_args {
   std::string control_host = "127.0.0.1";  // docs/design.md §13: loopback unless told otherwise
   std::string node_registry;
   std::optional<uint16_t> metrics_port;
-  std::shared_ptr<actors::metrics_endpoint> metrics;  // one for every run of the command
+  std::shared_ptr<observe::metrics_endpoint> metrics;  // one for every run of the command
   std::optional<uint16_t> ui_port;
-  std::string ui_host = "127.0.0.1";    // like the control port: loopback unless told (docs/design.md §13)
-  std::shared_ptr<actors::ui_page> ui;  // one page for every run of the command
+  std::string ui_host = "127.0.0.1";     // like the control port: loopback unless told (docs/design.md §13)
+  std::shared_ptr<observe::ui_page> ui;  // one page for every run of the command
 };
 
 // Agent scripts for the cluster's clients: Mooncake agents get their one prompt from the hash ids.
@@ -93,11 +93,11 @@ std::vector<actors::agent_script> build_scripts(const cli::workload_options& w, 
 }
 
 // One cluster run of `policy` over `scripts`, with the options of the command line.
-actors::run_summary run_policy(const run_args& a, const cluster_config& config, const std::string& policy,
+report::run_summary run_policy(const run_args& a, const cluster_config& config, const std::string& policy,
                                std::vector<actors::agent_script> scripts, uint32_t verify_every,
                                const std::string& label) {
   const bool tty = isatty(fileno(stderr));
-  actors::run_options o;
+  cluster::run_options o;
   o.config = config;
   o.config.store_dir = (fs::path(config.store_dir) / ("run-" + policy)).string();
   // Each run starts from a cold store of its own, so the comparison is fair and repeatable.
@@ -129,7 +129,7 @@ actors::run_summary run_policy(const run_args& a, const cluster_config& config, 
       fmt::print(stderr, "scheduler control port: {}:{}\n", host, port);
     };
   if (!a.serving.quiet) {
-    o.on_progress = [label, tty](const actors::run_progress& p) {
+    o.on_progress = [label, tty](const cluster::run_progress& p) {
       const double frac = p.turns_total ? double(p.turns_done) / double(p.turns_total) : 0;
       const double eta = frac > 0 ? p.elapsed_s * (1 - frac) / frac : 0;
       if (tty) {
@@ -144,14 +144,14 @@ actors::run_summary run_policy(const run_args& a, const cluster_config& config, 
       }
     };
   }
-  return actors::run_cluster(o);
+  return cluster::run_cluster(o);
 }
 
 void run_command(run_args& a) {
   const bool embedded_default = a.cluster_file.empty();
   if (a.metrics_port) {
     // docs/design.md §15: one endpoint for the command, on loopback; every run of a comparison adds to it.
-    a.metrics = std::make_shared<actors::metrics_endpoint>("127.0.0.1", *a.metrics_port);
+    a.metrics = std::make_shared<observe::metrics_endpoint>("127.0.0.1", *a.metrics_port);
     fmt::print(stderr, "metrics: http://127.0.0.1:{}/metrics\n", a.metrics->port());
   }
   cluster_config config = embedded_default ? parse_cluster_config(default_cluster, "embedded default cluster")
@@ -165,7 +165,7 @@ void run_command(run_args& a) {
                        ":...: a page off loopback needs the cluster's secret: set "
                        "[runtime] secret in the cluster file or " +
                        secret_env);
-    a.ui = std::make_shared<actors::ui_page>(a.ui_host, *a.ui_port, secret);
+    a.ui = std::make_shared<observe::ui_page>(a.ui_host, *a.ui_port, secret);
     fmt::print(stderr, "cluster page: http://{}:{}/\n", a.ui_host, a.ui->port());
   }
   const auto policies =
@@ -187,7 +187,7 @@ void run_command(run_args& a) {
 
 // A listening address flag: PORT (on 127.0.0.1) or HOST:PORT to listen elsewhere.
 std::pair<std::string, uint16_t> listen_at(const std::string& text, const char* flag) {
-  return actors::parse_host_port(text.find(':') == std::string::npos ? "127.0.0.1:" + text : text, flag, true);
+  return cluster::parse_host_port(text.find(':') == std::string::npos ? "127.0.0.1:" + text : text, flag, true);
 }
 
 void setup(CLI::App& root) {

@@ -153,7 +153,7 @@ void write_report(const std::string& path, const nlohmann::json& json) {
   out << json.dump(2) << "\n";
 }
 
-void check_failures(const std::vector<actors::run_summary>& runs) {
+void check_failures(const std::vector<report::run_summary>& runs) {
   for (const auto& r : runs)
     if (r.failed_turns > 0)
       throw user_error(fmt::format("policy {}: {} turns failed: {}", r.policy, r.failed_turns, r.first_error));
@@ -166,8 +166,8 @@ void serve(const serving_options& s, const workload_options& w, const std::vecto
   if (!(s.slo.ttft_s > 0) || !(s.slo.tpot_s > 0)) throw user_error("--slo-ttft and --slo-tpot must be positive");
   if (!s.aps_sweep.empty()) {
     // Online capacity: rates in increasing order; a policy is not run above the first rate it fails.
-    actors::aps_sweep results;
-    std::vector<actors::run_summary> all;
+    report::aps_sweep results;
+    std::vector<report::run_summary> all;
     auto rates = parse_aps_list(s.aps_sweep);
     std::sort(rates.begin(), rates.end());
     std::set<std::string> over;
@@ -178,25 +178,25 @@ void serve(const serving_options& s, const workload_options& w, const std::vecto
       for (const auto& policy : policies) {
         if (over.count(policy)) continue;
         auto r = run(policy, at, fmt::format("{}@{}", policy, aps)).summary;
-        if (!actors::meets_slo(r, s.slo)) over.insert(policy);
+        if (!report::meets_slo(r, s.slo)) over.insert(policy);
         results[policy].push_back({aps, r});
         all.push_back(std::move(r));
       }
     }
-    if (!s.quiet) print(actors::sweep_table(results, s.slo));
-    write_report(s.report_file, actors::sweep_json(results, s.slo));
+    if (!s.quiet) print(report::sweep_table(results, s.slo));
+    write_report(s.report_file, report::sweep_json(results, s.slo));
     check_failures(all);
     return;
   }
-  std::vector<actors::run_summary> runs;
+  std::vector<report::run_summary> runs;
   std::vector<nlohmann::json> extras;
   for (const auto& policy : policies) {
     auto r = run(policy, w, policy);
     runs.push_back(std::move(r.summary));
     extras.push_back(std::move(r.extra));
   }
-  if (!s.quiet) print(actors::report_table(runs));
-  auto json = actors::report_json(runs);
+  if (!s.quiet) print(report::report_table(runs));
+  auto json = report::report_json(runs);
   for (size_t i = 0; i < extras.size() && i < json["runs"].size(); ++i) json["runs"][i].update(extras[i]);
   write_report(s.report_file, json);
   check_failures(runs);

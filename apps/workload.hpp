@@ -43,7 +43,7 @@ std::vector<workload_agent> build_workload(const workload_options& w, bool demo)
 // The serving options both commands share beyond the workload: policies, sweep, SLO, report.
 struct serving_options {
   std::string policy, compare, report_file, aps_sweep;
-  actors::serving_slo slo;
+  report::serving_slo slo;
   bool quiet = false;
 };
 void add_serving_options(CLI::App* cmd, serving_options& s);
@@ -54,7 +54,7 @@ std::vector<std::string> chosen_policies(const serving_options& s, const std::ve
 
 // One run of a policy over a workload, with what the command wants added to its JSON object.
 struct policy_run {
-  actors::run_summary summary;
+  report::run_summary summary;
   nlohmann::json extra = nlohmann::json::object();
 };
 using run_policy_fn =

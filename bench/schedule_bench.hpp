@@ -9,7 +9,7 @@ namespace dualpath::bench {
 struct schedule_bench_options {
   uint32_t engines = 1152;  // total, 8 per node; one third prefill (the paper's 1P2D ratio)
   uint64_t requests = 100000;
-  std::string policy = "dualpath";
+  std::string policy = "balanced";
   uint32_t repeats = 3;  // full runs; the median µs/request is reported
   uint64_t seed = 1;
 };

@@ -4,7 +4,7 @@
 
 #include "storage/read_rate.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::cluster {
 
 namespace {
 
@@ -34,19 +34,8 @@ double snic_rate(const run_base& base, const cluster_config& c, const run_mode& 
 schedule::policy_params scheduler_params(const run_base& base, const cluster_config& c, const mean_turn& turn,
                                          const run_mode& mode) {
   const auto fit = base.first->fit();
-  const auto& geo = base.geometry;
-  schedule::calibration_input in;
-  in.model = base.spec;
-  in.fit = {fit.fixed_s, fit.seconds_per_flop};
-  in.kv_bytes_per_token = geo.layers * geo.bytes_per_token_layer;
-  in.block_tokens = geo.block_tokens;
+  auto in = schedule::calibration_input_of(c, base.spec, {fit.fixed_s, fit.seconds_per_flop}, base.geometry, turn);
   in.snic_bytes_per_s = snic_rate(base, c, mode);
-  in.alpha_s = c.alpha_s;
-  in.beta_s = c.beta_s;
-  in.alpha_tokens = c.alpha_tokens;
-  in.beta_tokens = c.beta_tokens;
-  in.z_slack = c.z_slack;
-  in.turn = turn;
   const auto cal = schedule::calibrate(in);
   spdlog::info(
       "scheduler: alpha {} tokens at {:.3g} GB/s, beta {} tokens (at a mean turn of {} cached + {} appended "
@@ -58,4 +47,4 @@ schedule::policy_params scheduler_params(const run_base& base, const cluster_con
   return params;
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::cluster

@@ -14,9 +14,9 @@
 #include "cluster/calibration.hpp"
 #include "cluster/control_client.hpp"
 #include "cluster/turn_collector.hpp"
-#include "cluster/metrics.hpp"
+#include "observe/metrics.hpp"
 #include "cluster/node_processes.hpp"
-#include "cluster/ui_page.hpp"
+#include "observe/ui_page.hpp"
 #include "actors/engines.hpp"
 #include "cluster/node_host.hpp"
 #include "cluster/verify.hpp"
@@ -31,7 +31,7 @@
 #include "storage/block_store.hpp"
 #include "storage/read_rate.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::cluster {
 
 namespace {
 
@@ -160,7 +160,9 @@ run_summary run_cluster(const run_options& o) {
       if (o.on_control_port) o.on_control_port(port);
     }
     // The page switches the policy through the scheduler until this block ends, before the actor system does.
-    auto ui_link = o.ui ? o.ui->begin_run(o, scheduler_policy_setter(sys, view->scheduler)) : ui_page::attachment{};
+    auto ui_link = o.ui ? o.ui->begin_run(o.config, o.policy, turns_total(o.scripts),
+                                          scheduler_policy_setter(sys, view->scheduler))
+                        : ui_page::attachment{};
 
     std::vector<caf::actor> all{caf::actor_cast<caf::actor>(view->scheduler)};  // to stop at the end
     caf::scoped_actor self{sys};
@@ -205,14 +207,15 @@ run_summary run_cluster(const run_options& o) {
     summary.retried_turns = collector.retried;
     if (nodes && stall.empty()) stall = nodes->check().message();  // a dead node cannot report its counters
     if (nodes && stall.empty()) {
-      try {
-        for (auto& s : nodes->stats()) {
+      auto stats = nodes->stats();
+      if (stats) {
+        for (auto& s : *stats) {
           count(s.snic_bytes, s.persisted_blocks, s.store_read_bytes, s.snic_write_bytes, s.persist_errors);
           samples.push_back(std::move(s.snic_samples));
         }
-        nodes->stop();
-      } catch (const user_error& e) {
-        stall = e.what();
+        stall = nodes->stop().message();
+      } else {
+        stall = stats.error().message();
       }
     }
     nodes.reset();  // ends node processes still running
@@ -256,4 +259,4 @@ run_summary run_cluster(const run_options& o) {
   return summary;
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::cluster

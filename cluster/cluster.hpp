@@ -7,20 +7,18 @@
 #include <string>
 #include <vector>
 
+#include "cluster/vocabulary.hpp"
 #include "actors/agent_client.hpp"
+#include "report/run_progress.hpp"
 #include "report/run_report.hpp"
 #include "core/cluster_config.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::observe {
+class metrics_endpoint;
+class ui_page;
+}  // namespace dualpath::observe
 
-struct run_progress {
-  uint64_t turns_done = 0, turns_total = 0;
-  uint32_t agents_done = 0, agents_total = 0;
-  double elapsed_s = 0;
-  // Per node, as the scheduler sees it: turns placed with their PE or DE there, and the requests its engines
-  // hold (seq_e summed: in prefill on a prefill node, decoding on a decode node).
-  std::vector<uint32_t> in_flight_by_node, engine_requests_by_node;
-};
+namespace dualpath::cluster {
 
 struct run_options {
   cluster_config config;
@@ -46,14 +44,14 @@ struct run_options {
   std::function<void(uint32_t node, const std::string& how)> on_node_lost;
   // A lost node joined again (`dualpath node --node N` started anew) and takes work (docs/design.md §13).
   std::function<void(uint32_t node)> on_node_rejoined;
-  // Prometheus metrics (cluster/metrics.hpp), updated as turns end and once a second; not owned.
-  class metrics_endpoint* metrics = nullptr;
-  // The live cluster page (cluster/ui_page.hpp), fed where the metrics are and switching the policy; not owned.
-  class ui_page* ui = nullptr;
+  // Prometheus metrics (observe/metrics.hpp), updated as turns end and once a second; not owned.
+  observe::metrics_endpoint* metrics = nullptr;
+  // The live cluster page (observe/ui_page.hpp), fed where the metrics are and switching the policy; not owned.
+  observe::ui_page* ui = nullptr;
 };
 
 // Runs the cluster until every script finished; throws user_error on bad configuration, or when the run
 // makes no progress for config.timeout_s.
 run_summary run_cluster(const run_options& options);
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::cluster

@@ -16,7 +16,7 @@
 #include "actors/control.hpp"
 #include "core/status.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::cluster {
 
 namespace {
 
@@ -142,4 +142,4 @@ std::pair<std::string, uint16_t> parse_host_port(const std::string& text, const 
   return {text.substr(0, colon), uint16_t(port)};
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::cluster

@@ -9,11 +9,12 @@
 #include <string>
 #include <utility>
 
+#include "cluster/vocabulary.hpp"
 #include "actors/control.hpp"
 #include "protocol/interfaces.hpp"
 #include "protocol/scheduler_codec.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::cluster {
 
 // Spawns the control actor and publishes it on host:port (port 0: any free port; 127.0.0.1 unless told
 // otherwise, docs/design.md §13). Only commands with `gate`'s proof are obeyed. Returns the bound port.
@@ -46,4 +47,4 @@ class control_client {
 std::pair<std::string, uint16_t> parse_host_port(const std::string& text, const std::string& what,
                                                  bool allow_any = false);
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::cluster

@@ -10,7 +10,7 @@
 #include "core/status.hpp"
 #include "storage/block_store.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::cluster {
 
 run_base prepare_run(const cluster_config& c, const std::string& origin) {
   validate_cluster_config(c, origin);
@@ -23,9 +23,7 @@ run_base prepare_run(const cluster_config& c, const std::string& origin) {
   b.first = gpu::make_backend(b.backend_options);
   b.spec = b.first->model();
 
-  b.geometry.layers = b.spec.layers;
-  b.geometry.block_tokens = c.block_tokens ? c.block_tokens : b.spec.block_tokens;
-  b.geometry.bytes_per_token_layer = b.spec.kv_bytes_per_token_layer;
+  b.geometry = kv_geometry_of(b.spec, c);
   for (auto [key, gb] : {std::pair<const char*, double>{"hbm_gb", c.hbm_gb}, {"prefill_hbm_gb", c.prefill_hbm()}}) {
     const uint64_t hbm_bytes = uint64_t(gb * 1e9);
     if (hbm_bytes < 2 * b.geometry.block_bytes() + uint64_t(c.model_traffic_kb) * 1024)
@@ -35,8 +33,7 @@ run_base prepare_run(const cluster_config& c, const std::string& origin) {
 
   storage::store_options so;
   so.dir = c.store_dir;
-  so.format = {runtime::model_fingerprint(b.spec.name, c.backend, c.seed, b.geometry), b.geometry.layers,
-               b.geometry.block_tokens, uint32_t(b.geometry.bytes_per_token_layer)};
+  so.format = storage::block_format::of(b.geometry, model_fingerprint(b.spec.name, c.backend, c.seed, b.geometry));
   so.capacity_bytes = uint64_t(c.capacity_gb * 1e9);
   so.fsync = c.fsync;
   b.store = storage::block_store::open(so);
@@ -59,7 +56,7 @@ cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const 
   return view;
 }
 
-std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const runtime::kv_geometry& geo, uint32_t node,
+std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const kv_geometry& geo, uint32_t node,
                                                bool bypass, storage::block_store& store,
                                                std::shared_ptr<runtime::dram_blocks> dram,
                                                std::shared_ptr<std::mutex> provider_lock) {
@@ -116,4 +113,4 @@ node_actors spawn_node_actors(caf::actor_system& sys, const run_base& base, cons
   return out;
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::cluster

@@ -9,19 +9,20 @@
 #include <string>
 #include <vector>
 
+#include "cluster/vocabulary.hpp"
 #include "actors/cluster_view.hpp"
 #include "runtime/ep_rounds.hpp"
 #include "runtime/node_io.hpp"
 #include "core/cluster_config.hpp"
 #include "gpu/backend.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::cluster {
 
 struct run_base {
   gpu::backend_options backend_options;
   std::shared_ptr<gpu::compute_backend> first;  // the first engine's backend (also gives the compute fit)
   model_spec spec;
-  runtime::kv_geometry geometry;
+  kv_geometry geometry;
   std::unique_ptr<storage::block_store> store;
 };
 
@@ -33,7 +34,7 @@ cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const 
 
 // Node `node`'s data plane (bypass: the oracle's in-process I/O, its hit KV from `dram`, shared by the nodes).
 // `provider_lock`: shared by the nodes of one process (transport::fabric_options::provider_lock).
-std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const runtime::kv_geometry& geo, uint32_t node,
+std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const kv_geometry& geo, uint32_t node,
                                                bool bypass, storage::block_store& store,
                                                std::shared_ptr<runtime::dram_blocks> dram = nullptr,
                                                std::shared_ptr<std::mutex> provider_lock = nullptr);
@@ -52,4 +53,4 @@ node_actors spawn_node_actors(caf::actor_system& sys, const run_base& base, cons
                               runtime::node_io& io, uint32_t node,
                               std::shared_ptr<gpu::compute_backend> first_backend = nullptr);
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::cluster

@@ -11,14 +11,14 @@
 
 #include "protocol/system_config.hpp"
 #include "protocol/errors.hpp"
-#include "cluster/metrics.hpp"
+#include "observe/metrics.hpp"
 #include "cluster/node_processes.hpp"
 #include "cluster/node_host.hpp"
 #include "core/faults.hpp"
 #include "core/status.hpp"
 #include "core/stop_signals.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::cluster {
 
 namespace {
 
@@ -191,4 +191,4 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   if (orphaned) throw user_error(fmt::format("node {}: the launcher at {} went away", node, where));
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::cluster

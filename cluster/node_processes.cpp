@@ -23,7 +23,7 @@
 
 extern char** environ;
 
-namespace dualpath::actors {
+namespace dualpath::cluster {
 
 namespace {
 
@@ -35,7 +35,7 @@ std::string describe_exit(uint32_t node, int pid, int status) {
 }  // namespace
 
 node_processes::node_processes(caf::actor_system& sys, const cluster_view& view, const node_launch& launch)
-    : sys_(sys), timeout_(int64_t(view.config.timeout_s * 1000)) {
+    : sys_(sys), timeout_(int64_t(view.config.timeout_s * 1000)), nodes_(view.nodes()) {
   const uint32_t nodes = view.nodes();
   cluster_handles handles;
   handles.scheduler = caf::actor_cast<caf::actor>(view.scheduler);
@@ -85,14 +85,11 @@ node_processes::node_processes(caf::actor_system& sys, const cluster_view& view,
       }
     }
     if (!failure.empty()) throw user_error("multi-process run: " + failure);
-    for (const auto& n : wired.nodes) {
-      controls_.push_back(caf::actor_cast<node_control_actor>(n.control));
-      (*watcher_)->monitor(controls_.back());
+    for (size_t n = 0; n < wired.nodes.size() && n < nodes_.size(); ++n) {
+      nodes_[n].control = caf::actor_cast<node_control_actor>(wired.nodes[n].control);
+      (*watcher_)->monitor(nodes_[n].control);
     }
-    stopped_.assign(controls_.size(), false);
-    lost_.assign(controls_.size(), false);
-    lost_at_.assign(controls_.size(), {});
-    back_as_.assign(controls_.size(), std::nullopt);
+    wired_ = true;
   } catch (...) {
     shutdown();
     throw;
@@ -119,27 +116,27 @@ void node_processes::spawn_nodes(const std::string& program, const std::string& 
     pid_t pid = 0;
     if (const int err = posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv.data(), envp.data()); err != 0)
       throw user_error(fmt::format("cannot start node {} as '{}': {}", n, program, std::strerror(err)));
-    pids_.push_back(pid);
-    reaped_.push_back(false);
+    nodes_[n].pid = pid;
   }
 }
 
 // Stops what is still running: asks every wired node to stop, gives spawned processes a grace period,
 // then kills and reaps them; closes the registry.
 void node_processes::shutdown() {
-  for (auto& c : controls_) caf::anon_send(c, atom::stop_v);
+  for (auto& s : nodes_)
+    if (s.control) caf::anon_send(s.control, atom::stop_v);
   // Spawned nodes not wired yet have no control actor to hear a stop: they get SIGTERM, which they handle
   // themselves (core/stop_signals.hpp).
-  if (controls_.empty())
-    for (size_t i = 0; i < pids_.size(); ++i)
-      if (!reaped_[i]) kill(pids_[i], SIGTERM);
+  if (!wired_)
+    for (auto& s : nodes_)
+      if (s.running_child()) kill(s.pid, SIGTERM);
   if (watcher_) stop_rejoining();
   reap_until(std::chrono::steady_clock::now() + std::chrono::seconds(5));
-  for (size_t i = 0; i < pids_.size(); ++i)
-    if (!reaped_[i]) {
-      kill(pids_[i], SIGKILL);
-      waitpid(pids_[i], nullptr, 0);
-      reaped_[i] = true;
+  for (auto& s : nodes_)
+    if (s.running_child()) {
+      kill(s.pid, SIGKILL);
+      waitpid(s.pid, nullptr, 0);
+      s.reaped = true;
     }
   if (registry_) {
     if (port_) sys_.middleman().unpublish(registry_, port_);
@@ -152,11 +149,12 @@ std::vector<std::pair<size_t, int>> node_processes::reap_until(std::chrono::stea
   std::vector<std::pair<size_t, int>> ended;
   for (;;) {
     bool running = false;
-    for (size_t i = 0; i < pids_.size(); ++i) {
-      if (reaped_[i]) continue;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      node_slot& s = nodes_[i];
+      if (!s.running_child()) continue;
       int status = 0;
-      if (waitpid(pids_[i], &status, WNOHANG) == pids_[i]) {
-        reaped_[i] = true;
+      if (waitpid(s.pid, &status, WNOHANG) == s.pid) {
+        s.reaped = true;
         ended.emplace_back(i, status);
       } else {
         running = true;
@@ -168,9 +166,9 @@ std::vector<std::pair<size_t, int>> node_processes::reap_until(std::chrono::stea
 }
 
 std::optional<size_t> node_processes::note_down(const caf::down_msg& d) {
-  for (size_t n = 0; n < controls_.size(); ++n)
-    if (controls_[n].address() == d.source && !stopped_[n]) {
-      stopped_[n] = true;
+  for (size_t n = 0; n < nodes_.size(); ++n)
+    if (nodes_[n].control && nodes_[n].control.address() == d.source && !nodes_[n].stopped) {
+      nodes_[n].stopped = true;
       return n;
     }
   return std::nullopt;
@@ -196,7 +194,8 @@ void node_processes::drain() {
 status node_processes::check() {
   const auto ended = reap_until(std::chrono::steady_clock::now());
   if (!ended.empty())
-    return status(errc::unavailable, describe_exit(uint32_t(ended[0].first), pids_[ended[0].first], ended[0].second));
+    return status(errc::unavailable,
+                  describe_exit(uint32_t(ended[0].first), nodes_[ended[0].first].pid, ended[0].second));
   // Nodes on other hosts (or not yet reaped): their control actor's down message says they are gone.
   drain();
   std::string gone;
@@ -210,33 +209,35 @@ status node_processes::check() {
 std::vector<std::pair<uint32_t, std::string>> node_processes::poll_lost() {
   std::vector<std::pair<uint32_t, std::string>> out;
   auto lose = [&](size_t n, std::string how) {
-    if (n >= lost_.size() || lost_[n]) return;
-    lost_[n] = stopped_[n] = true;
-    lost_at_[n] = std::chrono::steady_clock::now();
+    if (n >= nodes_.size() || nodes_[n].lost) return;
+    nodes_[n].lost = nodes_[n].stopped = true;
+    nodes_[n].lost_at = std::chrono::steady_clock::now();
     out.emplace_back(uint32_t(n), std::move(how));
   };
   for (const auto& [n, status] : reap_until(std::chrono::steady_clock::now()))
-    lose(n, describe_exit(uint32_t(n), pids_[n], status));
+    lose(n, describe_exit(uint32_t(n), nodes_[n].pid, status));
   drain();
   for (const auto& d : downs_)
-    for (size_t n = 0; n < controls_.size(); ++n)
-      if (controls_[n].address() == d.source) lose(n, fmt::format("node {} went away ({})", n, describe(d.reason)));
+    for (size_t n = 0; n < nodes_.size(); ++n)
+      if (nodes_[n].control && nodes_[n].control.address() == d.source)
+        lose(n, fmt::format("node {} went away ({})", n, describe(d.reason)));
   downs_.clear();
   // The heartbeat: a node whose process runs but whose actors do not answer is as good as dead.
   const auto now = std::chrono::steady_clock::now();
   if (now - last_ping_ < heartbeat_interval) return out;
   last_ping_ = now;
   caf::scoped_actor self{sys_};
-  for (size_t n = 0; n < controls_.size(); ++n) {
-    if (lost_[n]) continue;
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    node_slot& s = nodes_[n];
+    if (s.lost || !s.control) continue;
     std::string failure;
-    self->request(controls_[n], heartbeat_deadline, atom::ping_v)
+    self->request(s.control, heartbeat_deadline, atom::ping_v)
         .receive([](uint32_t) {}, [&](const caf::error& e) { failure = describe(e); });
     if (failure.empty()) continue;
-    if (n < pids_.size() && !reaped_[n]) {  // a hung process of ours must not come back with late answers
-      kill(pids_[n], SIGKILL);
-      waitpid(pids_[n], nullptr, 0);
-      reaped_[n] = true;
+    if (s.running_child()) {  // a hung process of ours must not come back with late answers
+      kill(s.pid, SIGKILL);
+      waitpid(s.pid, nullptr, 0);
+      s.reaped = true;
     }
     lose(n,
          fmt::format("node {} did not answer the heartbeat within {} ms ({})", n, heartbeat_deadline.count(), failure));
@@ -245,8 +246,8 @@ std::vector<std::pair<uint32_t, std::string>> node_processes::poll_lost() {
 }
 
 void node_processes::announce_lost(uint32_t node) {
-  for (size_t n = 0; n < controls_.size(); ++n)
-    if (!lost_[n]) caf::anon_send(controls_[n], atom::lost_v, node);
+  for (auto& s : nodes_)
+    if (!s.lost && s.control) caf::anon_send(s.control, atom::lost_v, node);
   caf::anon_send(caf::actor_cast<registry_actor>(registry_), atom::lost_v, node, proof_);  // it may join again
 }
 
@@ -268,74 +269,88 @@ std::vector<uint32_t> node_processes::poll_rejoined() {
   for (auto& rejoin : rejoins_) {
     const auto& [h, entries] = rejoin;
     const size_t n = h.node;
-    if (n >= controls_.size() || !lost_[n]) continue;
-    if (now < lost_at_[n] + quarantine()) {  // a survivor's wait may still name the old process
-      later.push_back(std::move(rejoin));    // (one per node: the registry wires one process per lost index)
+    if (n >= nodes_.size() || !nodes_[n].lost) continue;
+    if (now < nodes_[n].lost_at + quarantine()) {  // a survivor's wait may still name the old process
+      later.push_back(std::move(rejoin));          // (one per node: the registry wires one process per lost index)
       continue;
     }
     auto control = caf::actor_cast<node_control_actor>(h.control);
     // The new process first hears which nodes are lost now, and which came back since it was wired (its
     // wiring answer named their dead processes), then every survivor switches to it.
-    for (size_t m = 0; m < controls_.size(); ++m)
-      if (lost_[m] && m != n) caf::anon_send(control, atom::lost_v, uint32_t(m));
+    for (size_t m = 0; m < nodes_.size(); ++m)
+      if (nodes_[m].lost && m != n) caf::anon_send(control, atom::lost_v, uint32_t(m));
     // All at once, so a node that died meanwhile (the next poll_lost says so) holds this loop one timeout,
     // not one per node. Not less: the scheduler gives the node work next, and a survivor that has not yet
     // filed its handles would send to the dead process.
-    using answer = decltype(self->request(controls_[0], timeout_, atom::rejoin_v, h, entries));
+    using answer = decltype(self->request(control, timeout_, atom::rejoin_v, h, entries));
     std::vector<std::tuple<size_t, size_t, answer>> asked;  // who, about whom
-    for (size_t m = 0; m < controls_.size(); ++m)
-      if (!lost_[m] && m != n && back_as_[m])
-        asked.emplace_back(n, m,
-                           self->request(control, timeout_, atom::rejoin_v, back_as_[m]->first, back_as_[m]->second));
-    for (size_t m = 0; m < controls_.size(); ++m)
-      if (!lost_[m] && m != n)
-        asked.emplace_back(m, n, self->request(controls_[m], timeout_, atom::rejoin_v, h, entries));
+    for (size_t m = 0; m < nodes_.size(); ++m)
+      if (const node_slot& other = nodes_[m]; !other.lost && m != n && other.back_as)
+        asked.emplace_back(
+            n, m, self->request(control, timeout_, atom::rejoin_v, other.back_as->first, other.back_as->second));
+    for (size_t m = 0; m < nodes_.size(); ++m)
+      if (!nodes_[m].lost && m != n)
+        asked.emplace_back(m, n, self->request(nodes_[m].control, timeout_, atom::rejoin_v, h, entries));
     for (auto& [who, about, a] : asked)
       a.receive([](uint32_t) {},
                 [&, who = who, about = about](const caf::error& e) {
                   spdlog::warn("launcher: node {} did not take rejoined node {}: {}", who, about, describe(e));
                 });
-    controls_[n] = control;
-    (*watcher_)->monitor(controls_[n]);
-    lost_[n] = stopped_[n] = false;
-    back_as_[n] = rejoin;
+    node_slot& s = nodes_[n];
+    s.control = control;
+    (*watcher_)->monitor(s.control);
+    s.lost = s.stopped = false;
+    s.back_as = rejoin;
     out.push_back(uint32_t(n));
   }
   rejoins_ = std::move(later);
   return out;
 }
 
-std::vector<node_counters> node_processes::stats() {
+std::vector<int> node_processes::pids() const {
+  std::vector<int> out;
+  for (const auto& s : nodes_)
+    if (s.pid) out.push_back(s.pid);
+  return out;
+}
+
+result<std::vector<node_counters>> node_processes::stats() {
   caf::scoped_actor self{sys_};
   std::vector<node_counters> out;
-  for (size_t n = 0; n < controls_.size(); ++n) {
-    if (n < lost_.size() && lost_[n]) {  // a lost node's counters went with it
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    if (nodes_[n].lost || !nodes_[n].control) {  // a lost node's counters went with it
       out.push_back(node_counters{uint32_t(n)});
       continue;
     }
     std::string failure;
-    self->request(controls_[n], timeout_, atom::stats_v)
+    self->request(nodes_[n].control, timeout_, atom::stats_v)
         .receive([&](const envelope<schema::NodeCounters>& e) { out.push_back(decode(e)); },
                  [&](const caf::error& e) { failure = describe(e); });
-    if (!failure.empty()) throw user_error(fmt::format("node {} did not report its counters: {}", n, failure));
+    if (!failure.empty())
+      return status(errc::unavailable, fmt::format("node {} did not report its counters: {}", n, failure));
   }
   return out;
 }
 
-void node_processes::stop() {
-  for (size_t n = 0; n < controls_.size(); ++n)
-    if (!(n < lost_.size() && lost_[n])) caf::anon_send(controls_[n], atom::stop_v);
+status node_processes::stop() {
+  for (auto& s : nodes_)
+    if (!s.lost && s.control) caf::anon_send(s.control, atom::stop_v);
   stop_rejoining();
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   // Spawned processes must exit cleanly; every node's control actor must go down.
   for (const auto& [i, status] : reap_until(deadline))
     if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-      throw user_error("multi-process run: at the end, " + describe_exit(uint32_t(i), pids_[i], status));
-  for (size_t i = 0; i < pids_.size(); ++i)
-    if (!reaped_[i]) throw user_error(fmt::format("node {} (pid {}) did not exit after stop", i, pids_[i]));
+      return dualpath::status(errc::unavailable,
+                              "multi-process run: at the end, " + describe_exit(uint32_t(i), nodes_[i].pid, status));
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].running_child())
+      return status(errc::unavailable, fmt::format("node {} (pid {}) did not exit after stop", i, nodes_[i].pid));
   for (const auto& d : downs_) note_down(d);  // taken by stop_rejoining's drain
   downs_.clear();
-  while (std::count(stopped_.begin(), stopped_.end(), false) > 0) {
+  auto running = [&] {
+    return std::any_of(nodes_.begin(), nodes_.end(), [](const node_slot& s) { return s.control && !s.stopped; });
+  };
+  while (running()) {
     bool timed_out = false;
     (*watcher_)->receive(
         [&](const caf::down_msg& d) { note_down(d); },
@@ -343,9 +358,10 @@ void node_processes::stop() {
           caf::anon_send(caf::actor_cast<node_control_actor>(h.control), atom::stop_v);
         },
         caf::after(std::chrono::milliseconds(100)) >> [&] { timed_out = std::chrono::steady_clock::now() > deadline; });
-    if (timed_out) throw user_error("multi-process run: a node did not stop within the timeout");
+    if (timed_out) return status(errc::unavailable, "multi-process run: a node did not stop within the timeout");
   }
-  controls_.clear();  // nothing left to stop
+  for (auto& s : nodes_) s.control = node_control_actor{};  // nothing left to stop
+  return {};
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::cluster

@@ -16,13 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "cluster/vocabulary.hpp"
 #include "actors/cluster_view.hpp"
 #include "core/secret.hpp"
 #include "runtime/node_io.hpp"
 #include "protocol/deployment_codec.hpp"
 #include "protocol/interfaces.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::cluster {
 
 // How the launcher gets its node processes: it starts them on this host (spawn), or it publishes the
 // registry at `listen` and waits for nodes started by hand, on any host (join).
@@ -65,11 +66,12 @@ class node_processes {
   // name it (2 timeout_s at most, actors/engine_base.hpp) has ended by then, so no late copy, release or
   // hand-off planned for the dead process reaches the new one, whose slots and HBM mean other things.
   std::chrono::milliseconds quarantine() const;
-  // Counters of every node (user_error if one does not answer within the timeout).
-  std::vector<node_counters> stats();
-  // Asks every node to stop and waits until they have.
-  void stop();
-  const std::vector<int>& pids() const { return pids_; }  // spawned node processes, by node
+  // Counters of every node (unavailable, naming it, if one does not answer within the timeout).
+  result<std::vector<node_counters>> stats();
+  // Asks every node to stop and waits until they have (unavailable, naming the node, if one does not, or a
+  // spawned process exits other than cleanly).
+  status stop();
+  std::vector<int> pids() const;  // spawned node processes, by node (empty when nodes were started by hand)
 
  private:
   void spawn_nodes(const std::string& program, const std::string& registry_at, uint32_t nodes,
@@ -87,16 +89,23 @@ class node_processes {
   // What the registry says of a node that joined again: its new process's handles and endpoints.
   using rejoin_message = std::pair<node_handles, envelope<schema::FabricDirectory>>;
 
+  // What the launcher knows of one node's process.
+  struct node_slot {
+    int pid = 0;                                      // spawned: its process (0: started by hand)
+    bool reaped = false;                              // spawned: its wait status was collected
+    node_control_actor control;                       // once wired: the control actor of its current process
+    bool stopped = false;                             // that control actor is gone (down message seen)
+    bool lost = false;                                // given up until it rejoins (poll_lost, poll_rejoined)
+    std::chrono::steady_clock::time_point lost_at{};  // when poll_lost gave it up
+    // Once it rejoined: its process's handles and endpoints, for a node that rejoins after it.
+    std::optional<rejoin_message> back_as;
+    bool running_child() const { return pid != 0 && !reaped; }
+  };
+
   caf::actor_system& sys_;
   std::chrono::milliseconds timeout_;
-  std::vector<int> pids_;
-  std::vector<bool> reaped_;
-  std::vector<node_control_actor> controls_;
-  std::vector<bool> stopped_;                                   // node's control actor is gone (down message seen)
-  std::vector<bool> lost_;                                      // given up until it rejoins (poll_lost, poll_rejoined)
-  std::vector<std::chrono::steady_clock::time_point> lost_at_;  // when poll_lost gave it up
-  // Per node that rejoined: its process's handles and endpoints, for a node that rejoins after it.
-  std::vector<std::optional<rejoin_message>> back_as_;
+  std::vector<node_slot> nodes_;  // by node index
+  bool wired_ = false;            // every node's control actor is known
   std::chrono::steady_clock::time_point last_ping_{};
   // A dead process is seen at once (reaped, or its control actor's down message); a hung one by the
   // heartbeat: pinged every interval, lost when it does not answer within the deadline.
@@ -118,4 +127,4 @@ class node_processes {
 void run_node_process(const std::string& host, uint16_t port, uint32_t node, std::chrono::milliseconds timeout,
                       const std::string& secret, std::optional<uint16_t> metrics_port = std::nullopt);
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::cluster

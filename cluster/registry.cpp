@@ -10,7 +10,7 @@
 #include "protocol/deployment_codec.hpp"
 #include "protocol/errors.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::cluster {
 
 namespace {
 
@@ -148,4 +148,4 @@ registry_actor spawn_registry(caf::actor_system& sys, uint32_t nodes, std::strin
                    std::move(proof), std::move(refused));
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::cluster

@@ -8,10 +8,11 @@
 #include <memory>
 #include <string>
 
+#include "cluster/vocabulary.hpp"
 #include "core/secret.hpp"
 #include "protocol/interfaces.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::cluster {
 
 // `launcher` hears (join, N) as nodes join, (ready, cluster_handles) once every node is connected, and
 // (rejoin, handles, endpoints) for a lost node that joined again. Every message must carry `proof`
@@ -20,4 +21,4 @@ registry_actor spawn_registry(caf::actor_system& sys, uint32_t nodes, std::strin
                               cluster_handles handles, caf::actor launcher, std::string proof,
                               std::shared_ptr<refused_peers> refused);
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::cluster

@@ -8,13 +8,13 @@
 #include <algorithm>
 
 #include "actors/engines.hpp"
-#include "cluster/metrics.hpp"
+#include "observe/metrics.hpp"
 #include "core/stop_signals.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/runtime_codec.hpp"
 #include "protocol/waits.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::cluster {
 
 namespace {
 
@@ -64,7 +64,7 @@ std::string waiting_hint(caf::scoped_actor& self, const cluster_view& view) {
 
 void turn_collector::run(caf::scoped_actor& self) {
   progress.agents_total = uint32_t(options.scripts.size());
-  for (const auto& s : options.scripts) progress.turns_total += s.turns.size();
+  progress.turns_total = turns_total(options.scripts);
   t0 = now_ns();
   start_clients();
   int64_t last_report = t0;
@@ -228,4 +228,4 @@ void turn_collector::on_rejoined(caf::scoped_actor& self, uint32_t node) {
   if (options.on_node_rejoined) options.on_node_rejoined(node);
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::cluster

@@ -9,14 +9,15 @@
 #include <utility>
 #include <vector>
 
+#include "cluster/vocabulary.hpp"
 #include "cluster/cluster.hpp"
 #include "cluster/node_processes.hpp"
-#include "cluster/ui_page.hpp"
+#include "observe/ui_page.hpp"
 #include "cluster/verify.hpp"
 #include "protocol/runtime_codec.hpp"
 #include "protocol/scheduler_codec.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::cluster {
 
 // The launcher's side of a run: takes every client's results until all agents finished, or says why the run
 // stopped making progress.
@@ -70,4 +71,4 @@ struct turn_collector {
   void on_rejoined(caf::scoped_actor& self, uint32_t node);
 };
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::cluster

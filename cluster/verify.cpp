@@ -1,6 +1,6 @@
 #include "cluster/verify.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::cluster {
 
 std::vector<int32_t> recompute_turn(gpu::compute_backend& backend, const std::vector<int32_t>& prompt, uint32_t gen) {
   const auto& m = backend.model();
@@ -46,4 +46,4 @@ verify_counts verify_turns(const turns_to_verify& turns, const std::shared_ptr<g
   return out;
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::cluster

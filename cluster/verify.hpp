@@ -6,9 +6,10 @@
 #include <utility>
 #include <vector>
 
+#include "cluster/vocabulary.hpp"
 #include "gpu/backend.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::cluster {
 
 // Recomputes a turn from scratch (full prefill of `prompt`, then decode): the correctness reference.
 std::vector<int32_t> recompute_turn(gpu::compute_backend& backend, const std::vector<int32_t>& prompt, uint32_t gen);
@@ -25,4 +26,4 @@ struct verify_counts {
 verify_counts verify_turns(const turns_to_verify& turns, const std::shared_ptr<gpu::compute_backend>& run_backend,
                            const gpu::backend_options& options);
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::cluster

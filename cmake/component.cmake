@@ -12,9 +12,11 @@ set(DUALPATH_LAYER_bench 2)
 set(DUALPATH_LAYER_protocol 3)
 set(DUALPATH_LAYER_sim 3)
 set(DUALPATH_LAYER_actors 4)
+set(DUALPATH_LAYER_observe 4)
 set(DUALPATH_LAYER_cluster 5)
 set(DUALPATH_LAYER_apps 6)
-set(DUALPATH_FOLDERS schema core storage transport gpu schedule runtime report bench protocol sim actors cluster apps)
+set(DUALPATH_FOLDERS schema core storage transport gpu schedule runtime report bench protocol sim actors observe cluster
+    apps)
 
 # dualpath_check_layers(FOLDER DEPS...): every dualpath:: link of FOLDER and every `#include "X/..."` in its
 # sources names a folder of a lower layer (or FOLDER itself).

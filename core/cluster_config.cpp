@@ -199,8 +199,7 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
         r.get(t, name, "at_s", s.at_s);
         r.get(t, name, "policy", s.policy);
         if (s.policy.empty()) r.fail(name + ".policy", "missing");
-        if (!is_scheduler_policy(s.policy))
-          r.fail(name + ".policy", unknown_name("scheduler policy", s.policy, scheduler_policy_names()));
+        if (!is_scheduler_policy(s.policy)) r.fail(name + ".policy", unknown_scheduler_policy(s.policy));
         c.switches.push_back(s);
       }
     }

@@ -20,13 +20,14 @@ struct mode_row {
 
 // The one table of run policies: name -> scheduler policy, data path and batching (docs/design.md §7.7).
 constexpr mode_row modes[] = {
-    {run_policy::basic, "basic", "framework", false, kv_loading::whole, io_mode::real, false},
-    {run_policy::layerwise, "layerwise", "framework", false, kv_loading::layerwise, io_mode::real, false},
-    {run_policy::dualpath_nosched, "dualpath_nosched", "alternate", true, kv_loading::layerwise, io_mode::real, false},
-    {run_policy::dualpath, "dualpath", "dualpath", true, kv_loading::layerwise, io_mode::real, true},
-    {run_policy::round_robin, "round_robin", "round_robin", true, kv_loading::layerwise, io_mode::real, true},
-    {run_policy::split, "split", "split", true, kv_loading::layerwise, io_mode::real, true},
-    {run_policy::oracle, "oracle", "basic", false, kv_loading::layerwise, io_mode::bypass, true},
+    {run_policy::basic, "basic", "rr_pe", false, kv_loading::whole, io_mode::real, false},
+    {run_policy::layerwise, "layerwise", "rr_pe", false, kv_loading::layerwise, io_mode::real, false},
+    {run_policy::dualpath_nosched, "dualpath_nosched", "rr_alternate", true, kv_loading::layerwise, io_mode::real,
+     false},
+    {run_policy::dualpath, "dualpath", "balanced", true, kv_loading::layerwise, io_mode::real, true},
+    {run_policy::round_robin, "round_robin", "rr_queue", true, kv_loading::layerwise, io_mode::real, true},
+    {run_policy::split, "split", "balanced_split", true, kv_loading::layerwise, io_mode::real, true},
+    {run_policy::oracle, "oracle", "balanced_pe", false, kv_loading::layerwise, io_mode::bypass, true},
 };
 
 constexpr const char* backends[] = {"cpu", "cuda", "modeled"};
@@ -47,13 +48,22 @@ const std::vector<std::string>& run_policy_names() {
 }
 
 const std::vector<std::string>& scheduler_policy_names() {
-  static const std::vector<std::string> names{"dualpath", "basic", "round_robin", "split", "alternate", "framework"};
+  static const std::vector<std::string> names{"balanced", "balanced_pe",  "balanced_split",
+                                              "rr_queue", "rr_alternate", "rr_pe"};
   return names;
 }
 
 bool is_scheduler_policy(std::string_view name) {
   const auto& n = scheduler_policy_names();
   return std::find(n.begin(), n.end(), name) != n.end();
+}
+
+std::string unknown_scheduler_policy(std::string_view name) {
+  std::string text = unknown_name("scheduler policy", name, scheduler_policy_names());
+  for (const auto& m : modes)
+    if (name == m.name)
+      text += std::string("; '") + m.name + "' is a run policy, which schedules with '" + m.scheduler + "'";
+  return text;
 }
 
 result<run_mode> parse_run_mode(std::string_view name) {

@@ -41,6 +41,8 @@ const std::vector<std::string>& run_policy_names();
 // `[[schedule.switch]] policy` and `ctl policy set` name, in the runtime and the simulator alike.
 const std::vector<std::string>& scheduler_policy_names();
 bool is_scheduler_policy(std::string_view name);
+// "unknown scheduler policy 'NAME' (known: ...)"; for a run policy's name, which scheduler policy it uses.
+std::string unknown_scheduler_policy(std::string_view name);
 const char* to_string(run_policy p);
 // The mode a policy name stands for; bad_input naming the known names otherwise.
 result<run_mode> parse_run_mode(std::string_view name);

@@ -6,7 +6,7 @@
 #include "protocol/field_codec.hpp"
 #include "schema/runtime.capnp.h"
 
-namespace dualpath::actors {
+namespace dualpath::protocol {
 
 namespace {
 
@@ -100,4 +100,4 @@ node_counters decode(const envelope<schema::NodeCounters>& e) {
   });
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::protocol

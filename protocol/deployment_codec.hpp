@@ -9,7 +9,7 @@
 #include "protocol/type_ids.hpp"
 #include "runtime/node_io.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::protocol {
 
 struct node_counters {
   uint32_t node = 0;
@@ -27,4 +27,4 @@ std::vector<runtime::endpoint_entry> decode(const envelope<schema::FabricDirecto
 envelope<schema::NodeCounters> encode(const node_counters& x);
 node_counters decode(const envelope<schema::NodeCounters>& e);
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::protocol

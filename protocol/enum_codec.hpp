@@ -9,7 +9,7 @@
 #include "schema/scheduler.capnp.h"
 #include "transport/endpoint.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::protocol {
 
 // Both directions read one table; a value outside it (a corrupt message) maps to the first entry.
 inline constexpr std::pair<schedule::read_path, schema::ReadPath> read_paths[] = {
@@ -63,4 +63,4 @@ inline failure_kind from_schema(schema::Failure k) {
   return failure_kind::fatal;
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::protocol

@@ -3,7 +3,7 @@
 #include <caf/exit_reason.hpp>
 #include <caf/sec.hpp>
 
-namespace dualpath::actors {
+namespace dualpath::protocol {
 
 status to_status(const caf::error& e) {
   if (!e) return {};
@@ -33,4 +33,4 @@ status to_status(const caf::error& e) {
                 "error code " + std::to_string(e.code()) + " of category " + caf::to_string(e.category()));
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::protocol

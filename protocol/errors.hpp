@@ -11,7 +11,7 @@
 
 #include "core/status.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::protocol {
 
 inline constexpr caf::atom_value error_category = caf::atom("dualpath");
 
@@ -27,4 +27,4 @@ status to_status(const caf::error& e);
 // Human-readable text of any caf::error ("timeout: no answer within 30 s", "unavailable: ...").
 inline std::string describe(const caf::error& e) { return to_status(e).to_string(); }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::protocol

@@ -3,8 +3,8 @@
 // error completion) is re-run by the agent client; a fatal one is the turn's answer.
 #include <cstdint>
 
-namespace dualpath::actors {
+namespace dualpath::protocol {
 
 enum class failure_kind : uint8_t { none, fatal, transient };
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::protocol

@@ -12,7 +12,7 @@
 #include "protocol/enum_codec.hpp"
 #include "protocol/type_ids.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::protocol {
 
 // One field: the member of T and the setter and getter of the Cap'n Proto struct that carry it.
 template <class T, class Builder, class Reader, class V, class W>
@@ -29,7 +29,7 @@ field_map<T, Builder, Reader, V, W> field(V T::*member, void (Builder::*set)(W),
 
 // DP_FIELD(member, Name): T::member <-> S's setName/getName, with `T` (the struct) and `S` (the schema
 // struct) in scope. Cap'n Proto spells accessors in camel case, so the name is given once more.
-#define DP_FIELD(member, Name) ::dualpath::actors::field(&T::member, &S::Builder::set##Name, &S::Reader::get##Name)
+#define DP_FIELD(member, Name) ::dualpath::protocol::field(&T::member, &S::Builder::set##Name, &S::Reader::get##Name)
 
 // Enums cross through enum_codec.hpp; every other member converts to its wire type implicitly.
 template <class V>
@@ -103,4 +103,4 @@ T decode_fields(const envelope<Schema>& e, const Fields& fields) {
   });
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::protocol

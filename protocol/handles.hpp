@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace dualpath::actors {
+namespace dualpath::protocol {
 
 // What one node process hosts.
 struct node_handles {
@@ -35,4 +35,4 @@ typename Inspector::result_type inspect(Inspector& f, cluster_handles& x) {
   return f(caf::meta::type_name("cluster_handles"), x.scheduler, x.clients, x.nodes);
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::protocol

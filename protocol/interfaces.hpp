@@ -22,7 +22,7 @@
 #include "protocol/handles.hpp"
 #include "protocol/type_ids.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::protocol {
 
 // ---- scheduler (one per cluster, docs/design.md §7) ----
 using scheduler_actor = caf::typed_actor<
@@ -219,9 +219,9 @@ using node_control_actor = caf::typed_actor<
     // reach it from the answer on. Answers N. The launcher waits `timeout_s`.
     caf::replies_to<atom::rejoin, node_handles, envelope<schema::FabricDirectory>>::with<uint32_t>>;
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::protocol
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dualpath::actors::prefill_job_ptr)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dualpath::actors::layer_inputs_ptr)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dualpath::actors::decode_job_ptr)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dualpath::actors::completion_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dualpath::protocol::prefill_job_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dualpath::protocol::layer_inputs_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dualpath::protocol::decode_job_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dualpath::protocol::completion_ptr)

@@ -2,7 +2,7 @@
 
 #include "protocol/field_codec.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::protocol {
 
 namespace {
 
@@ -189,4 +189,4 @@ copy_batch decode(const envelope<schema::CopyBatch>& e) {
   });
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::protocol

@@ -11,7 +11,7 @@
 #include "schedule/policy.hpp"
 #include "transport/endpoint.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::protocol {
 
 struct turn_times {
   int64_t submitted = 0, assigned = 0, kv_ready = 0, prefill_start = 0, first_token = 0, second_token = 0, done = 0;
@@ -80,4 +80,4 @@ slot_list decode(const envelope<schema::Slots>& e);
 envelope<schema::CopyBatch> encode(const copy_batch& x);
 copy_batch decode(const envelope<schema::CopyBatch>& e);
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::protocol

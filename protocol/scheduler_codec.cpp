@@ -3,7 +3,7 @@
 
 #include "protocol/field_codec.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::protocol {
 
 namespace sch = dualpath::schedule;
 
@@ -191,4 +191,4 @@ envelope<schema::SchedulerStats> encode(const scheduler_counters& c) {
   });
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::protocol

@@ -10,7 +10,7 @@
 #include "schedule/fresh_view.hpp"
 #include "schedule/policy.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::protocol {
 
 struct policy_status {
   bool ok = false;
@@ -50,4 +50,4 @@ policy_status decode(const envelope<schema::PolicyStatus>& e);
 envelope<schema::SchedulerStats> encode(const scheduler_counters& x);
 scheduler_counters decode(const envelope<schema::SchedulerStats>& e);
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::protocol

@@ -6,7 +6,7 @@
 
 #include "protocol/type_ids.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::protocol {
 
 struct system_config : caf::actor_system_config {
   system_config() {
@@ -17,4 +17,4 @@ struct system_config : caf::actor_system_config {
   }
 };
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::protocol

@@ -37,7 +37,7 @@ struct FabricDirectory;
 struct NodeCounters;
 }  // namespace dualpath::schema
 
-namespace dualpath::actors {
+namespace dualpath::protocol {
 
 // A Cap'n Proto message of root type `Schema` as flat, unpacked words (capnp::messageToFlatArray).
 // The type parameter only keeps typed actor interfaces honest; the bytes are the wire format.
@@ -91,27 +91,27 @@ class envelope_reader {
   capnp::FlatArrayMessageReader reader_;
 };
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::protocol
 
 CAF_BEGIN_TYPE_ID_BLOCK(dualpath, caf::first_custom_type_id)
-CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::Request>))
-CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::GroupReport>))
-CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::Fetch>))
-CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::Assignments>))
-CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::PolicyStatus>))
-CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::SchedulerStats>))
-CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::TurnPayload>))
-CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::Handoff>))
-CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::TurnResult>))
-CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::LoadBlocks>))
-CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::LoadResult>))
-CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::Slots>))
-CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::CopyBatch>))
-CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::NodeSetup>))
-CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::FabricDirectory>))
-CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::envelope<dualpath::schema::NodeCounters>))
-CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::node_handles))
-CAF_ADD_TYPE_ID(dualpath, (dualpath::actors::cluster_handles))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::envelope<dualpath::schema::Request>))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::envelope<dualpath::schema::GroupReport>))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::envelope<dualpath::schema::Fetch>))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::envelope<dualpath::schema::Assignments>))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::envelope<dualpath::schema::PolicyStatus>))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::envelope<dualpath::schema::SchedulerStats>))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::envelope<dualpath::schema::TurnPayload>))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::envelope<dualpath::schema::Handoff>))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::envelope<dualpath::schema::TurnResult>))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::envelope<dualpath::schema::LoadBlocks>))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::envelope<dualpath::schema::LoadResult>))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::envelope<dualpath::schema::Slots>))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::envelope<dualpath::schema::CopyBatch>))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::envelope<dualpath::schema::NodeSetup>))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::envelope<dualpath::schema::FabricDirectory>))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::envelope<dualpath::schema::NodeCounters>))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::node_handles))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::cluster_handles))
 // Request ids an engine's numbers count (engine -> leader, docs/design.md §7.1).
 CAF_ADD_TYPE_ID(dualpath, (std::vector<uint64_t>))
 CAF_END_TYPE_ID_BLOCK(dualpath)

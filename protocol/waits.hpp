@@ -7,7 +7,7 @@
 
 #include "core/cluster_config.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::protocol {
 
 struct waits {
   double timeout_s = 60;
@@ -30,4 +30,4 @@ struct waits {
 
 inline waits waits_of(const cluster_config& c) { return waits{c.timeout_s}; }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::protocol

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace dualpath {
+namespace dualpath::report {
 
 ep_round_series make_ep_round_series(std::vector<ep_round_point> points) {
   ep_round_series s;
@@ -24,4 +24,4 @@ nlohmann::json to_json(const ep_round_series& s) {
   return {{"rounds", s.rounds.size()}, {"max_over_avg_mean", s.max_over_avg_mean}, {"series", series}};
 }
 
-}  // namespace dualpath
+}  // namespace dualpath::report

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace dualpath {
+namespace dualpath::report {
 
 struct ep_round_point {
   double t_s = 0;           // the round's start, seconds after the run's start
@@ -26,4 +26,4 @@ ep_round_series make_ep_round_series(std::vector<ep_round_point> points);
 // {"rounds": n, "max_over_avg_mean": x, "series": [{"t", "group", "members", "max_over_avg"}, ...]}
 nlohmann::json to_json(const ep_round_series& s);
 
-}  // namespace dualpath
+}  // namespace dualpath::report

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace dualpath::actors {
+namespace dualpath::report {
 
 namespace {
 
@@ -90,4 +90,4 @@ nlohmann::json to_json(const load_over_time& s) {
   return j;
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::report

@@ -10,7 +10,7 @@
 
 #include "schedule/policy.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::report {
 
 struct turn_record;  // report/run_report.hpp, which holds a load_over_time in its run_summary
 
@@ -52,4 +52,4 @@ load_over_time load_windows(const std::vector<engine_load_sample>& samples, cons
 
 nlohmann::json to_json(const load_over_time& s);
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::report

@@ -6,7 +6,7 @@
 #include <map>
 #include <numeric>
 
-namespace dualpath::actors {
+namespace dualpath::report {
 
 distribution summarize(std::vector<double> v) {
   distribution d;
@@ -303,4 +303,4 @@ void set_jct_bound(run_summary& s, const std::vector<turn_record>& records, cons
   s.jct_over_bound = s.jct_lower_bound_s > 0 ? s.jct_s / s.jct_lower_bound_s : 0;
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::report

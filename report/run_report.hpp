@@ -15,7 +15,7 @@
 #include "report/snic_over_time.hpp"
 #include "schedule/policy.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::report {
 
 struct turn_record {
   uint32_t agent = 0, turn = 0;
@@ -136,4 +136,4 @@ double capacity_aps(std::vector<sweep_point> points, const serving_slo& slo);
 nlohmann::json sweep_json(const aps_sweep& sweep, const serving_slo& slo);
 std::string sweep_table(const aps_sweep& sweep, const serving_slo& slo);
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::report

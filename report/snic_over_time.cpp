@@ -4,7 +4,7 @@
 #include <cmath>
 #include <iterator>
 
-namespace dualpath::actors {
+namespace dualpath::report {
 
 namespace {
 
@@ -87,4 +87,4 @@ nlohmann::json to_json(const snic_over_time& s) {
   return j;
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::report

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace dualpath::actors {
+namespace dualpath::report {
 
 struct snic_series_sample {
   double t_s = 0;           // since the run's start (may be negative: sampled before the clients started)
@@ -40,4 +40,4 @@ snic_over_time snic_windows(const std::vector<std::vector<snic_series_sample>>& 
 
 nlohmann::json to_json(const snic_over_time& s);
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::report

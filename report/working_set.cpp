@@ -2,7 +2,7 @@
 
 #include <map>
 
-namespace dualpath::actors {
+namespace dualpath::report {
 
 working_set working_set_of(const std::vector<turn_record>& records, double jct_s, double agent_jct_mean_s,
                            uint64_t kv_bytes_per_token) {
@@ -33,4 +33,4 @@ void set_working_set(run_summary& s, const std::vector<turn_record>& records, ui
   s.ws_bytes = w.bytes;
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::report

@@ -7,7 +7,7 @@
 
 #include "report/run_report.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::report {
 
 struct working_set {
   double lambda_per_s = 0;  // λ: agents with an answered turn / the run's JCT (arrival = completion rate)
@@ -23,4 +23,4 @@ working_set working_set_of(const std::vector<turn_record>& records, double jct_s
 // Fills the ws_* fields of `s` from `records`, with s.jct_s and s.agent_jct_mean_s (summarize_turns first).
 void set_working_set(run_summary& s, const std::vector<turn_record>& records, uint64_t kv_bytes_per_token);
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::report

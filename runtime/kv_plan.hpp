@@ -10,7 +10,7 @@
 #include <map>
 #include <vector>
 
-#include "runtime/kv_geometry.hpp"
+#include "core/kv_geometry.hpp"
 #include "runtime/kv_types.hpp"
 
 namespace dualpath::runtime {

@@ -28,9 +28,8 @@ node_io::node_io(const node_io_options& options, storage::block_store& store)
       slot_stride_(store.read_buffer_bytes()),
       buffer_memory_(std::make_unique<transport::host_buffer>(uint64_t(checked_slots(options, store)) * slot_stride_)),
       slots_(options.node, uint32_t(buffer_memory_->size() / slot_stride_), options.timeout),
-      gate_(store, options.snic_gb_per_s),
-      pacer_(options.snic_gb_per_s, store.read_buffer_bytes()) {
-  if (options_.bypass && !options_.dram) options_.dram = std::make_shared<dram_blocks>();
+      blocks_(options.bypass ? make_dram_path(store, options.geometry, options.dram, writer_)
+                             : make_snic_path(store, options.snic_gb_per_s)) {
   fabric_.engines = options_.engines;
   fabric_.buffer = buffer_memory_->data();
   fabric_.buffer_bytes = uint64_t(slots_.total()) * slot_stride_;
@@ -62,7 +61,7 @@ void node_io::stop() {
   if (thread_.joinable()) thread_.join();
   // A storage read still running (a stalled disk) would write into the buffer after it is freed: wait for
   // it as long as any request of this node may wait, and if it still has not landed, leave the buffer be.
-  if (!gate_.quiesce(options_.timeout)) {
+  if (!blocks_->quiesce(options_.timeout)) {
     spdlog::warn("node {}: storage reads still running at shutdown; their buffer is left allocated", options_.node);
     (void)buffer_memory_.release();
   }
@@ -195,38 +194,10 @@ read_queue_report node_io::take_read_report() {
 }
 
 void node_io::start_load(std::vector<block_key> keys, load_result partial, std::function<void(load_result)> done) {
-  if (options_.bypass) return load_direct(std::move(keys), std::move(partial), std::move(done));
-  std::vector<std::byte*> buffers;
-  for (uint32_t s : partial.slots) buffers.push_back(fabric_.buffer + uint64_t(s) * slot_stride_);
-  auto reads = loads_.add(keys, buffers, partial, done, load_tracker::clock::now() + options_.timeout);
-  if (!reads.ok()) {
-    partial.status = reads.error();
-    return done(std::move(partial));
-  }
-  gate_.submit(std::move(reads).value());
-}
-
-// The oracle: copy every hit block from DRAM (the blocks persisted in this run), on the background thread: no
-// SNIC, no cap, no block file (docs/design.md §7.7). A block the run did not persist (left in the store by an
-// earlier run) is read from its file and counted in store_read_bytes, so the report shows it.
-void node_io::load_direct(std::vector<block_key> keys, load_result partial, std::function<void(load_result)> done) {
-  writer_.post([this, keys = std::move(keys), r = std::move(partial), done = std::move(done)]() mutable {
-    const auto& g = options_.geometry;
-    for (size_t i = 0; i < keys.size() && r.status.ok(); ++i) {
-      std::byte* dst = slot_data(r.slots[i]);
-      if (auto p = options_.dram->get(keys[i])) {
-        std::memcpy(dst, p->data(), p->size());
-      } else {
-        for (uint32_t layer = 0; layer < g.layers && r.status.ok(); ++layer) {
-          if (status s = store_.read_layer(keys[i], layer, dst + layer * g.layer_bytes()); !s.ok())
-            r.status = std::move(s);
-          else direct_read_bytes_ += g.layer_bytes();
-        }
-      }
-      if (r.status.ok()) r.valid = uint32_t(i + 1);
-    }
-    done(std::move(r));
-  });
+  std::vector<std::byte*> files;
+  for (uint32_t s : partial.slots) files.push_back(fabric_.buffer + uint64_t(s) * slot_stride_);
+  blocks_->load(std::move(keys), std::move(files), std::move(partial), std::move(done),
+                std::chrono::steady_clock::now() + options_.timeout);
 }
 
 void node_io::release(const std::vector<uint32_t>& slots) {
@@ -248,9 +219,9 @@ void node_io::persist(block_key key, block_key parent, const std::byte* payload,
   auto copy = std::make_shared<std::vector<std::byte>>(payload, payload + options_.geometry.block_bytes());
   // The oracle keeps the block in DRAM before the store indexes it, so a load that finds it indexed finds it
   // here. Otherwise the write-back leaves through this node's SNIC at its cap (docs/design.md §4, §9).
-  if (options_.bypass) options_.dram->put(key, copy);
+  blocks_->keep(key, copy);
   writer_.post([this, key, parent, copy, done = std::move(done)] {
-    if (!options_.bypass) pacer_.pace(store_.read_buffer_bytes());
+    blocks_->pace_write();
     const status r = store_.write(key, parent, copy->data());
     if (r.ok()) ++persisted_;
     else ++persist_errors_;
@@ -259,16 +230,16 @@ void node_io::persist(block_key key, block_key parent, const std::byte* payload,
   });
 }
 
-uint64_t node_io::read_q() const { return gate_.read_q() + waiting_bytes_.load(); }
+uint64_t node_io::read_q() const { return blocks_->read_q() + waiting_bytes_.load(); }
 
 node_io_stats node_io::stats() const {
   node_io_stats s;
-  const auto gs = gate_.stats();
-  s.snic_bytes = gs.bytes_read;
-  s.store_read_bytes = gs.bytes_read + direct_read_bytes_.load();
-  s.snic_write_bytes = options_.bypass ? 0 : pacer_.stats().bytes;
-  s.snic_reads = gs.reads;
-  s.read_failures = gs.failed;
+  const auto bs = blocks_->stats();
+  s.snic_bytes = bs.snic_bytes;
+  s.store_read_bytes = bs.store_read_bytes;
+  s.snic_write_bytes = bs.snic_write_bytes;
+  s.snic_reads = bs.snic_reads;
+  s.read_failures = bs.read_failures;
   s.copies = mover_->stats().copies;
   s.copy_bytes = mover_->stats().bytes;
   s.copy_errors = mover_->stats().errors;
@@ -289,27 +260,13 @@ void node_io::run() {
     }
     for (auto& c : commands) c();
     if (const auto now = std::chrono::steady_clock::now(); sampler_.due(now))
-      sampler_.record(now, gate_.stats().bytes_read, read_q());
+      sampler_.record(now, blocks_->stats().snic_bytes, read_q());
     bool worked = !commands.empty();
     worked |= slots_.progress();
-    // Storage reads come back through the gate in the order the capped link releases them.
-    if (!loads_.empty()) {
-      for (auto& c : gate_.poll(std::chrono::milliseconds(0))) {
-        worked = true;
-        if (auto finished = loads_.complete(c)) {
-          // An expired load was answered already: its slots come back only now, once nothing writes them.
-          if (finished->first) finished->first(std::move(finished->second));
-          else slots_.release(finished->second.slots);
-        }
-      }
-      for (auto& [done, r] : loads_.expire()) {
-        worked = true;
-        done(std::move(r));
-      }
-    }
+    worked |= blocks_->progress(slots_);
     worked |= mover_->progress();
     if (worked) continue;
-    if (mover_->idle() && loads_.empty()) {
+    if (mover_->idle() && blocks_->idle()) {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait_for(lock, std::chrono::milliseconds(1), [this] { return stop_ || !commands_.empty(); });
     } else if (mover_->idle()) {

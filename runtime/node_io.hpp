@@ -19,12 +19,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/kv_geometry.hpp"
+#include "core/kv_geometry.hpp"
 #include "runtime/background_writer.hpp"
+#include "runtime/block_path.hpp"
 #include "runtime/dram_blocks.hpp"
 #include "runtime/kv_mover.hpp"
 #include "runtime/kv_types.hpp"
-#include "runtime/load_tracker.hpp"
 #include "runtime/node_doors.hpp"
 #include "runtime/slot_pool.hpp"
 #include "runtime/snic_sampler.hpp"
@@ -32,8 +32,6 @@
 #include "core/status.hpp"
 #include "gpu/hbm_arena.hpp"
 #include "storage/block_store.hpp"
-#include "storage/snic_gate.hpp"
-#include "storage/write_pacer.hpp"
 #include "transport/endpoint.hpp"
 #include "transport/host_buffer.hpp"
 
@@ -115,10 +113,8 @@ class node_io final : public data_plane, public node_services {
   void run();
   // Every local endpoint's peer index for `engine`, reached at `address`.
   void connect_engine(uint32_t engine, const transport::address_bytes& address);
-  // Starts a load once its slots are reserved (progress thread): through the SNIC gate, or for the oracle
-  // straight from the store on the background thread.
+  // Starts a load once its slots are reserved (progress thread), along this node's block path.
   void start_load(std::vector<block_key> keys, load_result partial, std::function<void(load_result)> done);
-  void load_direct(std::vector<block_key> keys, load_result partial, std::function<void(load_result)> done);
   void post_command(std::function<void()> command);
   void read_started(uint64_t request);
   void read_finished(uint64_t request);
@@ -132,14 +128,14 @@ class node_io final : public data_plane, public node_services {
   std::vector<std::unique_ptr<gpu::hbm_arena>> hbm_;
   node_fabric fabric_;
   slot_pool slots_;
-  // Declared after the memory it reads into, so it is destroyed (waiting for reads in flight) first.
-  storage::snic_gate gate_;
-  load_tracker loads_;  // progress thread only
+  // How blocks reach the buffer (block_path.hpp), as copies have a kv_mover. Declared after the memory it
+  // reads into, so it is destroyed (waiting for reads in flight) first.
+  std::unique_ptr<block_path> blocks_;
   std::unique_ptr<kv_mover> mover_;
-  storage::write_pacer pacer_;                  // the SNIC's write direction, in front of the writer
-  snic_sampler sampler_;                        // sampled by the progress thread
-  std::atomic<uint64_t> direct_read_bytes_{0};  // oracle loads of blocks missing from `dram` (files read)
-  background_writer writer_;  // persists and direct loads; destroyed (drained) before the memory above
+  snic_sampler sampler_;  // sampled by the progress thread
+  // Persists and the oracle's loads; destroyed (drained) first, before the block path and memory they use.
+  // The oracle's block path holds it from construction on but posts to it only once the node runs.
+  background_writer writer_;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

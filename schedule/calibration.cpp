@@ -40,6 +40,23 @@ uint64_t alpha_tokens(double snic_bytes_per_s, uint64_t kv_bytes_per_token, doub
 
 uint64_t beta_tokens(double prefill_tokens_per_s, double seconds) { return uint64_t(prefill_tokens_per_s * seconds); }
 
+calibration_input calibration_input_of(const cluster_config& c, const model_spec& m, const flops_fit& fit,
+                                       const kv_geometry& g, const mean_turn& turn) {
+  calibration_input in;
+  in.model = m;
+  in.fit = fit;
+  in.kv_bytes_per_token = g.layers * g.bytes_per_token_layer;
+  in.block_tokens = g.block_tokens;
+  if (c.snic_gb_per_s > 0) in.snic_bytes_per_s = c.snic_gb_per_s * 1e9;
+  in.alpha_s = c.alpha_s;
+  in.beta_s = c.beta_s;
+  in.alpha_tokens = c.alpha_tokens;
+  in.beta_tokens = c.beta_tokens;
+  in.z_slack = c.z_slack;
+  in.turn = turn;
+  return in;
+}
+
 calibration calibrate(const calibration_input& in) {
   calibration c;
   c.params.kv_bytes_per_token = in.kv_bytes_per_token;

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/cluster_config.hpp"
+#include "core/kv_geometry.hpp"
 #include "core/model_catalog.hpp"
 #include "core/trace.hpp"
 #include "schedule/policy.hpp"
@@ -48,6 +50,12 @@ struct calibration {
   policy_params params;
   uint64_t cached = 0, append = 0;  // the turn β was calibrated at
 };
+
+// The input of a run of cluster `c` on model `m` (KV laid out as `g`, compute fitted as `fit`) at its mean
+// turn: the cluster file's overrides, and its SNIC cap as the rate (else the 2 GB/s default, which the
+// runtime replaces by the store's measured read rate). The runtime and the simulator both start here.
+calibration_input calibration_input_of(const cluster_config& c, const model_spec& m, const flops_fit& fit,
+                                       const kv_geometry& g, const mean_turn& turn);
 
 // The scheduler's thresholds, shared by the runtime and the simulator so both decide alike.
 calibration calibrate(const calibration_input& in);

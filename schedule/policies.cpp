@@ -74,7 +74,7 @@ class group_policy : public policy {
 // estimate changes no choice (docs/design.md §7.2).
 class dualpath_policy : public group_policy {
  public:
-  std::string_view name() const override { return "dualpath"; }
+  std::string_view name() const override { return "balanced"; }
 
  protected:
   std::vector<assignment> assign_group(cluster_snapshot& snap, const std::vector<node_snapshot*>& group,
@@ -180,7 +180,7 @@ class dualpath_policy : public group_policy {
 // Baseline: the same engine choices, every hit block read through the PE node's SNIC.
 class basic_policy final : public dualpath_policy {
  public:
-  std::string_view name() const override { return "basic"; }
+  std::string_view name() const override { return "balanced_pe"; }
 
  protected:
   void choose_path(assignment& a, const node_snapshot&, const node_snapshot&) const override {
@@ -191,7 +191,7 @@ class basic_policy final : public dualpath_policy {
 // Extension §7.5: one request's hit blocks divided between both SNICs.
 class split_policy final : public dualpath_policy {
  public:
-  std::string_view name() const override { return "split"; }
+  std::string_view name() const override { return "balanced_split"; }
 
  protected:
   void choose_path(assignment& a, const node_snapshot& pe, const node_snapshot& de) const override {
@@ -205,7 +205,7 @@ class split_policy final : public dualpath_policy {
 // engines that cannot take work (PE above β, DE without HBM); read path by the shorter queue.
 class round_robin_policy : public group_policy {
  public:
-  std::string_view name() const override { return "round_robin"; }
+  std::string_view name() const override { return "rr_queue"; }
 
  protected:
   std::vector<assignment> assign_group(cluster_snapshot& snap, const std::vector<node_snapshot*>& group,
@@ -280,7 +280,7 @@ class round_robin_policy : public group_policy {
 // read queues.
 class alternate_policy final : public round_robin_policy {
  public:
-  std::string_view name() const override { return "alternate"; }
+  std::string_view name() const override { return "rr_alternate"; }
 
  protected:
   read_path path_for(const node_snapshot&, const node_snapshot&) override {
@@ -297,7 +297,7 @@ class alternate_policy final : public round_robin_policy {
 // take work), and every hit block through the PE node's SNIC: no read queue, α or Z enters any choice.
 class framework_policy final : public round_robin_policy {
  public:
-  std::string_view name() const override { return "framework"; }
+  std::string_view name() const override { return "rr_pe"; }
 
  protected:
   read_path path_for(const node_snapshot&, const node_snapshot&) override { return read_path::pe; }
@@ -313,16 +313,16 @@ std::unique_ptr<policy> make_policy(std::string_view name) {
   // One factory per name of scheduler_policy_names() (core/modes.cpp), which the names test keeps in step.
   using factory = std::unique_ptr<policy> (*)();
   static const std::pair<std::string_view, factory> factories[] = {
-      {"dualpath", [] { return std::unique_ptr<policy>(new dualpath_policy()); }},
-      {"basic", [] { return std::unique_ptr<policy>(new basic_policy()); }},
-      {"round_robin", [] { return std::unique_ptr<policy>(new round_robin_policy()); }},
-      {"split", [] { return std::unique_ptr<policy>(new split_policy()); }},
-      {"alternate", [] { return std::unique_ptr<policy>(new alternate_policy()); }},
-      {"framework", [] { return std::unique_ptr<policy>(new framework_policy()); }},
+      {"balanced", [] { return std::unique_ptr<policy>(new dualpath_policy()); }},
+      {"balanced_pe", [] { return std::unique_ptr<policy>(new basic_policy()); }},
+      {"rr_queue", [] { return std::unique_ptr<policy>(new round_robin_policy()); }},
+      {"balanced_split", [] { return std::unique_ptr<policy>(new split_policy()); }},
+      {"rr_alternate", [] { return std::unique_ptr<policy>(new alternate_policy()); }},
+      {"rr_pe", [] { return std::unique_ptr<policy>(new framework_policy()); }},
   };
   for (const auto& [n, make] : factories)
     if (n == name) return make();
-  throw_unknown_name("scheduling policy", name, policy_names());
+  throw user_error(unknown_scheduler_policy(name));
 }
 
 }  // namespace dualpath::schedule

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/kv_geometry.hpp"
+
 namespace dualpath::schedule {
 
 enum class role : uint8_t { prefill, decode };
@@ -53,6 +55,11 @@ struct request_info {
   uint64_t kv_bytes = 0;       // HBM the request needs on its DE
   uint32_t hit_blocks = 0;     // Full Blocks of hit KV
 };
+
+// A turn of `prompt_tokens` (its leading `hit_blocks` Full Blocks in storage) that generates `gen` tokens,
+// as the scheduler sees it. The runtime's agent clients and the simulator both describe turns with this.
+request_info make_request_info(uint64_t id, uint64_t prompt_tokens, uint32_t gen, uint32_t hit_blocks,
+                               const kv_geometry& g);
 
 enum class read_path : uint8_t { pe, de, split };
 const char* to_string(read_path p);

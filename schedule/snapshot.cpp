@@ -6,6 +6,19 @@
 
 namespace dualpath::schedule {
 
+request_info make_request_info(uint64_t id, uint64_t prompt_tokens, uint32_t gen, uint32_t hit_blocks,
+                               const kv_geometry& g) {
+  request_info info;
+  info.id = id;
+  info.hit_blocks = hit_blocks;
+  info.hit_tokens = uint64_t(hit_blocks) * g.block_tokens;
+  info.append_tokens = prompt_tokens - info.hit_tokens;
+  info.hit_bytes = uint64_t(hit_blocks) * g.block_bytes();
+  info.len = prompt_tokens + gen;
+  info.kv_bytes = uint64_t(g.blocks_for(info.len)) * g.block_bytes();
+  return info;
+}
+
 uint64_t node_snapshot::total_tok() const {
   uint64_t sum = 0;
   for (const auto& e : engines) sum += e.tok;

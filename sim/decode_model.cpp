@@ -41,7 +41,7 @@ void simulator::admitted(uint32_t id) {
   a.de_slots = 0;
   // The prompt's full blocks that were not hits are persisted now; the first token is already generated.
   const uint64_t fresh = std::max<uint64_t>(a.prompt / geo_.block_tokens, a.hit) - a.hit;
-  if (fresh) a.writes_done = std::max(a.writes_done, write(a.asg.de_node, fresh * geo_.file_bytes));
+  if (fresh) a.writes_done = std::max(a.writes_done, write(a.asg.de_node, fresh * file_bytes_));
   a.written_blocks += fresh;
   a.generated = 1;
   a.position = a.prompt;
@@ -96,7 +96,7 @@ void simulator::step_done(uint32_t engine, uint32_t version) {
       if (a.generated == 1) a.second_token = second;
       // Blocks the steps completed are written back (at the end of the run of steps).
       const uint64_t filled = (a.position + de.steps) / geo_.block_tokens - a.position / geo_.block_tokens;
-      for (uint64_t b = 0; b < filled; ++b) a.writes_done = std::max(a.writes_done, write(node, geo_.file_bytes));
+      for (uint64_t b = 0; b < filled; ++b) a.writes_done = std::max(a.writes_done, write(node, file_bytes_));
       a.written_blocks += filled;
       a.position += de.steps;
       a.generated += uint32_t(de.steps);

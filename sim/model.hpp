@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/kv_geometry.hpp"
 #include "core/model_catalog.hpp"
 #include "core/modes.hpp"
 #include "core/roofline.hpp"
@@ -19,16 +20,6 @@
 #include "sim/step_run.hpp"
 
 namespace dualpath::sim {
-
-struct geometry {
-  uint32_t layers = 0, block_tokens = 0;
-  uint64_t bytes_per_token_layer = 0;
-  uint64_t file_bytes = 0;  // one Full Block file as the store reads and writes it (header and padding)
-
-  uint64_t layer_bytes() const { return uint64_t(block_tokens) * bytes_per_token_layer; }
-  uint64_t block_bytes() const { return layer_bytes() * layers; }
-  uint32_t blocks_for(uint64_t tokens) const { return uint32_t((tokens + block_tokens - 1) / block_tokens); }
-};
 
 // One agent and the turn it has in flight.
 struct agent_state {
@@ -145,7 +136,8 @@ class simulator {
   const cluster_config& cfg_;
   run_mode mode_;
   model_spec model_;
-  geometry geo_;
+  kv_geometry geo_;          // as the runtime lays KV out (core/kv_geometry.hpp)
+  uint64_t file_bytes_ = 0;  // one Full Block file as the store reads and writes it (header and padding)
   schedule::flops_fit fit_;  // the compute roof: β's calibration and the batcher's estimates
   roofline roof_;            // what a pass and a step take (core/roofline.hpp), as the modeled backend sleeps
   schedule::policy_params params_;
@@ -170,10 +162,10 @@ class simulator {
   bool round_pending_ = false;
   uint32_t round_start_ = 0;  // prefill node that fetches first, rotating
 
-  std::vector<std::vector<actors::snic_series_sample>> snic_samples_;  // per node, one per window boundary
+  std::vector<std::vector<report::snic_series_sample>> snic_samples_;  // per node, one per window boundary
   void sample();
 
-  std::vector<actors::turn_record> records_;
+  std::vector<report::turn_record> records_;
   uint64_t turns_total_ = 0;
   uint32_t agents_done_ = 0;
   sim_counters counters_;

@@ -106,9 +106,9 @@ void simulator::start(const schedule::assignment& asg) {
   // The oracle's hit KV is already in memory: it takes no buffer slots and reads nothing.
   if (mode_.bypass()) pe_blocks_slots = 0;
   a.pending = pe_blocks_slots ? 2 : 1;
-  if (pe_blocks_slots) take_slots(asg.pe_node, id, pe_blocks_slots, uint64_t(pe_blocks) * geo_.file_bytes);
+  if (pe_blocks_slots) take_slots(asg.pe_node, id, pe_blocks_slots, uint64_t(pe_blocks) * file_bytes_);
   // The DE node holds one slot per prompt block: the hits it reads itself, the rest arrive from the PE.
-  take_slots(asg.de_node, id, prompt_blocks, uint64_t(de_hits) * geo_.file_bytes);
+  take_slots(asg.de_node, id, prompt_blocks, uint64_t(de_hits) * file_bytes_);
 }
 
 void simulator::unpromise(uint32_t id) {

@@ -58,7 +58,7 @@ struct sim_counters {
 };
 
 struct sim_result {
-  actors::run_summary summary;  // the same numbers `dualpath run` reports
+  report::run_summary summary;  // the same numbers `dualpath run` reports
   sim_counters counters;
   std::vector<uint64_t> snic_write_bytes;  // per node
 };

@@ -24,14 +24,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 simulator::simulator(const sim_options& o) : o_(o), cfg_(o.config), mode_(run_mode_of(o.policy)) {
   validate_cluster_config(cfg_, "cluster configuration");
   model_ = find_model(cfg_.model);
-  geo_.layers = model_.layers;
-  geo_.block_tokens = cfg_.block_tokens ? cfg_.block_tokens : model_.block_tokens;
-  geo_.bytes_per_token_layer = model_.kv_bytes_per_token_layer;
-  storage::block_format format;
-  format.layers = geo_.layers;
-  format.tokens = geo_.block_tokens;
-  format.bytes_per_token_layer = uint32_t(geo_.bytes_per_token_layer);
-  geo_.file_bytes = format.file_bytes();
+  geo_ = kv_geometry_of(model_, cfg_);
+  file_bytes_ = storage::block_format::of(geo_).file_bytes();
 
   // Compute as the modeled backend does it: the roofline of the GPU profile at the MFU, and its compute
   // roof as the FLOPs→time fit.
@@ -44,20 +38,10 @@ simulator::simulator(const sim_options& o) : o_(o), cfg_(o.config), mode_(run_mo
   prefill_hbm_bytes_ = uint64_t(cfg_.prefill_hbm() * 1e9);
   lockstep_ = o.ep_lockstep || cfg_.ep_sync;
 
-  schedule::calibration_input in;
-  in.model = model_;
-  in.fit = fit_;
-  in.kv_bytes_per_token = geo_.layers * geo_.bytes_per_token_layer;
-  in.block_tokens = geo_.block_tokens;
-  if (snic_rate_ > 0) in.snic_bytes_per_s = snic_rate_;
-  in.alpha_s = cfg_.alpha_s;
-  in.beta_s = cfg_.beta_s;
-  in.alpha_tokens = cfg_.alpha_tokens;
-  in.beta_tokens = cfg_.beta_tokens;
-  in.z_slack = cfg_.z_slack;
+  mean_turn turn;
   for (const auto& a : o.agents)
-    for (const auto& t : a.turns) in.turn.add(t);
-  params_ = schedule::calibrate(in).params;
+    for (const auto& t : a.turns) turn.add(t);
+  params_ = schedule::calibrate(schedule::calibration_input_of(cfg_, model_, fit_, geo_, turn)).params;
   // The groups of docs/design.md §7.2/§7.3, as the launcher gives them to the scheduler.
   params_.groups = {cfg_.pe_group_nodes, cfg_.de_group_nodes, cfg_.prefill_nodes};
   policy_ = schedule::make_policy(mode_.scheduler_policy);
@@ -71,9 +55,9 @@ simulator::simulator(const sim_options& o) : o_(o), cfg_(o.config), mode_(run_mo
       std::make_unique<schedule::prefill_batcher>(schedule::quota_estimate(cfg_.quota_scope, model_, fit_), quota_s);
 
   const uint32_t g = cfg_.engines_per_node;
-  const uint64_t slots = uint64_t(cfg_.dram_buffer_gb * 1e9) / geo_.file_bytes;
+  const uint64_t slots = uint64_t(cfg_.dram_buffer_gb * 1e9) / file_bytes_;
   if (slots == 0)
-    throw user_error("hardware.dram_buffer_gb: holds no Full Block of " + std::to_string(geo_.file_bytes) + " bytes");
+    throw user_error("hardware.dram_buffer_gb: holds no Full Block of " + std::to_string(file_bytes_) + " bytes");
   first_de_ = cfg_.prefill_nodes * g;
   for (uint32_t n = 0; n < cfg_.total_nodes(); ++n) {
     node_state node;
@@ -157,12 +141,12 @@ sim_result simulator::run() {
     r.snic_write_bytes.push_back(n.write_bytes);
   }
   for (const auto& a : agents_) s.persisted_blocks += a.written_blocks;
-  actors::summarize_turns(s, records_);
+  report::summarize_turns(s, records_);
   sample();  // the end of the last window
-  s.snic_time = actors::snic_windows(snic_samples_, s.jct_s, o_.window_s);
+  s.snic_time = report::snic_windows(snic_samples_, s.jct_s, o_.window_s);
   const model_spec m = model_;
   const auto fit = fit_;
-  actors::set_jct_bound(
+  report::set_jct_bound(
       s, records_,
       {cfg_.snic_gb_per_s, cfg_.total_nodes(), cfg_.prefill_nodes * cfg_.engines_per_node, geo_.block_tokens,
        [m, fit](uint64_t cached, uint64_t tokens) { return fit.seconds(prefill_flops(m, cached, tokens)); }});
@@ -198,14 +182,7 @@ void simulator::arrive(uint32_t id) {
   a.prefill_start = a.second_token = -1;
   a.writes_done = now_;
 
-  schedule::request_info info;
-  info.id = id;
-  info.hit_blocks = a.hit;
-  info.hit_tokens = uint64_t(a.hit) * bt;
-  info.append_tokens = a.prompt - info.hit_tokens;
-  info.hit_bytes = uint64_t(a.hit) * geo_.block_bytes();
-  info.len = a.prompt + a.gen;
-  info.kv_bytes = uint64_t(geo_.blocks_for(info.len)) * geo_.block_bytes();
+  const auto info = schedule::make_request_info(id, a.prompt, a.gen, a.hit, geo_);
   if (info.kv_bytes > hbm_bytes_) {
     fail(id, fmt::format("turn {} of agent {} needs {} bytes of decode HBM; an engine has {} (hardware.hbm_gb)", a.turn,
                          script.agent, info.kv_bytes, hbm_bytes_));
@@ -217,13 +194,13 @@ void simulator::arrive(uint32_t id) {
 
 void simulator::record(uint32_t id, const std::string& error) {
   const agent_state& a = agents_[id];
-  actors::turn_facts f;
+  report::turn_facts f;
   f.agent = a.script->agent;
   f.turn = a.turn;
   f.error = error;
   f.prompt_tokens = uint32_t(a.prompt);
   f.block_tokens = geo_.block_tokens;
-  actors::turn_stamps t;
+  report::turn_stamps t;
   t.submitted = a.submitted;
   t.done = now_;
   if (error.empty()) {  // a refused turn never reached the other stamps
@@ -237,7 +214,7 @@ void simulator::record(uint32_t id, const std::string& error) {
     if (a.second_token >= 0) t.second_token = a.second_token;
     t.last_token = a.last_token;
   }
-  records_.push_back(actors::make_turn_record(f, t));
+  records_.push_back(report::make_turn_record(f, t));
 }
 
 // A turn that cannot run: answered with the error, the agent goes on with its next turn as the client does.

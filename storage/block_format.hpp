@@ -2,6 +2,7 @@
 // On-disk format of one Full Block (docs/design.md §9, README, "Full Block format"): an aligned header followed by the
 // payload [layers][tokens][bytes], so every Layer Block is one contiguous slice with its own checksum.
 // The file is padded to a multiple of `block_alignment` so it can be read with O_DIRECT in one piece.
+#include "core/kv_geometry.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -21,6 +22,11 @@ struct block_format {
   uint32_t layers = 0;
   uint32_t tokens = 0;  // tokens per block (block_tokens)
   uint32_t bytes_per_token_layer = 0;
+
+  // The files of a run whose KV is laid out as `g` (the runtime's store, the simulator's file sizes).
+  static block_format of(const kv_geometry& g, uint64_t fingerprint = 0) {
+    return {fingerprint, g.layers, g.block_tokens, uint32_t(g.bytes_per_token_layer)};
+  }
 
   uint64_t layer_bytes() const { return uint64_t(tokens) * bytes_per_token_layer; }
   uint64_t payload_bytes() const { return layer_bytes() * layers; }

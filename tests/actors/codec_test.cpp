@@ -11,7 +11,7 @@
 #include "schema/scheduler.capnp.h"
 
 using namespace dualpath;
-using namespace dualpath::actors;
+using namespace dualpath::protocol;
 
 namespace {
 

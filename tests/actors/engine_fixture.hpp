@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "protocol/request_ids.hpp"
 #include "engine_fakes.hpp"
 #include "runtime/kv_plan.hpp"
 #include "storage/block_store.hpp"
@@ -29,7 +30,7 @@ struct engine_fixture {
 
   // The data plane (HBM arenas) outlives the actor system.
   test::scratch_dir dir;
-  runtime::kv_geometry geo{4, 16, 256};  // the tiny model: 4 layers, 16-token blocks, 4 KiB Layer Blocks
+  kv_geometry geo{4, 16, 256};  // the tiny model: 4 layers, 16-token blocks, 4 KiB Layer Blocks
   std::unique_ptr<storage::block_store> store;
   std::unique_ptr<runtime::node_io> io[2];
 
@@ -128,7 +129,7 @@ struct engine_fixture {
   turn_payload payload(uint64_t id, uint32_t prompt, uint32_t hit_blocks, uint32_t gen) const {
     turn_payload p;
     p.request = id;
-    p.agent = view->agent_of(id);
+    p.agent = agent_of(id);
     p.turn = uint32_t(id);
     p.tokens = prompt_tokens(id, prompt);
     p.gen = gen;

@@ -155,12 +155,12 @@ TEST_CASE_FIXTURE(fixture, "fetch assigns FIFO within β and a later fetch waits
   CHECK(c.fetches == 4);
   CHECK(c.prefill_engines == 2);
   CHECK(c.decode_engines == 2);
-  CHECK(c.policy == "dualpath");
+  CHECK(c.policy == "balanced");
 }
 
 TEST_CASE_FIXTURE(fixture, "a scripted switch fires on the virtual clock and changes later assignments only") {
   auto o = options(1u << 20);
-  o.switches = {{2.0, "basic"}, {5.0, "split"}};
+  o.switches = {{2.0, "balanced_pe"}, {5.0, "balanced_split"}};
   start(o);
   report(sch::role::prefill, 1, 1, 0, /*read_q*/ 1u << 30);
   report(sch::role::decode, 5, 1, 0, 0);
@@ -171,11 +171,11 @@ TEST_CASE_FIXTURE(fixture, "a scripted switch fires on the virtual clock and cha
 
   sched.advance_time(std::chrono::milliseconds(1999));
   sched.run();
-  CHECK(get_policy().active == "dualpath");
+  CHECK(get_policy().active == "balanced");
   submit(2);  // waits while the switch happens
   sched.advance_time(std::chrono::milliseconds(1));
   sched.run();
-  CHECK(get_policy().active == "basic");
+  CHECK(get_policy().active == "balanced_pe");
   a = fetch(1);
   REQUIRE(a.size() == 1);
   CHECK(a[0].request.id == 2);
@@ -183,7 +183,7 @@ TEST_CASE_FIXTURE(fixture, "a scripted switch fires on the virtual clock and cha
 
   sched.advance_time(std::chrono::seconds(3));
   sched.run();
-  CHECK(get_policy().active == "split");
+  CHECK(get_policy().active == "balanced_split");
   CHECK(stats().switches == 2);
 }
 
@@ -191,13 +191,13 @@ TEST_CASE_FIXTURE(fixture, "an unknown policy is refused with the known names; t
   start(options(1000));
   auto st = decode(ask<envelope<schema::PolicyStatus>>(atom::policy_v, atom::set_v, std::string("fastest")));
   CHECK_FALSE(st.ok);
-  CHECK(st.active == "dualpath");
+  CHECK(st.active == "balanced");
   CHECK(st.known == sch::policy_names());
   CHECK(st.message.find("fastest") != std::string::npos);
-  st = decode(ask<envelope<schema::PolicyStatus>>(atom::policy_v, atom::set_v, std::string("round_robin")));
+  st = decode(ask<envelope<schema::PolicyStatus>>(atom::policy_v, atom::set_v, std::string("rr_queue")));
   CHECK(st.ok);
-  CHECK(st.active == "round_robin");
-  CHECK(get_policy().active == "round_robin");
+  CHECK(st.active == "rr_queue");
+  CHECK(get_policy().active == "rr_queue");
 }
 
 TEST_CASE_FIXTURE(fixture, "a malformed request gets an error reply and the scheduler keeps serving") {
@@ -253,10 +253,10 @@ TEST_CASE("spawn_scheduler rejects unknown policy names, also in the switch list
   scheduler_options o;
   o.policy = "fastest";
   CHECK_THROWS_AS(spawn_scheduler(sys, o), user_error);
-  o.policy = "dualpath";
+  o.policy = "balanced";
   o.switches = {{1.0, "nope"}};
   CHECK_THROWS_AS(spawn_scheduler(sys, o), user_error);
-  o.switches = {{-1.0, "basic"}};
+  o.switches = {{-1.0, "balanced_pe"}};
   CHECK_THROWS_AS(spawn_scheduler(sys, o), user_error);
   o.switches.clear();
   o.charge_expiry_s = 0;

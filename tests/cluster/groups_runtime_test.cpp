@@ -5,7 +5,7 @@
 #include "runtime_fixtures.hpp"
 
 using namespace dualpath;
-using namespace dualpath::actors;
+using namespace dualpath::cluster;
 using namespace runtime_fixtures;
 
 namespace {

@@ -6,8 +6,8 @@
 #include <atomic>
 #include <thread>
 
-#include "cluster/metrics.hpp"
-#include "tests/cluster/http_get.hpp"
+#include "observe/metrics.hpp"
+#include "tests/observe/http_get.hpp"
 #include "tests/cluster/runtime_fixtures.hpp"
 #include "core/status.hpp"
 
@@ -25,9 +25,9 @@ using http_get::sample;
 }  // namespace
 
 TEST_CASE("metrics: a scrape shows turns, latencies, SNICs, engines, the queue and the policy") {
-  actors::metrics_endpoint m("127.0.0.1", 0);
+  cluster::metrics_endpoint m("127.0.0.1", 0);
   REQUIRE(m.port() != 0);
-  actors::turn_record r;
+  report::turn_record r;
   r.ttft_s = 0.3;
   r.has_tpot = true;
   r.tpot_s = 0.002;
@@ -40,7 +40,7 @@ TEST_CASE("metrics: a scrape shows turns, latencies, SNICs, engines, the queue a
   m.set_snic(2, 1000, 64);
   m.set_engine(3, "decode", 500, 2, 1 << 20);
   m.set_waiting(7);
-  m.set_policy("dualpath");
+  m.set_policy("balanced");
   const auto first = scrape(m.port());
   CHECK(first.find("200 OK") != std::string::npos);
   CHECK(sample(first, "dualpath_time_to_first_token_seconds_count") == 1);
@@ -54,17 +54,17 @@ TEST_CASE("metrics: a scrape shows turns, latencies, SNICs, engines, the queue a
   CHECK(sample(first, "dualpath_snic_read_queue_bytes{node=\"2\"}") == 64);
   CHECK(sample(first, "dualpath_engine_tokens{engine=\"3\",role=\"decode\"}") == 500);
   CHECK(sample(first, "dualpath_requests_waiting") == 7);
-  CHECK(sample(first, "dualpath_scheduler_policy_info{policy=\"dualpath\"}") == 1);
+  CHECK(sample(first, "dualpath_scheduler_policy_info{policy=\"balanced\"}") == 1);
 
   // The counters move with the running totals; the policy gauge follows a switch.
   m.observe_turn(r, 16);
   m.set_snic(2, 1500, 0);
-  m.set_policy("basic");
+  m.set_policy("balanced_pe");
   const auto second = scrape(m.port());
   CHECK(sample(second, "dualpath_time_to_first_token_seconds_count") == 2);
   CHECK(sample(second, "dualpath_snic_read_bytes_total{node=\"2\"}") == 1500);
-  CHECK(sample(second, "dualpath_scheduler_policy_info{policy=\"dualpath\"}") == 0);
-  CHECK(sample(second, "dualpath_scheduler_policy_info{policy=\"basic\"}") == 1);
+  CHECK(sample(second, "dualpath_scheduler_policy_info{policy=\"balanced\"}") == 0);
+  CHECK(sample(second, "dualpath_scheduler_policy_info{policy=\"balanced_pe\"}") == 1);
 
   // Reliability counters; the CNIC and write-back counters take running totals like the SNIC's.
   m.count_rerun(true);
@@ -83,9 +83,9 @@ TEST_CASE("metrics: a scrape shows turns, latencies, SNICs, engines, the queue a
 }
 
 TEST_CASE("metrics: a port that is taken is refused with the address") {
-  actors::metrics_endpoint first("127.0.0.1", 0);
+  cluster::metrics_endpoint first("127.0.0.1", 0);
   try {
-    actors::metrics_endpoint second("127.0.0.1", first.port());
+    cluster::metrics_endpoint second("127.0.0.1", first.port());
     FAIL("a second endpoint bound the same port");
   } catch (const user_error& e) {
     CHECK(std::string(e.what()).find("127.0.0.1:" + std::to_string(first.port())) != std::string::npos);
@@ -95,16 +95,16 @@ TEST_CASE("metrics: a port that is taken is refused with the address") {
 TEST_CASE("metrics: scraped during a real run, the counters move and the histograms fill") {
   using namespace runtime_fixtures;
   test::scratch_dir dir;
-  actors::metrics_endpoint m("127.0.0.1", 0);
-  actors::run_options o;
+  cluster::metrics_endpoint m("127.0.0.1", 0);
+  cluster::run_options o;
   o.config = small_cluster(dir.path, 2);
   o.policy = "dualpath";
   o.scripts = scripts(3, 4, 0);
   o.metrics = &m;
   std::atomic<bool> done{false};
-  actors::run_summary s;
+  report::run_summary s;
   std::thread run([&] {
-    s = actors::run_cluster(o);
+    s = cluster::run_cluster(o);
     done = true;
   });
   // Scrape while it runs (bounded: the run takes seconds): the endpoint answers throughout.
@@ -127,7 +127,7 @@ TEST_CASE("metrics: scraped during a real run, the counters move and the histogr
   for (auto b : s.snic_bytes) expect += b;
   CHECK(read == doctest::Approx(double(expect)));
   CHECK(read > 0);
-  CHECK(sample(after, "dualpath_scheduler_policy_info{policy=\"dualpath\"}") == 1);
+  CHECK(sample(after, "dualpath_scheduler_policy_info{policy=\"balanced\"}") == 1);
   // Every engine's load, as the scheduler last saw it: an idle engine's HBM is free again.
   const uint32_t engines = (o.config.prefill_nodes + o.config.decode_nodes) * o.config.engines_per_node;
   for (uint32_t e = 0; e < engines; ++e) {

@@ -22,7 +22,7 @@
 extern char** environ;
 
 using namespace dualpath;
-using namespace dualpath::actors;
+using namespace dualpath::cluster;
 namespace fs = std::filesystem;
 using namespace runtime_fixtures;
 

@@ -17,13 +17,11 @@
 #include "tests/cluster/cli_run.hpp"
 
 using namespace dualpath;
-using namespace dualpath::actors;
+using namespace dualpath::cluster;
 using namespace runtime_fixtures;
 namespace fs = std::filesystem;
 
 namespace {
-
-using clock_type = std::chrono::steady_clock;
 
 constexpr uint32_t agents = 8, turns = 12;
 

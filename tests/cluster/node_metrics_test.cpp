@@ -10,10 +10,10 @@
 #include "cluster/cluster.hpp"
 #include "runtime_fixtures.hpp"
 #include "tests/cluster/hand_nodes.hpp"
-#include "tests/cluster/http_get.hpp"
+#include "tests/observe/http_get.hpp"
 
 using namespace dualpath;
-using namespace dualpath::actors;
+using namespace dualpath::cluster;
 using namespace runtime_fixtures;
 
 TEST_CASE("dualpath node --metrics-port: each node process's endpoint answers during the run, its counters move") {

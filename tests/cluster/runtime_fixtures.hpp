@@ -1,4 +1,5 @@
 #pragma once
+#include <chrono>
 // What the runtime tests share: a small storage-bound cluster of the tiny model, and
 // agent scripts whose turns are all verified against a full recompute.
 #include <doctest/doctest.h>
@@ -15,7 +16,8 @@
 namespace runtime_fixtures {
 
 using namespace dualpath;
-using namespace dualpath::actors;
+using namespace dualpath::cluster;
+using clock_type = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
 inline cluster_config small_cluster(const fs::path& dir, uint32_t decode_nodes) {

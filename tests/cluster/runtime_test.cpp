@@ -14,7 +14,7 @@
 #include "runtime_fixtures.hpp"
 
 using namespace dualpath;
-using namespace dualpath::actors;
+using namespace dualpath::cluster;
 namespace fs = std::filesystem;
 using namespace runtime_fixtures;
 
@@ -220,7 +220,7 @@ TEST_CASE("bounded memory: tiny DRAM buffers and HBM make work wait, nothing is 
 TEST_CASE("a scripted [[schedule.switch]] takes effect for requests not yet assigned") {
   test::scratch_dir dir;
   auto c = small_cluster(dir.path, 2);
-  c.switches.push_back({0.0, "basic"});  // due at once: every request is assigned under basic
+  c.switches.push_back({0.0, "balanced_pe"});  // due at once: every request is assigned under balanced_pe
   const auto s = run(c, "dualpath", 3, 3);
   CHECK(s.turns == 9);
   CHECK(s.mismatched_turns == 0);

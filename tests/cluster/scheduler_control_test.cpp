@@ -17,7 +17,7 @@
 #include "core/status.hpp"
 
 using namespace dualpath;
-using namespace dualpath::actors;
+using namespace dualpath::cluster;
 namespace sch = dualpath::schedule;
 
 namespace {
@@ -106,12 +106,12 @@ TEST_CASE("policy switch over the control port: new assignments follow it, nothi
 
   // A stranger without the cluster's secret gets nothing done, and is counted (docs/design.md §13).
   control_client stranger_ctl(client_sys, "127.0.0.1", port, "not-the-secret-at-all", std::chrono::seconds(3));
-  CHECK_THROWS_WITH_AS(stranger_ctl.set_policy("basic"), doctest::Contains("wrong cluster secret"), user_error);
+  CHECK_THROWS_WITH_AS(stranger_ctl.set_policy("balanced_pe"), doctest::Contains("wrong cluster secret"), user_error);
   CHECK_THROWS_WITH_AS(stranger_ctl.stats(), doctest::Contains("wrong cluster secret"), user_error);
   CHECK(gate.refused->commands == 2);
 
   control_client ctl(client_sys, "127.0.0.1", port, secret, std::chrono::seconds(3));
-  CHECK(ctl.get_policy().active == "dualpath");
+  CHECK(ctl.get_policy().active == "balanced");
 
   // One round: all four waiting requests come back, each on the read path the active policy picks.
   auto fetch_four_on = [&](sch::read_path path) {
@@ -125,17 +125,17 @@ TEST_CASE("policy switch over the control port: new assignments follow it, nothi
   };
   fetch_four_on(sch::read_path::de);
 
-  auto st = ctl.set_policy("basic");
+  auto st = ctl.set_policy("balanced_pe");
   CHECK(st.ok);
-  CHECK(st.active == "basic");
+  CHECK(st.active == "balanced_pe");
   fetch_four_on(sch::read_path::pe);
 
   st = ctl.set_policy("no_such_policy");
   CHECK_FALSE(st.ok);
-  CHECK(st.active == "basic");
+  CHECK(st.active == "balanced_pe");
   CHECK(st.known == sch::policy_names());
 
-  CHECK(ctl.set_policy("round_robin").ok);
+  CHECK(ctl.set_policy("rr_queue").ok);
   for (int round = 0; round < 10 && seen.size() < n; ++round) {
     report_all();
     for (const auto& a : fetch()) seen.insert(a.request.id);
@@ -143,7 +143,7 @@ TEST_CASE("policy switch over the control port: new assignments follow it, nothi
   CHECK(seen.size() == n);
   CHECK(std::set<uint64_t>(seen.begin(), seen.end()).size() == n);  // no duplicates
   const auto c = ctl.stats();
-  CHECK(c.policy == "round_robin");
+  CHECK(c.policy == "rr_queue");
   CHECK(c.submitted == n);
   CHECK(c.assigned == n);
   CHECK(c.waiting == 0);

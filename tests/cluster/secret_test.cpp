@@ -24,7 +24,7 @@
 #include "tests/cluster/hand_nodes.hpp"
 
 using namespace dualpath;
-using namespace dualpath::actors;
+using namespace dualpath::cluster;
 namespace fs = std::filesystem;
 using namespace runtime_fixtures;
 
@@ -130,7 +130,7 @@ TEST_CASE("ctl with a wrong secret is refused (exit 2) and counted; the right se
 
   const auto right = test::run_cli(dir, connect + "--secret " + right_secret + " stats");
   CHECK(right.rc == 0);
-  CHECK(right.out.find("policy: dualpath") != std::string::npos);  // the wrong one switched nothing
+  CHECK(right.out.find("policy: balanced") != std::string::npos);  // the wrong one switched nothing
   CHECK(right.out.find("refused commands: 1") != std::string::npos);
   kill(server, SIGTERM);
   exit_status(server, 10);

@@ -9,7 +9,7 @@
 #include "runtime_fixtures.hpp"
 
 using namespace dualpath;
-using namespace dualpath::actors;
+using namespace dualpath::cluster;
 using namespace runtime_fixtures;
 
 TEST_CASE("load_over_time: every turn of a run in a window, the paths add up, the engines were seen loaded") {

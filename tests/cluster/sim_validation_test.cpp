@@ -31,9 +31,9 @@ std::vector<std::vector<turn_shape>> workload() {
 }
 
 // The same cluster and agents for `run` and for `sim`.
-std::pair<actors::run_options, sim::sim_options> both(const cluster_config& config, const std::string& policy,
-                                                      const std::vector<std::vector<turn_shape>>& turns) {
-  actors::run_options ro;
+std::pair<cluster::run_options, sim::sim_options> both(const cluster_config& config, const std::string& policy,
+                                                       const std::vector<std::vector<turn_shape>>& turns) {
+  cluster::run_options ro;
   ro.config = config;
   ro.policy = policy;
   sim::sim_options so;
@@ -54,7 +54,7 @@ std::pair<actors::run_options, sim::sim_options> both(const cluster_config& conf
   return {ro, so};
 }
 
-double de_share(const actors::run_summary& s) {
+double de_share(const report::run_summary& s) {
   const double all = double(s.path_pe + s.path_de + s.path_split);
   return all > 0 ? double(s.path_de) / all : 0;
 }
@@ -67,7 +67,7 @@ TEST_CASE("run and sim agree on turns, hit blocks and the path split for basic, 
   for (const std::string policy : {"basic", "layerwise", "dualpath"}) {
     CAPTURE(policy);
     auto [ro, so] = both(test::storage_bound_cluster((dir.path / policy).string()), policy, turns);
-    const auto run = actors::run_cluster(ro);
+    const auto run = cluster::run_cluster(ro);
     const auto sim = sim::run_sim(so).summary;
     REQUIRE(run.failed_turns == 0);
     REQUIRE(sim.failed_turns == 0);
@@ -90,9 +90,9 @@ TEST_CASE("a [[schedule.switch]] switches the same scheduler policy in run and s
   turns.resize(8);
   for (auto& t : turns) t.resize(std::min<size_t>(t.size(), 3));
   auto config = test::storage_bound_cluster((dir.path / "switch").string());
-  config.switches = {{0.0, "basic"}};  // from the start: every hit block through the prefill node's SNIC
+  config.switches = {{0.0, "balanced_pe"}};  // from the start: every hit block through the prefill node's SNIC
   auto [ro, so] = both(config, "dualpath", turns);
-  const auto run = actors::run_cluster(ro);
+  const auto run = cluster::run_cluster(ro);
   const auto sim = sim::run_sim(so).summary;
   REQUIRE(run.failed_turns == 0);
   REQUIRE(sim.failed_turns == 0);
@@ -104,6 +104,8 @@ TEST_CASE("a [[schedule.switch]] switches the same scheduler policy in run and s
 
   // A run policy's name is not a scheduler policy: both refuse it, naming the known ones.
   so.config.switches = ro.config.switches = {{1.0, "layerwise"}};
-  CHECK_THROWS_WITH_AS(actors::run_cluster(ro), doctest::Contains("known: dualpath, basic"), user_error);
-  CHECK_THROWS_WITH_AS(sim::run_sim(so), doctest::Contains("known: dualpath, basic"), user_error);
+  CHECK_THROWS_WITH_AS(cluster::run_cluster(ro), doctest::Contains("known: balanced, balanced_pe"), user_error);
+  CHECK_THROWS_WITH_AS(sim::run_sim(so), doctest::Contains("known: balanced, balanced_pe"), user_error);
+  CHECK_THROWS_WITH_AS(sim::run_sim(so), doctest::Contains("'layerwise' is a run policy, which schedules with 'rr_pe'"),
+                       user_error);
 }

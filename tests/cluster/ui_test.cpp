@@ -17,13 +17,13 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/ui_page.hpp"
+#include "observe/ui_page.hpp"
 #include "tests/cluster/cli_run.hpp"
-#include "tests/cluster/http_get.hpp"
+#include "tests/observe/http_get.hpp"
 #include "tests/cluster/runtime_fixtures.hpp"
 
 using namespace dualpath;
-using namespace dualpath::actors;
+using namespace dualpath::cluster;
 using nlohmann::json;
 
 namespace {
@@ -110,8 +110,8 @@ run_options two_node_run() {
 TEST_CASE("ui: the state of a made-up cluster as JSON: every field and number the page shows") {
   ui_state s;
   s.run = "dualpath";
-  s.policy = "basic";
-  s.policies = {"dualpath", "basic"};
+  s.policy = "balanced_pe";
+  s.policies = {"balanced", "balanced_pe"};
   s.running = true;
   s.turns_done = 12;
   s.turns_total = 48;
@@ -134,8 +134,8 @@ TEST_CASE("ui: the state of a made-up cluster as JSON: every field and number th
   s.nodes = {n};
   const json j = json::parse(to_json(s));
   CHECK(j["run"] == "dualpath");
-  CHECK(j["policy"] == "basic");
-  CHECK(j["policies"] == json::array({"dualpath", "basic"}));
+  CHECK(j["policy"] == "balanced_pe");
+  CHECK(j["policies"] == json::array({"balanced", "balanced_pe"}));
   CHECK(j["running"] == true);
   CHECK(j["secret_required"] == false);
   CHECK(j["turns"]["done"] == 12);
@@ -169,7 +169,8 @@ TEST_CASE("ui: the state of a made-up cluster as JSON: every field and number th
 TEST_CASE("ui: a run's feed reaches /state: nodes of the cluster file, turns, TTFT percentiles, SNIC rates") {
   ui_page page("127.0.0.1", 0, "");
   const run_options o = two_node_run();
-  auto link = page.begin_run(o, [](const std::string&) { return policy_status{}; });
+  auto link =
+      page.begin_run(o.config, o.policy, turns_total(o.scripts), [](const std::string&) { return policy_status{}; });
   json j = get_state(page.port());
   CHECK(j["running"] == true);
   CHECK(j["turns"]["total"] == 6);
@@ -229,18 +230,19 @@ TEST_CASE("ui: POST /policy with a wrong secret is refused (403) and counted; th
     return json{{"policy", policy}, {"secret", s}}.dump();
   };
   // No run attached: nothing to switch.
-  CHECK(http_call(page.port(), "POST", "/policy", body("basic", secret)).status == 503);
+  CHECK(http_call(page.port(), "POST", "/policy", body("balanced_pe", secret)).status == 503);
   std::mutex mu;
   std::vector<std::string> asked;
-  auto link = page.begin_run(two_node_run(), [&](const std::string& name) {
+  const run_options run = two_node_run();
+  auto link = page.begin_run(run.config, run.policy, turns_total(run.scripts), [&](const std::string& name) {
     std::lock_guard<std::mutex> lock(mu);
     asked.push_back(name);
-    return policy_status{true, name, {"dualpath", "basic"}, ""};
+    return policy_status{true, name, {"balanced", "balanced_pe"}, ""};
   });
   CHECK(get_state(page.port())["secret_required"] == true);
   for (const std::string& wrong : std::vector<std::string>{"", "a-cluster-secret-of-some-lengtH", secret + "x"}) {
     CAPTURE(wrong);
-    const auto r = http_call(page.port(), "POST", "/policy", body("basic", wrong));
+    const auto r = http_call(page.port(), "POST", "/policy", body("balanced_pe", wrong));
     CHECK(r.status == 403);
     CHECK(json::parse(r.body)["message"] == "wrong cluster secret");
   }
@@ -248,17 +250,17 @@ TEST_CASE("ui: POST /policy with a wrong secret is refused (403) and counted; th
   CHECK(get_state(page.port())["refused_posts"] == 3);
   CHECK(asked.empty());
   // Not JSON (what a cross-site form could send): refused before the secret is looked at.
-  CHECK(http_call(page.port(), "POST", "/policy", body("basic", secret), "text/plain").status == 400);
+  CHECK(http_call(page.port(), "POST", "/policy", body("balanced_pe", secret), "text/plain").status == 400);
   CHECK(http_call(page.port(), "POST", "/policy", "{not json").status == 400);
   CHECK(http_call(page.port(), "GET", "/policy").status == 405);
 
-  const auto ok = http_call(page.port(), "POST", "/policy", body("basic", secret));
+  const auto ok = http_call(page.port(), "POST", "/policy", body("balanced_pe", secret));
   CHECK(ok.status == 200);
-  CHECK(json::parse(ok.body)["active"] == "basic");
-  CHECK(asked == std::vector<std::string>{"basic"});
+  CHECK(json::parse(ok.body)["active"] == "balanced_pe");
+  CHECK(asked == std::vector<std::string>{"balanced_pe"});
   CHECK(page.state().refused_posts == 3);
   const auto j = get_state(page.port());
-  CHECK(j["last_switch"]["policy"] == "basic");
+  CHECK(j["last_switch"]["policy"] == "balanced_pe");
   CHECK(j["last_switch"]["ok"] == true);
 }
 
@@ -341,13 +343,13 @@ TEST_CASE("ui: headless Chromium renders the page of a real run: node boxes, mov
   CHECK(std::stoull("0" + text_of(second, "turns-done")) > done_first);
   CHECK(text_of(second, "ttft-p50") != "–");
 
-  // ?policy=basic calls what the button calls; the scheduler's own stats then say basic.
-  const std::string switched = chrome.dump_dom(url + "?policy=basic");
-  CHECK(text_of(switched, "policy-msg") == "switched to basic");
+  // ?policy=balanced_pe calls what the button calls; the scheduler's own stats then say balanced_pe.
+  const std::string switched = chrome.dump_dom(url + "?policy=balanced_pe");
+  CHECK(text_of(switched, "policy-msg") == "switched to balanced_pe");
   CHECK_FALSE(done.load());  // the switch happened during the run
-  CHECK(wait_for(10, [](const json& j) { return j["policy"] == "basic"; }));
+  CHECK(wait_for(10, [](const json& j) { return j["policy"] == "balanced_pe"; }));
   const std::string after = chrome.dump_dom(url);
-  CHECK(text_of(after, "policy") == "basic");
+  CHECK(text_of(after, "policy") == "balanced_pe");
   const auto png = std::filesystem::path(DUALPATH_BUILD_DIR) / "artifacts" / "ui_test.png";
   std::filesystem::create_directories(png.parent_path());
   CHECK(chrome.screenshot(url, png));
@@ -367,5 +369,5 @@ TEST_CASE("ui: headless Chromium renders the page of a real run: node boxes, mov
   const json last = get_state(page.port());
   CHECK(last["running"] == false);
   CHECK(last["turns"]["done"] == 60);
-  CHECK(last["policy"] == "basic");
+  CHECK(last["policy"] == "balanced_pe");
 }

@@ -36,10 +36,10 @@ quota_ms = 250
 quota_scope = "forward"
 [[schedule.switch]]
 at_s = 30
-policy = "basic"
+policy = "balanced_pe"
 [[schedule.switch]]
 at_s = 60
-policy = "dualpath"
+policy = "balanced"
 [runtime]
 prefetch_layers = 3
 )",
@@ -59,7 +59,7 @@ prefetch_layers = 3
   CHECK(c.quota_scope == quota_scope_kind::forward);
   REQUIRE(c.switches.size() == 2);
   CHECK(c.switches[1].at_s == doctest::Approx(60));
-  CHECK(c.switches[1].policy == "dualpath");
+  CHECK(c.switches[1].policy == "balanced");
   CHECK(c.prefetch_layers == 3);
 }
 
@@ -132,7 +132,7 @@ TEST_CASE("cluster file: format_cluster_config parses back to the same configura
   c.z_slack = 1.2;
   c.quota_ms = 123.456;
   c.quota_scope = quota_scope_kind::forward;
-  c.switches = {{0.5, "basic"}, {9.75, "split"}};
+  c.switches = {{0.5, "balanced_pe"}, {9.75, "balanced_split"}};
   c.prefetch_layers = 4;
   c.max_decode_batch = 17;
   c.model_traffic_kb = 96;

@@ -18,9 +18,9 @@ void use(uint64_t v) { sink = sink + v; }
 
 template <class Schema, class Use>
 int decode_envelope(const uint8_t* data, size_t size, Use&& on_value) {
-  actors::envelope<Schema> e{std::vector<uint8_t>(data, data + size)};
+  protocol::envelope<Schema> e{std::vector<uint8_t>(data, data + size)};
   try {
-    on_value(actors::decode(e));
+    on_value(protocol::decode(e));
     return accepted;
   } catch (const kj::Exception&) {
     return refused;
@@ -32,7 +32,7 @@ void use_snapshot(const schedule::node_snapshot& n) {
   for (const auto& e : n.engines) use(e.engine + e.node + e.seq + e.tok + e.free_hbm);
 }
 
-void use_payload(const actors::turn_payload& p) {
+void use_payload(const protocol::turn_payload& p) {
   use(p.request + p.agent + p.turn + p.tokens.size() + p.gen + p.hit_blocks + uint64_t(p.times.done));
 }
 
@@ -61,13 +61,13 @@ int fuzz_assignments(const uint8_t* data, size_t size) {
 }
 
 int fuzz_policy_status(const uint8_t* data, size_t size) {
-  return decode_envelope<schema::PolicyStatus>(data, size, [](const actors::policy_status& s) {
+  return decode_envelope<schema::PolicyStatus>(data, size, [](const protocol::policy_status& s) {
     use(s.ok + s.active.size() + s.known.size() + s.message.size());
   });
 }
 
 int fuzz_scheduler_stats(const uint8_t* data, size_t size) {
-  return decode_envelope<schema::SchedulerStats>(data, size, [](const actors::scheduler_counters& c) {
+  return decode_envelope<schema::SchedulerStats>(data, size, [](const protocol::scheduler_counters& c) {
     use(c.policy.size() + c.waiting + c.submitted + c.refused_commands);
   });
 }
@@ -77,23 +77,23 @@ int fuzz_turn_payload(const uint8_t* data, size_t size) {
 }
 
 int fuzz_handoff(const uint8_t* data, size_t size) {
-  return decode_envelope<schema::Handoff>(data, size, [](const actors::handoff_info& h) {
+  return decode_envelope<schema::Handoff>(data, size, [](const protocol::handoff_info& h) {
     use_payload(h.payload);
     use(h.de_slots.size() + uint64_t(h.path) + h.kv_verified);
   });
 }
 
 int fuzz_turn_result(const uint8_t* data, size_t size) {
-  return decode_envelope<schema::TurnResult>(data, size, [](const actors::turn_result& r) {
+  return decode_envelope<schema::TurnResult>(data, size, [](const protocol::turn_result& r) {
     use(r.request + r.generated.size() + uint64_t(r.path) + r.error.size() + r.prompt_tokens);
   });
 }
 
 int fuzz_load_blocks(const uint8_t* data, size_t size) {
-  actors::envelope<schema::LoadBlocks> e{std::vector<uint8_t>(data, data + size)};
+  protocol::envelope<schema::LoadBlocks> e{std::vector<uint8_t>(data, data + size)};
   try {
-    use(actors::decode(e).size());
-    use(actors::load_request(e));  // the data plane reads both from one envelope
+    use(protocol::decode(e).size());
+    use(protocol::load_request(e));  // the data plane reads both from one envelope
     return accepted;
   } catch (const kj::Exception&) {
     return refused;
@@ -108,11 +108,12 @@ int fuzz_load_result(const uint8_t* data, size_t size) {
 }
 
 int fuzz_slots(const uint8_t* data, size_t size) {
-  return decode_envelope<schema::Slots>(data, size, [](const actors::slot_list& s) { use(s.slots.size() + s.count); });
+  return decode_envelope<schema::Slots>(data, size,
+                                        [](const protocol::slot_list& s) { use(s.slots.size() + s.count); });
 }
 
 int fuzz_copy_batch(const uint8_t* data, size_t size) {
-  return decode_envelope<schema::CopyBatch>(data, size, [](const actors::copy_batch& b) {
+  return decode_envelope<schema::CopyBatch>(data, size, [](const protocol::copy_batch& b) {
     use(uint64_t(b.traffic) + b.ops.size());
     for (const auto& o : b.ops) use(o.via + uint64_t(o.src_kind) + o.dst_engine + o.length);
   });
@@ -131,7 +132,7 @@ int fuzz_fabric_directory(const uint8_t* data, size_t size) {
 
 int fuzz_node_counters(const uint8_t* data, size_t size) {
   return decode_envelope<schema::NodeCounters>(
-      data, size, [](const actors::node_counters& c) { use(c.node + c.snic_bytes + c.snic_samples.size()); });
+      data, size, [](const protocol::node_counters& c) { use(c.node + c.snic_bytes + c.snic_samples.size()); });
 }
 
 }  // namespace dualpath::fuzz

@@ -15,15 +15,15 @@ namespace dualpath::fuzz {
 namespace {
 
 template <class Schema>
-bytes raw(const actors::envelope<Schema>& e) {
+bytes raw(const protocol::envelope<Schema>& e) {
   return e.bytes;
 }
 
 bytes text(const std::string& s) { return bytes(s.begin(), s.end()); }
 
-actors::turn_times sample_times() { return {1000, 2000, 3000, 4000, 5000, 6000, 7000, 6500}; }
+protocol::turn_times sample_times() { return {1000, 2000, 3000, 4000, 5000, 6000, 7000, 6500}; }
 
-actors::turn_payload sample_payload() {
+protocol::turn_payload sample_payload() {
   return {(uint64_t(1) << 56) | (3u << 24) | 5u, 3, 5, {1, 2, 3, 4, 5, 6, 7, 8, 9}, 4, 2, sample_times()};
 }
 
@@ -32,7 +32,7 @@ schedule::node_snapshot sample_node() {
 }
 
 std::vector<bytes> envelope_seeds(std::string_view name) {
-  using namespace actors;
+  using namespace protocol;
   const schedule::request_info req{77, 512, 64, 1 << 20, 576, 1 << 21, 8};
   if (name == "request") return {raw(encode(req)), raw(encode(schedule::request_info{}))};
   if (name == "group_report") {
@@ -130,7 +130,7 @@ std::vector<bytes> cluster_file_seeds() {
   c.engines_per_node = 8;
   c.pe_group_nodes = 2;
   c.snic_gb_per_s = 0.004;
-  c.switches = {{1.5, "basic"}, {3.0, "dualpath"}};
+  c.switches = {{1.5, "balanced_pe"}, {3.0, "balanced"}};
   c.secret = "0123456789abcdef0123";
   const std::string hand = R"(# a hand-written file: comments, inline tables, the paper's key name
 [model]
@@ -153,7 +153,7 @@ secret = "a secret of many chars"
 timeout_s = 30
 [[schedule.switch]]
 at_s = 0
-policy = "basic"
+policy = "balanced_pe"
 )";
   return {text(format_cluster_config(cluster_config{})), text(format_cluster_config(c)), text(hand), text("")};
 }

@@ -4,7 +4,7 @@
 #include "report/load_series.hpp"
 #include "report/run_report.hpp"
 
-using namespace dualpath::actors;
+using namespace dualpath::report;
 using dualpath::schedule::read_path;
 
 namespace {

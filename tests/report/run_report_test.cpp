@@ -3,7 +3,7 @@
 
 #include "report/run_report.hpp"
 
-using namespace dualpath::actors;
+using namespace dualpath::report;
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include "report/snic_over_time.hpp"
 #include "report/working_set.hpp"
 
-using namespace dualpath::actors;
+using namespace dualpath::report;
 
 TEST_CASE("snic_over_time: per-window read rates and read_q, their max/avg, and the mean over the run") {
   // Node 0 reads 1 GB in [0, 1) and 3 GB in [1, 2); node 1 reads 1 GB in each. Samples every 0.5 s; one

@@ -83,7 +83,7 @@ TEST_CASE("dualpath assign spreads decode load over groups and returns unplaceab
   add_node(snap, 5, role::decode, 0, {0}, /*free HBM*/ 2500);
   std::deque<request_info> waiting;
   for (uint64_t i = 0; i < 6; ++i) waiting.push_back(make_request(i, 100, /*len*/ 1000, /*kv*/ 1000));
-  const auto out = make_policy("dualpath")->assign(snap, 1, waiting, p);
+  const auto out = make_policy("balanced")->assign(snap, 1, waiting, p);
   // Each DE holds two requests (2 × 1000 ≤ 2500); level 1 alternates between the groups.
   REQUIRE(out.size() == 4);
   int on4 = 0;

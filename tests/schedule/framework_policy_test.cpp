@@ -19,8 +19,8 @@ TEST_CASE("framework: PEs of the fetching group and DEs over the cluster in turn
   add_node(snap, 5, role::decode, 0, {0});
   std::deque<request_info> waiting;
   for (uint64_t i = 0; i < 5; ++i) waiting.push_back(make_request(i));
-  auto pol = make_policy("framework");
-  CHECK(pol->name() == "framework");
+  auto pol = make_policy("rr_pe");
+  CHECK(pol->name() == "rr_pe");
   const auto out = pol->assign(snap, 1, waiting, p);
   REQUIRE(out.size() == 5);
   const uint32_t pes[] = {100, 101, 100, 101, 100};
@@ -50,7 +50,7 @@ TEST_CASE("framework skips only engines that cannot take work, and stops when no
   snap.find(4)->engines[0].tok = 1u << 20;
   std::deque<request_info> waiting;
   for (uint64_t i = 0; i < 4; ++i) waiting.push_back(make_request(i, /*append*/ 1001, /*len*/ 2000));
-  auto pol = make_policy("framework");
+  auto pol = make_policy("rr_pe");
   const auto out = pol->assign(snap, 1, waiting, p);
   // 100 and 102 take one request each (1001 tokens), then both are above β (1000): the fetch stops.
   REQUIRE(out.size() == 2);
@@ -80,7 +80,7 @@ TEST_CASE("framework: no DE with HBM leaves the request at the head") {
   add_node(snap, 1, role::prefill, 0, {0});
   add_node(snap, 4, role::decode, 0, {0}, /*free HBM*/ 10);
   std::deque<request_info> waiting{make_request(7, 100, 1000, /*kv bytes*/ 1000)};
-  const auto out = make_policy("framework")->assign(snap, 1, waiting, p);
+  const auto out = make_policy("rr_pe")->assign(snap, 1, waiting, p);
   CHECK(out.empty());
   REQUIRE(waiting.size() == 1);
   CHECK(snap.find(1)->engines[0].tok == 0);  // nothing charged

@@ -84,7 +84,7 @@ struct burst_result {
 template <class Scheduler>
 burst_result run_burst(Scheduler& s) {
   for (uint32_t d = 0; d < 2; ++d) s.report(measured(de_first + d, role::decode, de_hbm), 0.0);
-  auto pol = make_policy("dualpath");
+  auto pol = make_policy("balanced");
   auto waiting = burst(200);
   burst_result out;
   for (uint32_t pe = 0; pe < pe_nodes; ++pe) {

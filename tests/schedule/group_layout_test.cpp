@@ -40,7 +40,7 @@ TEST_CASE("PE group of 2 nodes: the node above α loses to the node below it eve
   add_node(snap, 0, role::prefill, /*read_q*/ 5000, {0, 0});     // above α: C3
   add_node(snap, 1, role::prefill, /*read_q*/ 200, {300, 400});  // below α: C2
   add_node(snap, 2, role::decode, 0, {0});
-  auto pol = make_policy("dualpath");
+  auto pol = make_policy("balanced");
 
   SUBCASE("one node per group (the default): node 0 fetches for itself, α orders nothing") {
     std::deque<request_info> waiting{make_request(1)};
@@ -76,7 +76,7 @@ TEST_CASE("PE group of 2 nodes: this fetch's reads count toward α, so a node pu
   std::deque<request_info> waiting;
   for (uint64_t i = 0; i < 3; ++i)
     waiting.push_back(make_request(i, /*append*/ 10, 1000, 1000, /*hit blocks*/ 6, /*hit bytes*/ 600));
-  const auto out = make_policy("dualpath")->assign(snap, 0, waiting, params(/*α = 1000 bytes*/ 100, 1000, {2, 1, 2}));
+  const auto out = make_policy("balanced")->assign(snap, 0, waiting, params(/*α = 1000 bytes*/ 100, 1000, {2, 1, 2}));
   REQUIRE(out.size() == 3);
   // r0: both nodes at 0 ≤ α, engine 0 (tok 0) wins; node 0 now reads 600.
   // r1: node 0 still ≤ α, engine 0 (tok 10 < 50) wins; node 0 reads 1200 > α.
@@ -102,7 +102,7 @@ TEST_CASE("DE group of 2 nodes takes a request as one level-1 group; level 2 spa
   add_node(snap, 4, role::decode, 0, {250});
   snap.find(4)->engines[0].seq = 5;
   const auto r = make_request(1, /*append*/ 10, /*len*/ 100);
-  auto pol = make_policy("dualpath");
+  auto pol = make_policy("balanced");
 
   SUBCASE("one node per group (the default): node 1 wins level 1") {
     std::deque<request_info> waiting{r};
@@ -155,7 +155,7 @@ TEST_CASE("round_robin and framework: a PE group of 2 nodes takes its engines in
   add_node(snap, 1, role::prefill, 0, {0});
   add_node(snap, 2, role::prefill, 0, {0});  // the next group: never chosen
   add_node(snap, 3, role::decode, 0, {0});
-  for (const char* name : {"round_robin", "framework"}) {
+  for (const char* name : {"rr_queue", "rr_pe"}) {
     CAPTURE(name);
     cluster_snapshot s = snap;
     std::deque<request_info> waiting;

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "core/modes.hpp"
 #include "core/status.hpp"
 #include "schedule/selection.hpp"
 #include "tests/schedule/helpers.hpp"
@@ -25,7 +26,7 @@ TEST_CASE("read path: the node with the shorter read_q, charged as requests are 
   add_node(snap, 5, role::decode, /*read_q*/ 0, {0});
   std::deque<request_info> waiting;
   for (uint64_t i = 0; i < 4; ++i) waiting.push_back(make_request(i, 10, 100, 10, 10, /*hit bytes*/ 10000));
-  const auto out = make_policy("dualpath")->assign(snap, 1, waiting, loose());
+  const auto out = make_policy("balanced")->assign(snap, 1, waiting, loose());
   REQUIRE(out.size() == 4);
   // DE queue 0 → 10000 → 20000 → 30000 against the PE's 25000: DE, DE, DE, then PE.
   CHECK(out[0].path == read_path::de);
@@ -42,7 +43,7 @@ TEST_CASE("basic reads everything through the PE node") {
   add_node(snap, 1, role::prefill, /*read_q*/ 1u << 30, {0});
   add_node(snap, 5, role::decode, 0, {0});
   std::deque<request_info> waiting{make_request(1), make_request(2)};
-  const auto out = make_policy("basic")->assign(snap, 1, waiting, loose());
+  const auto out = make_policy("balanced_pe")->assign(snap, 1, waiting, loose());
   REQUIRE(out.size() == 2);
   for (const auto& a : out) {
     CHECK(a.path == read_path::pe);
@@ -63,7 +64,7 @@ TEST_CASE("split divides the hit blocks so both SNIC queues drain together") {
   add_node(snap, 1, role::prefill, 4000, {0});
   add_node(snap, 5, role::decode, 0, {0});
   std::deque<request_info> waiting{r};
-  const auto out = make_policy("split")->assign(snap, 1, waiting, loose());
+  const auto out = make_policy("balanced_split")->assign(snap, 1, waiting, loose());
   REQUIRE(out.size() == 1);
   CHECK(out[0].path == read_path::split);
   CHECK(out[0].pe_blocks == 3);
@@ -80,7 +81,7 @@ TEST_CASE("round_robin takes engines in turn and skips the ones that cannot take
   add_node(snap, 5, role::decode, 0, {0}, /*free HBM*/ 0);
   std::deque<request_info> waiting;
   for (uint64_t i = 0; i < 4; ++i) waiting.push_back(make_request(i));
-  auto pol = make_policy("round_robin");
+  auto pol = make_policy("rr_queue");
   const auto out = pol->assign(snap, 1, waiting, p);
   REQUIRE(out.size() == 4);
   CHECK(out[0].pe == 100);
@@ -98,7 +99,7 @@ TEST_CASE("alternate: engines in turn, read paths alternating whatever the read 
   add_node(snap, 4, role::decode, 1u << 30, {0, 0});  // the DE node's queue is long: alternate ignores it
   std::deque<request_info> waiting;
   for (uint64_t i = 0; i < 4; ++i) waiting.push_back(make_request(i));
-  auto pol = make_policy("alternate");
+  auto pol = make_policy("rr_alternate");
   const auto out = pol->assign(snap, 1, waiting, p);
   REQUIRE(out.size() == 4);
   CHECK(out[0].path == read_path::pe);
@@ -124,6 +125,17 @@ TEST_CASE("policies by name; an unknown name lists the known ones") {
   } catch (const dualpath::user_error& e) {
     const std::string msg = e.what();
     CHECK(msg.find("fastest") != std::string::npos);
-    CHECK(msg.find("dualpath, basic, round_robin, split") != std::string::npos);
+    CHECK(msg.find("balanced, balanced_pe, balanced_split, rr_queue") != std::string::npos);
+  }
+}
+
+TEST_CASE("no scheduler policy shares a name with a run policy; a run policy's name says what it schedules with") {
+  for (const auto& n : policy_names())
+    for (const auto& r : dualpath::run_policy_names()) CHECK(n != r);
+  for (const auto& r : dualpath::run_policy_names()) {
+    const std::string msg = dualpath::unknown_scheduler_policy(r);
+    CHECK(msg.find("'" + r + "' is a run policy, which schedules with '" + dualpath::run_mode_of(r).scheduler_policy +
+                   "'") != std::string::npos);
+    CHECK(is_policy_name(dualpath::run_mode_of(r).scheduler_policy));
   }
 }

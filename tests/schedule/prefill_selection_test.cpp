@@ -46,7 +46,7 @@ TEST_CASE("dualpath assign: FIFO, smallest tok_e first, snapshot updated, stops 
   const auto p = thresholds(1000000, 250);
   add_node(snap, 1, role::prefill, 0, {0, 50});
   add_node(snap, 5, role::decode, 0, {0, 0, 0, 0});
-  auto pol = make_policy("dualpath");
+  auto pol = make_policy("balanced");
   std::deque<request_info> waiting;
   for (uint64_t i = 0; i < 10; ++i) waiting.push_back(make_request(i, /*append*/ 100));
   const auto out = pol->assign(snap, 1, waiting, p);
@@ -75,7 +75,7 @@ TEST_CASE("a group on a node above α still gets work when it has no C2 engine")
   add_node(snap, 1, role::prefill, /*read_q*/ 1u << 30, {0});
   add_node(snap, 5, role::decode, 0, {0});
   std::deque<request_info> waiting{make_request(7)};
-  const auto out = make_policy("dualpath")->assign(snap, 1, waiting, thresholds(10, 1000));
+  const auto out = make_policy("balanced")->assign(snap, 1, waiting, thresholds(10, 1000));
   REQUIRE(out.size() == 1);
   CHECK(out[0].pe == 100);
 }
@@ -84,7 +84,7 @@ TEST_CASE("fetch from an unknown or decode node assigns nothing") {
   cluster_snapshot snap;
   add_node(snap, 5, role::decode, 0, {0});
   std::deque<request_info> waiting{make_request(1)};
-  auto pol = make_policy("dualpath");
+  auto pol = make_policy("balanced");
   CHECK(pol->assign(snap, 1, waiting, thresholds(10, 1000)).empty());
   CHECK(pol->assign(snap, 5, waiting, thresholds(10, 1000)).empty());
   CHECK(waiting.size() == 1);

@@ -166,7 +166,7 @@ TEST_CASE("the same input gives the same run, event for event") {
   const auto b = simulate(c, "dualpath", agents(10, 5));
   CHECK(a.counters.events == b.counters.events);
   CHECK(a.summary.jct_s == b.summary.jct_s);
-  CHECK(actors::to_json(a.summary) == actors::to_json(b.summary));
+  CHECK(report::to_json(a.summary) == report::to_json(b.summary));
 }
 
 TEST_CASE("write-back through the SNIC delays the answer, never the first token") {

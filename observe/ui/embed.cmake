@@ -8,6 +8,6 @@ if(NOT clash EQUAL -1)
 endif()
 file(WRITE "${OUTPUT}.tmp"
   "#pragma once\n// Generated from cluster/ui/page.html by cluster/ui/embed.cmake; edit the page, not this.\n"
-  "namespace dualpath::actors {\ninline constexpr const char ${NAME}[] = R\"${delim}(${text})${delim}\";\n}\n")
+  "namespace dualpath::observe {\ninline constexpr const char ${NAME}[] = R\"${delim}(${text})${delim}\";\n}\n")
 execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUTPUT}.tmp" "${OUTPUT}")
 file(REMOVE "${OUTPUT}.tmp")

@@ -1,4 +1,4 @@
-#include "cluster/metrics.hpp"
+#include "observe/metrics.hpp"
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -9,9 +9,11 @@
 #include <map>
 #include <mutex>
 
-#include "cluster/http_server.hpp"
+#include "observe/http_server.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::observe {
+
+using namespace dualpath::report;
 
 namespace pm = prometheus;
 
@@ -129,7 +131,7 @@ struct metrics_endpoint::impl {
   }
 };
 
-// The exposition is prometheus-cpp's; the transport is cluster/http_server.hpp, on loopback unless told.
+// The exposition is prometheus-cpp's; the transport is observe/http_server.hpp, on loopback unless told.
 metrics_endpoint::metrics_endpoint(const std::string& host, uint16_t port) : impl_(std::make_unique<impl>()) {
   impl_->server = std::make_unique<http_server>(host, port, "--metrics-port", "metrics",
                                                 [m = impl_.get()](const http_request& req) { return m->answer(req); });
@@ -139,7 +141,7 @@ metrics_endpoint::~metrics_endpoint() = default;
 
 uint16_t metrics_endpoint::port() const { return impl_->server->port(); }
 
-void metrics_endpoint::observe_turn(const turn_record& r, uint32_t block_tokens) {
+void metrics_endpoint::observe_turn(const report::turn_record& r, uint32_t block_tokens) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto& m = *impl_;
   if (!r.error.empty()) {
@@ -216,4 +218,4 @@ void metrics_endpoint::set_policy(const std::string& policy) {
   m.active_policy = policy;
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::observe

@@ -9,7 +9,7 @@
 
 #include "report/run_report.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::observe {
 
 class metrics_endpoint {
  public:
@@ -22,7 +22,7 @@ class metrics_endpoint {
   uint16_t port() const;  // the port actually bound
 
   // One answered (or failed) turn: latency histograms, read path, KV blocks by outcome.
-  void observe_turn(const turn_record& r, uint32_t block_tokens);
+  void observe_turn(const report::turn_record& r, uint32_t block_tokens);
   // A node's SNIC: bytes read so far (a running total) and the bytes queued now.
   void set_snic(uint32_t node, uint64_t read_bytes_total, uint64_t read_q);
   // Bytes a node's CNIC moved so far (a running total) for `cls` ("kv") in `direction` ("out": copies
@@ -45,4 +45,4 @@ class metrics_endpoint {
   std::unique_ptr<impl> impl_;
 };
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::observe

@@ -1,13 +1,13 @@
 // KV geometry: where each token of each layer lives inside a Full Block.
 #include <doctest/doctest.h>
 
-#include "runtime/kv_geometry.hpp"
+#include "core/kv_geometry.hpp"
 
 using namespace dualpath;
 
 TEST_CASE("token runs split positions at block boundaries") {
-  runtime::kv_geometry g{2, 16, 8};
-  const auto runs = runtime::token_runs(g, 10, 40);
+  kv_geometry g{2, 16, 8};
+  const auto runs = token_runs(g, 10, 40);
   REQUIRE(runs.size() == 3);
   CHECK(runs[0].block == 0);
   CHECK(runs[0].token_in_block == 10);

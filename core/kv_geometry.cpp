@@ -1,10 +1,18 @@
-#include "runtime/kv_geometry.hpp"
+#include "core/kv_geometry.hpp"
 
 #include <xxhash.h>
 
 #include <algorithm>
 
-namespace dualpath::runtime {
+namespace dualpath {
+
+kv_geometry kv_geometry_of(const model_spec& m, const cluster_config& c) {
+  kv_geometry g;
+  g.layers = m.layers;
+  g.block_tokens = c.block_tokens ? c.block_tokens : m.block_tokens;
+  g.bytes_per_token_layer = m.kv_bytes_per_token_layer;
+  return g;
+}
 
 std::vector<token_run> token_runs(const kv_geometry& g, uint64_t begin, uint64_t end) {
   std::vector<token_run> runs;
@@ -27,4 +35,4 @@ uint64_t model_fingerprint(const std::string& model, backend_kind backend, uint6
   return XXH3_64bits(text.data(), text.size());
 }
 
-}  // namespace dualpath::runtime
+}  // namespace dualpath

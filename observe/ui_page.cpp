@@ -1,4 +1,4 @@
-#include "cluster/ui_page.hpp"
+#include "observe/ui_page.hpp"
 #include "protocol/errors.hpp"
 
 #include <caf/all.hpp>
@@ -10,9 +10,12 @@
 
 #include "core/secret.hpp"
 #include "schedule/policy.hpp"
-#include "ui_page_html.hpp"  // generated from cluster/ui/page.html (cluster/CMakeLists.txt)
+#include "ui_page_html.hpp"  // generated from observe/ui/page.html (observe/CMakeLists.txt)
 
-namespace dualpath::actors {
+namespace dualpath::observe {
+
+using namespace dualpath::protocol;
+using namespace dualpath::report;
 
 double eta_seconds(uint64_t done, uint64_t total, double elapsed_s) {
   if (done == 0 || total == 0 || done >= total) return 0;
@@ -80,8 +83,8 @@ ui_page::~ui_page() { impl_->server.reset(); }
 
 uint16_t ui_page::port() const { return impl_->server->port(); }
 
-ui_page::attachment ui_page::begin_run(const run_options& run, policy_setter set) {
-  const cluster_config& c = run.config;
+ui_page::attachment ui_page::begin_run(const cluster_config& c, const std::string& run_policy, uint64_t turns_total,
+                                       policy_setter set) {
   {
     std::lock_guard<std::mutex> lock(impl_->set_mu);
     impl_->set = std::move(set);
@@ -89,8 +92,8 @@ ui_page::attachment ui_page::begin_run(const run_options& run, policy_setter set
   std::lock_guard<std::mutex> lock(impl_->mu);
   ui_state& s = impl_->s;
   ui_state fresh;
-  fresh.run = run.policy;
-  for (const auto& script : run.scripts) fresh.turns_total += script.turns.size();
+  fresh.run = run_policy;
+  fresh.turns_total = turns_total;
   fresh.running = true;
   fresh.secret_required = s.secret_required;
   fresh.policies = s.policies;
@@ -119,7 +122,7 @@ ui_page::attachment::~attachment() {
   page_->impl_->s.running = false;
 }
 
-void ui_page::observe_turn(const turn_record& r) {
+void ui_page::observe_turn(const report::turn_record& r) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   ui_state& s = impl_->s;
   ++s.turns_done;
@@ -135,8 +138,8 @@ void ui_page::observe_turn(const turn_record& r) {
   }
 }
 
-void ui_page::update(const run_progress& p, double elapsed_s, const std::optional<scheduler_counters>& stats,
-                     const std::vector<snic_sample>& snics) {
+void ui_page::update(const report::run_progress& p, double elapsed_s,
+                     const std::optional<protocol::scheduler_counters>& stats, const std::vector<snic_sample>& snics) {
   const auto now = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(impl_->mu);
   ui_state& s = impl_->s;
@@ -242,7 +245,7 @@ http_response ui_page::post_policy(const std::string& body) {
   return answer(st.ok ? 200 : 400, {{"ok", st.ok}, {"active", st.active}, {"message", st.message}});
 }
 
-ui_page::policy_setter scheduler_policy_setter(caf::actor_system& sys, scheduler_actor scheduler,
+ui_page::policy_setter scheduler_policy_setter(caf::actor_system& sys, protocol::scheduler_actor scheduler,
                                                std::chrono::milliseconds timeout) {
   return [&sys, scheduler, timeout](const std::string& name) {
     policy_status st;
@@ -260,4 +263,4 @@ ui_page::policy_setter scheduler_policy_setter(caf::actor_system& sys, scheduler
   };
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::observe

@@ -1,4 +1,4 @@
-#include "cluster/http_server.hpp"
+#include "observe/http_server.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 
 #include "core/status.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::observe {
 
 namespace {
 
@@ -212,4 +212,4 @@ void http_server::impl::serve() {
   }
 }
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::observe

@@ -1,6 +1,6 @@
 #pragma once
 // The live cluster page (docs/design.md §15): `dualpath run --ui-port [HOST:]PORT` serves one self-contained
-// page (cluster/ui/page.html, embedded at build time) and `/state`, the JSON it polls every second: the
+// page (observe/ui/page.html, embedded at build time) and `/state`, the JSON it polls every second: the
 // nodes and their engines' loads, each SNIC's read rate and read_q, the read-path split, progress and ETA,
 // TTFT percentiles of the answered turns and the scheduler's policy. `POST /policy` switches the policy as
 // `dualpath ctl policy set` does, guarded by the cluster's secret like the control port (§13).
@@ -15,12 +15,14 @@
 #include <string>
 #include <vector>
 
-#include "cluster/cluster.hpp"
-#include "cluster/http_server.hpp"
+#include "core/cluster_config.hpp"
+#include "observe/http_server.hpp"
 #include "protocol/interfaces.hpp"
 #include "protocol/scheduler_codec.hpp"
+#include "report/run_progress.hpp"
+#include "report/run_report.hpp"
 
-namespace dualpath::actors {
+namespace dualpath::observe {
 
 struct ui_engine {
   uint32_t engine = 0, seq = 0;
@@ -44,12 +46,12 @@ struct ui_state {
   bool running = false, secret_required = false;
   uint64_t turns_done = 0, turns_total = 0, failed_turns = 0, waiting = 0;
   double elapsed_s = 0;
-  distribution ttft;  // of the answered turns so far
+  report::distribution ttft;  // of the answered turns so far
   uint64_t ttft_count = 0;
   uint64_t path_pe = 0, path_de = 0, path_split = 0;  // answered turns by read path
   double snic_cap_bytes_per_s = 0;                    // 0: uncapped
   uint64_t refused_posts = 0;
-  policy_status last_switch;  // the answer to the latest accepted POST /policy
+  protocol::policy_status last_switch;  // the answer to the latest accepted POST /policy
   std::string last_switch_name;
   std::vector<ui_node> nodes;
 };
@@ -62,7 +64,7 @@ std::string to_json(const ui_state& s);
 class ui_page {
  public:
   // Switches the scheduler's policy; answers what the scheduler said (ok false with a message on failure).
-  using policy_setter = std::function<policy_status(const std::string& name)>;
+  using policy_setter = std::function<protocol::policy_status(const std::string& name)>;
 
   // Serves on `host:port` (port 0: any free port); `secret` "" when the cluster has none (then POST /policy
   // is not guarded). Throws user_error when it cannot bind.
@@ -87,15 +89,16 @@ class ui_page {
   };
   // A run starts: counters reset, its turns counted, its cluster's nodes shown (prefill first, as §3 numbers
   // them).
-  [[nodiscard]] attachment begin_run(const run_options& run, policy_setter set);
+  [[nodiscard]] attachment begin_run(const cluster_config& c, const std::string& run_policy, uint64_t turns_total,
+                                     policy_setter set);
 
-  void observe_turn(const turn_record& r);
+  void observe_turn(const report::turn_record& r);
   // Once per progress interval: the totals, the scheduler's stats when it answered, and, when this process
   // holds the data planes, each node's SNIC running total and read_q (else read_q comes from the stats).
   struct snic_sample {
     uint64_t read_bytes = 0, read_q = 0;
   };
-  void update(const run_progress& p, double elapsed_s, const std::optional<scheduler_counters>& stats,
+  void update(const report::run_progress& p, double elapsed_s, const std::optional<protocol::scheduler_counters>& stats,
               const std::vector<snic_sample>& snics);
 
   ui_state state() const;
@@ -109,7 +112,7 @@ class ui_page {
 };
 
 // A setter that asks `scheduler` (policy set) from any thread, waiting at most `timeout`.
-ui_page::policy_setter scheduler_policy_setter(caf::actor_system& sys, scheduler_actor scheduler,
+ui_page::policy_setter scheduler_policy_setter(caf::actor_system& sys, protocol::scheduler_actor scheduler,
                                                std::chrono::milliseconds timeout = std::chrono::seconds(3));
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::observe

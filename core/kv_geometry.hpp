@@ -1,14 +1,17 @@
 #pragma once
 // Where a request's KV lives, block by block and layer by layer. A Full Block is [layers][tokens][bytes]
 // (docs/design.md §2), so layer l of block b is one contiguous Layer Block at l·layer_bytes inside the block, and a
-// run of tokens of one layer inside one block is contiguous too. Pure arithmetic: no I/O.
+// run of tokens of one layer inside one block is contiguous too. Pure arithmetic: no I/O. Shared by the
+// runtime's data plane and the simulator, so both lay a request's KV out alike.
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/cluster_config.hpp"
+#include "core/model_catalog.hpp"
 #include "core/modes.hpp"
 
-namespace dualpath::runtime {
+namespace dualpath {
 
 struct kv_geometry {
   uint32_t layers = 0;
@@ -32,10 +35,14 @@ struct token_run {
   uint32_t count = 0;
 };
 
+// The geometry of a run: the model's layers and KV bytes, the cluster file's block size (else the model's).
+// The runtime (cluster/node_host.cpp) and the simulator both take it from here.
+kv_geometry kv_geometry_of(const model_spec& m, const cluster_config& c);
+
 // Splits positions [begin, end) into per-block runs.
 std::vector<token_run> token_runs(const kv_geometry& g, uint64_t begin, uint64_t end);
 
 // Model fingerprint for the store: blocks are only valid for the same model, backend numerics and weights.
 uint64_t model_fingerprint(const std::string& model, backend_kind backend, uint64_t seed, const kv_geometry& g);
 
-}  // namespace dualpath::runtime
+}  // namespace dualpath

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-namespace dualpath::actors {
+namespace dualpath::observe {
 
 struct http_request {
   std::string method;        // "GET", "POST", ...
@@ -49,4 +49,4 @@ class http_server {
   std::unique_ptr<impl> impl_;
 };
 
-}  // namespace dualpath::actors
+}  // namespace dualpath::observe

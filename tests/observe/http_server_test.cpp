@@ -1,4 +1,4 @@
-// The small HTTP server behind the metrics and the live page (cluster/http_server.hpp): request parsing and
+// The small HTTP server behind the metrics and the live page (observe/http_server.hpp): request parsing and
 // its bounds, and a slow handler's answer still reaching the peer.
 #include <doctest/doctest.h>
 
@@ -6,10 +6,10 @@
 #include <string>
 #include <thread>
 
-#include "cluster/http_server.hpp"
-#include "tests/cluster/http_get.hpp"
+#include "observe/http_server.hpp"
+#include "tests/observe/http_get.hpp"
 
-using namespace dualpath::actors;
+using namespace dualpath::observe;
 
 TEST_CASE("http_server: requests parse whole, wait for their body, and are refused past the bounds") {
   http_request r;

@@ -1,0 +1,18 @@
+#pragma once
+// How far a run is, as the launcher samples it about once a second (docs/design.md §15): what its progress
+// line, the metrics and the live page show while it lasts.
+#include <cstdint>
+#include <vector>
+
+namespace dualpath::report {
+
+struct run_progress {
+  uint64_t turns_done = 0, turns_total = 0;
+  uint32_t agents_done = 0, agents_total = 0;
+  double elapsed_s = 0;
+  // Per node, as the scheduler sees it: turns placed with their PE or DE there, and the requests its engines
+  // hold (seq_e summed: in prefill on a prefill node, decoding on a decode node).
+  std::vector<uint32_t> in_flight_by_node, engine_requests_by_node;
+};
+
+}  // namespace dualpath::report
