@@ -9,6 +9,8 @@ find_package(nlohmann_json REQUIRED)
 pkg_check_modules(FABRIC REQUIRED IMPORTED_TARGET libfabric)
 pkg_check_modules(URING REQUIRED IMPORTED_TARGET liburing)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+# cpp-httplib (Debian's libcpp-httplib-dev, a compiled library): the HTTP server of observe/.
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)  # HMAC-SHA256 of the cluster secret (docs/design.md §13)
 

@@ -1,9 +1,9 @@
 #pragma once
-// The tiny HTTP/1.1 server behind the run's metrics and its live page (docs/design.md §15). prometheus-cpp's
-// own server (civetweb) could not start its worker threads inside our processes, so one thread of ours
-// serves: it polls the listening socket and every open connection with a 100 ms timeout (so it stops within
-// that of the destructor), answers each request once and closes the connection. Every connection is bounded
-// (8 KB of head, 64 KB of body, 2 s to arrive and be answered), so a silent or slow peer holds nothing.
+// The HTTP/1.1 server behind the run's metrics and its live page (docs/design.md §15), on cpp-httplib
+// (Debian's libcpp-httplib-dev: a well-kept server with bounded reads and a worker pool, already packaged,
+// and small enough to hide behind this header). Every connection is bounded: 8 KB of request head (the
+// library's limit), 64 KB of body (413 past it), 2 s to arrive and 2 s to be written, so a silent or slow
+// peer holds nothing; the destructor stops the server and waits for its threads.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -25,18 +25,11 @@ struct http_response {
   std::string body;
 };
 
-// Parses one request from the bytes received so far. 1: complete (`out` filled), 0: needs more bytes,
-// -1: malformed or over the bounds above (answered 400).
-int parse_http_request(const std::string& in, http_request& out);
-
-// "HTTP/1.1 <status> <reason>" with Content-Type, Content-Length, Cache-Control: no-store and Connection: close.
-std::string format_http_response(const http_response& r);
-
 class http_server {
  public:
   using handler = std::function<http_response(const http_request&)>;
-  // Binds `host:port` (an IPv4 address; port 0: any free port) and starts serving with `h`, which runs on
-  // the server's thread. Throws user_error "<flag>: cannot serve <what> on host:port: why" when it cannot.
+  // Binds `host:port` (an IPv4 address; port 0: any free port) and starts serving GET and POST with `h`, which
+  // runs on the server's worker threads (one at a time: handlers need not be reentrant). Throws user_error "<flag>: cannot serve <what> on host:port: why" when it cannot.
   http_server(const std::string& host, uint16_t port, const std::string& flag, const std::string& what, handler h);
   ~http_server();
   http_server(const http_server&) = delete;

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config ccache clang-format clang-tidy
   libcaf-dev libfabric-dev libfabric-bin capnproto libcapnp-dev libspdlog-dev libfmt-dev doctest-dev
-  liburing-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libxxhash-dev libssl-dev libopenblas-dev
+  liburing-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libxxhash-dev libcpp-httplib-dev libssl-dev libopenblas-dev
   libboost-context-dev
   fio
   python3-matplotlib prometheus-cpp-dev

@@ -149,6 +149,8 @@ TEST_CASE("node and launcher: SIGTERM while joining, wired or mid-run, nodes sta
       CAPTURE(n);
       kill(nodes[n], SIGTERM);
       const int rc = hand_nodes::exit_status(nodes[n], stop_within_s);
+      INFO("exit status " << rc << "; node " << n << ": "
+                          << dualpath::test::slurp(dir.path / ("node" + std::to_string(n) + ".err")));
       CHECK((rc == sigterm_code || rc == 0 || rc == 2));
     }
     check_no_crash_report(dir.path);

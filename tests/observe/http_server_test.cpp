@@ -1,33 +1,104 @@
-// The small HTTP server behind the metrics and the live page (observe/http_server.hpp): request parsing and
-// its bounds, and a slow handler's answer still reaching the peer.
+// The HTTP server behind the metrics and the live page (observe/http_server.hpp), over real sockets: what a
+// handler sees of a request, the bounds on what a peer may send, and a slow handler's answer still reaching
+// the peer.
 #include <doctest/doctest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <thread>
 
+#include "core/status.hpp"
 #include "observe/http_server.hpp"
 #include "tests/observe/http_get.hpp"
 
 using namespace dualpath::observe;
 
-TEST_CASE("http_server: requests parse whole, wait for their body, and are refused past the bounds") {
-  http_request r;
-  CHECK(parse_http_request("GET /state?x=1 HTTP/1.1\r\nHost: a\r\n", r) == 0);  // head not yet whole
-  REQUIRE(parse_http_request("GET /state?x=1 HTTP/1.1\r\nHost: a\r\n\r\n", r) == 1);
-  CHECK(r.method == "GET");
-  CHECK(r.path == "/state");
-  CHECK(r.query == "x=1");
-  const std::string post = "POST /policy HTTP/1.1\r\ncontent-TYPE: application/json\r\nContent-Length: 4\r\n\r\n";
-  CHECK(parse_http_request(post + "ab", r) == 0);  // body not yet whole
-  REQUIRE(parse_http_request(post + "abcd", r) == 1);
-  CHECK(r.body == "abcd");
-  CHECK(r.content_type == "application/json");
-  CHECK(parse_http_request("nonsense\r\n\r\n", r) == -1);
-  CHECK(parse_http_request("GET noslash HTTP/1.1\r\n\r\n", r) == -1);
-  CHECK(parse_http_request("POST / HTTP/1.1\r\nContent-Length: 9999999\r\n\r\n", r) == -1);
-  CHECK(parse_http_request("GET / HTTP/1.1\r\nX: " + std::string(9000, 'a'), r) == -1);
-  CHECK(format_http_response({403, "text/plain", "no"}).rfind("HTTP/1.1 403 Forbidden\r\n", 0) == 0);
+namespace {
+
+// Sends `raw` as it is to 127.0.0.1:port and returns all the peer answers before it closes (5 s bound).
+std::string send_raw(uint16_t port, const std::string& raw) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  (void)::send(fd, raw.data(), raw.size(), MSG_NOSIGNAL);
+  std::string out = http_get::receive_all(fd);
+  ::close(fd);
+  return out;
+}
+
+struct recorder {
+  std::mutex mu;
+  std::vector<http_request> seen;
+  http_server::handler handler() {
+    return [this](const http_request& r) {
+      std::lock_guard<std::mutex> lock(mu);
+      seen.push_back(r);
+      return http_response{200, "text/plain", "seen " + r.path};
+    };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("http_server: a handler sees method, path, query, content type and body") {
+  recorder rec;
+  http_server server("127.0.0.1", 0, "--test", "a test", rec.handler());
+  const std::string got = http_get::get(server.port(), "/state?x=1");
+  CHECK(got.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+  CHECK(got.find("Cache-Control: no-store") != std::string::npos);
+  CHECK(got.find("\r\n\r\nseen /state") != std::string::npos);
+  const std::string posted = http_get::request(server.port(), "POST", "/policy", "abcd", "application/json");
+  CHECK(posted.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+  std::lock_guard<std::mutex> lock(rec.mu);
+  REQUIRE(rec.seen.size() == 2);
+  CHECK(rec.seen[0].method == "GET");
+  CHECK(rec.seen[0].path == "/state");
+  CHECK(rec.seen[0].query == "x=1");
+  CHECK(rec.seen[1].method == "POST");
+  CHECK(rec.seen[1].body == "abcd");
+  CHECK(rec.seen[1].content_type == "application/json");
+}
+
+TEST_CASE("http_server: malformed and oversized requests are refused before any handler runs") {
+  recorder rec;
+  http_server server("127.0.0.1", 0, "--test", "a test", rec.handler());
+  CHECK(send_raw(server.port(), "nonsense\r\n\r\n").rfind("HTTP/1.1 400", 0) == 0);
+  // A body over the 64 KB bound is answered 413 without reading it.
+  const std::string big = "POST /policy HTTP/1.1\r\nHost: a\r\nContent-Length: 9999999\r\n\r\n";
+  CHECK(send_raw(server.port(), big).rfind("HTTP/1.1 413", 0) == 0);
+  // A request head over the 8 KB bound gets no answer but an error or a closed connection.
+  const std::string head = send_raw(server.port(), "GET / HTTP/1.1\r\nX: " + std::string(9000, 'a') + "\r\n\r\n");
+  CHECK(head.rfind("HTTP/1.1 200", 0) != 0);
+  std::lock_guard<std::mutex> lock(rec.mu);
+  CHECK(rec.seen.empty());
+}
+
+TEST_CASE("http_server: a silent peer holds no one else up; a bad address or a taken port is named") {
+  recorder rec;
+  http_server server("127.0.0.1", 0, "--test", "a test", rec.handler());
+  const int silent = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(server.port());
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(silent, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  CHECK(http_get::get(server.port(), "/after").find("seen /after") != std::string::npos);
+  ::close(silent);
+  CHECK_THROWS_WITH_AS(http_server("localhost", 0, "--ui-port", "the page", rec.handler()),
+                       doctest::Contains("--ui-port: 'localhost' is not an IPv4 address"), dualpath::user_error);
+  CHECK_THROWS_WITH_AS(http_server("127.0.0.1", server.port(), "--ui-port", "the page", rec.handler()),
+                       doctest::Contains("--ui-port: cannot serve the page on 127.0.0.1:"), dualpath::user_error);
 }
 
 TEST_CASE("http_server: a handler that takes longer than a connection's budget still gets its answer out") {
