@@ -22,7 +22,8 @@ caf::error admit(control_actor::pointer self, const control_gate& gate, const st
   return make_failure(errc::bad_input, "control port: wrong cluster secret");
 }
 
-control_actor::behavior_type control(control_actor::pointer self, scheduler_actor scheduler, control_gate gate) {
+control_actor::behavior_type control(control_actor::pointer self, const scheduler_actor& scheduler,
+                                     const control_gate& gate) {
   self->link_to(scheduler);  // no control port outlives its scheduler (and the other way round)
   using status_reply = caf::result<envelope<schema::PolicyStatus>>;
   return {

@@ -47,7 +47,7 @@ struct leader_state {
   schedule::group_report make_report() {
     schedule::group_report r;
     const auto reads = io->take_read_report();
-    r.read_acked = std::move(reads.requests);
+    r.read_acked = reads.requests;
     group.read_q = reads.read_q;
     r.node = group;
     r.acked = acks.take();
@@ -79,7 +79,7 @@ struct leader_state {
   }
 };
 
-leader_actor::behavior_type leader(leader_actor::stateful_pointer<leader_state> self, cluster_view_ptr view,
+leader_actor::behavior_type leader(leader_actor::stateful_pointer<leader_state> self, const cluster_view_ptr& view,
                                    uint32_t node, runtime::node_services* io) {
   auto& st = self->state;
   st.self = self;

@@ -153,7 +153,7 @@ void prefill_state::reserve_de_slots(pe_request& r, uint32_t count) {
 
 // Reads hit blocks [first, first + keys.size()) through `node`'s SNIC into its buffer. Blocks read on the
 // DE node are already where the DE needs them, so their slots join the request's DE buffer image.
-void prefill_state::load_hit(pe_request& r, uint32_t node, std::vector<block_key> keys, uint32_t first) {
+void prefill_state::load_hit(pe_request& r, uint32_t node, const std::vector<block_key>& keys, uint32_t first) {
   const uint64_t id = r.payload.request;
   const bool on_pe = node == r.asg.pe_node && first == 0;
   self->request(view().traffic_queue(node), data_plane_timeout(), atom::load_v, encode_load(keys, id))

@@ -98,7 +98,7 @@ struct prefill_state : engine_base {
   void on_assign(const envelope<schema::Assignments>& e);
   void prepare(pe_request& r);
   void reserve_de_slots(pe_request& r, uint32_t count);
-  void load_hit(pe_request& r, uint32_t node, std::vector<block_key> keys, uint32_t first);
+  void load_hit(pe_request& r, uint32_t node, const std::vector<block_key>& keys, uint32_t first);
   void on_loaded(uint64_t id, uint32_t node, uint32_t first, bool on_pe, const runtime::load_result& res);
   void part_done(uint64_t id, const status& s);
   void kv_ready(pe_request& r);

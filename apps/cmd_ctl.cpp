@@ -35,7 +35,7 @@ struct ctl_options {
 
 // The cluster's secret (docs/design.md §13): both sides of the control port need it.
 std::string needed_secret(const ctl_options& o, const char* what) {
-  const std::string secret = given_secret(o.secret);
+  std::string secret = given_secret(o.secret);
   if (secret.empty())
     throw user_error(std::string(what) + ": the cluster's secret is needed: --secret or " + secret_env);
   return secret;

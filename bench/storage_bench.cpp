@@ -1,5 +1,6 @@
 #include "bench/storage_bench.hpp"
 
+#include <cmath>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -37,7 +38,7 @@ double median(std::vector<double> v) {
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, size_t(p * double(v.size() - 1) + 0.5))];
+  return v[std::min(v.size() - 1, size_t(std::llround(p * double(v.size() - 1))))];
 }
 
 // The buffered pages of the block files, if reads fall back to buffered I/O.
@@ -241,7 +242,7 @@ storage_bench_result run_storage_bench(const storage_bench_options& o) {
     drop_cache(so.dir, keys);
     snic_gate gate(*store, o.cap_gb_per_s, o.depth);
     const auto tc = clock_type::now();
-    gate.submit(std::move(batch));
+    gate.submit(batch);
     uint64_t got = 0, bytes = 0;
     while (got < n && seconds_since(tc) < 600) {
       for (const auto& c : gate.poll(std::chrono::milliseconds(50))) {

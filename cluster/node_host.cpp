@@ -81,7 +81,7 @@ std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const kv
 
 node_actors spawn_node_actors(caf::actor_system& sys, const run_base& base, const cluster_view_ptr& view,
                               runtime::node_io& io, uint32_t node,
-                              std::shared_ptr<gpu::compute_backend> first_backend) {
+                              const std::shared_ptr<gpu::compute_backend>& first_backend) {
   node_actors out;
   out.traffic_queue = spawn_traffic_queue(sys, io);
   out.all.push_back(caf::actor_cast<caf::actor>(out.traffic_queue));

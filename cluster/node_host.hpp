@@ -51,6 +51,6 @@ struct node_actors {
 // made from base.backend_options; `first_backend` (if set) serves the node's first engine.
 node_actors spawn_node_actors(caf::actor_system& sys, const run_base& base, const cluster_view_ptr& view,
                               runtime::node_io& io, uint32_t node,
-                              std::shared_ptr<gpu::compute_backend> first_backend = nullptr);
+                              const std::shared_ptr<gpu::compute_backend>& first_backend = nullptr);
 
 }  // namespace dualpath::cluster

@@ -31,8 +31,8 @@ uint32_t rejoined(cluster_view& view, runtime::node_io& io, const node_handles& 
   return h.node;
 }
 
-node_control_actor::behavior_type node_control(node_control_actor::pointer, runtime::node_io* io, caf::actor main,
-                                               cluster_view_ptr view) {
+node_control_actor::behavior_type node_control(node_control_actor::pointer, runtime::node_io* io,
+                                               const caf::actor& main, const cluster_view_ptr& view) {
   return {
       [io](atom::stats) {
         const auto s = io->stats();  // one snapshot, one lock

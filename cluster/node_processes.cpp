@@ -104,6 +104,7 @@ void node_processes::spawn_nodes(const std::string& program, const std::string& 
   for (char** e = environ; *e; ++e)
     if (std::strncmp(*e, prefix.c_str(), prefix.size()) != 0) env_text.emplace_back(*e);
   std::vector<char*> envp;
+  envp.reserve(env_text.size() + 1);
   for (auto& e : env_text) envp.push_back(e.data());
   envp.push_back(nullptr);
   for (uint32_t n = 0; n < nodes; ++n) {
@@ -111,6 +112,7 @@ void node_processes::spawn_nodes(const std::string& program, const std::string& 
     std::vector<std::string> args{program,  "node", "--registry",   registry_at,
                                   "--node", node,   "--timeout-ms", timeout_ms};
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     pid_t pid = 0;

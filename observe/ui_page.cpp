@@ -245,7 +245,7 @@ http_response ui_page::post_policy(const std::string& body) {
   return answer(st.ok ? 200 : 400, {{"ok", st.ok}, {"active", st.active}, {"message", st.message}});
 }
 
-ui_page::policy_setter scheduler_policy_setter(caf::actor_system& sys, protocol::scheduler_actor scheduler,
+ui_page::policy_setter scheduler_policy_setter(caf::actor_system& sys, const protocol::scheduler_actor& scheduler,
                                                std::chrono::milliseconds timeout) {
   return [&sys, scheduler, timeout](const std::string& name) {
     policy_status st;

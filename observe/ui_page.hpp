@@ -112,7 +112,7 @@ class ui_page {
 };
 
 // A setter that asks `scheduler` (policy set) from any thread, waiting at most `timeout`.
-ui_page::policy_setter scheduler_policy_setter(caf::actor_system& sys, protocol::scheduler_actor scheduler,
+ui_page::policy_setter scheduler_policy_setter(caf::actor_system& sys, const protocol::scheduler_actor& scheduler,
                                                std::chrono::milliseconds timeout = std::chrono::seconds(3));
 
 }  // namespace dualpath::observe

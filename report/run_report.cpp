@@ -1,5 +1,6 @@
 #include "report/run_report.hpp"
 
+#include <cmath>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,7 +13,7 @@ distribution summarize(std::vector<double> v) {
   distribution d;
   if (v.empty()) return d;
   std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return v[std::min(v.size() - 1, size_t(q * double(v.size() - 1) + 0.5))]; };
+  auto at = [&](double q) { return v[std::min(v.size() - 1, size_t(std::llround(q * double(v.size() - 1))))]; };
   d.mean = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
   d.p50 = at(0.5);
   d.p90 = at(0.9);

@@ -23,7 +23,7 @@ class snic_path final : public block_path {
       partial.status = reads.error();
       return done(std::move(partial));
     }
-    gate_.submit(std::move(reads).value());
+    gate_.submit(reads.value());
   }
 
   // Storage reads come back through the gate in the order the capped link releases them.

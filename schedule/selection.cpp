@@ -1,6 +1,7 @@
 // docs/design.md §7.2–§7.5, one function per rule.
 #include "schedule/selection.hpp"
 
+#include <cmath>
 #include <algorithm>
 #include <limits>
 
@@ -38,6 +39,7 @@ int select_decode_group(const std::vector<uint64_t>& totals, const std::vector<u
 int select_decode_group(const std::vector<node_snapshot*>& groups, const std::vector<uint64_t>& totals,
                         const request_info& r) {
   std::vector<uint64_t> max_free;
+  max_free.reserve(groups.size());
   for (const auto* g : groups) max_free.push_back(max_free_hbm(*g));
   return select_decode_group(totals, max_free, r);
 }
@@ -147,7 +149,7 @@ uint32_t split_pe_blocks(const request_info& r, uint64_t pe_read_q, uint64_t de_
   double x = (h + double(de_read_q) - double(pe_read_q)) / 2.0;
   if (x < 0) x = 0;
   if (x > h) x = h;
-  return uint32_t(double(r.hit_blocks) * x / h + 0.5);
+  return uint32_t(std::llround(double(r.hit_blocks) * x / h));
 }
 
 uint64_t pe_read_bytes(const assignment& a) {

@@ -101,12 +101,14 @@ std::vector<found_block> scan_blocks(const std::string& dir, const block_format&
   while (dirent* sub = ::readdir(top)) {
     const std::string name = sub->d_name;
     if (name.size() != 2 || !std::isxdigit(name[0]) || !std::isxdigit(name[1])) continue;
-    const std::string subdir = dir + "/" + name;
+    std::string subdir = dir;
+    subdir.append("/").append(name);
     DIR* d = ::opendir(subdir.c_str());
     if (!d) continue;
     while (dirent* e = ::readdir(d)) {
       const std::string fname = e->d_name;
-      const std::string path = subdir + "/" + fname;
+      std::string path = subdir;
+      path.append("/").append(fname);
       if (is_temp_name(fname)) {
         // A writer that died mid-write; nobody ever reads these. Old ones are garbage.
         struct stat st {};

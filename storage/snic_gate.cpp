@@ -1,5 +1,6 @@
 #include "storage/snic_gate.hpp"
 
+#include <cmath>
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -118,7 +119,7 @@ struct snic_gate::impl {
           if (tok >= x) {
             tok -= x;
           } else {
-            release = t0 + std::chrono::nanoseconds(int64_t((x - tok) / bytes_per_ns + 0.5));
+            release = t0 + std::chrono::nanoseconds(std::llround((x - tok) / bytes_per_ns));
             tok = 0;
           }
           tokens = tok;
@@ -184,7 +185,7 @@ bool snic_gate::quiesce(std::chrono::milliseconds wait) {
   return impl_->in_store == 0;
 }
 
-void snic_gate::submit(std::vector<read_request> batch) {
+void snic_gate::submit(const std::vector<read_request>& batch) {
   if (batch.empty()) return;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);

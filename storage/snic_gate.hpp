@@ -41,7 +41,7 @@ class snic_gate {
   snic_gate& operator=(const snic_gate&) = delete;
 
   // Queues reads in FIFO order; read_q grows by the file bytes of each request at once.
-  void submit(std::vector<read_request> batch);
+  void submit(const std::vector<read_request>& batch);  // read_request is a few words: copied
   // Bytes (block file bytes per request) queued or in flight at this emulated NIC: a read leaves
   // read_q when the NIC releases it to poll(). Exact; safe to call from any thread.
   uint64_t read_q() const;

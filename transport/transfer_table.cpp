@@ -26,7 +26,7 @@ uint64_t transfer_table::add(slice s) {
   s.id = next_slice_++;
   const uint64_t id = s.id;
   transfers_.at(s.transfer).slices_total++;
-  slices_.emplace(id, std::move(s));
+  slices_.emplace(id, s);
   return id;
 }
 
@@ -50,7 +50,7 @@ std::vector<uint64_t> transfer_table::add_slices(uint64_t transfer, const transf
       s.carries_data = true;
       s.data = *r.remote_data;
     }
-    const uint64_t id = add(std::move(s));
+    const uint64_t id = add(s);
     if (last && r.remote_data && count > 1) {
       transfers_.at(transfer).held = id;
     } else {
@@ -72,7 +72,7 @@ transfer_table::split_result transfer_table::split(uint64_t id, uint64_t head_by
   head.carries_data = false;
   const bool held = rest.carries_data;
   const uint64_t transfer = head.transfer;
-  const uint64_t rest_id = add(std::move(rest));
+  const uint64_t rest_id = add(rest);
   if (held) transfers_.at(transfer).held = rest_id;
   return {rest_id, held};
 }
