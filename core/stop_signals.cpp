@@ -44,14 +44,19 @@ void watch(std::chrono::milliseconds grace) {
     if (errno != EINTR) return;
   }
   const int sig = requested.load();
-  spdlog::info("stopping on signal {}", sig);
+  // stdio, not spdlog: the signal may come while main returns, and exit() destroys spdlog's registry while
+  // this thread runs (a use after free that ended such processes with SIGSEGV); stderr stays open to the end.
+  std::fprintf(stderr, "dualpath: stopping on signal %d\n", sig);
   fd_set fds;
   FD_ZERO(&fds);
   FD_SET(wake_pipe[0], &fds);
   timeval wait{time_t(grace.count() / 1000), suseconds_t(grace.count() % 1000) * 1000};
   (void)select(wake_pipe[0] + 1, &fds, nullptr, nullptr, &wait);  // a second signal, or the grace is over
   std::fprintf(stderr, "dualpath: did not stop within %.1f s of signal %d; ending now\n", grace.count() / 1000.0, sig);
-  end_process(exit_code_for(sig));
+  // Not end_process: its spdlog flush could meet a registry that exit() is destroying (see above).
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(exit_code_for(sig));
 }
 
 }  // namespace
