@@ -26,9 +26,10 @@ inline std::string receive_all(int fd) {
   return out;
 }
 
-// One request to 127.0.0.1:port with a 5 s receive bound; the whole response ("" when nothing listens).
-inline std::string request(uint16_t port, const std::string& method, const std::string& path,
-                           const std::string& body = "", const std::string& content_type = "application/json") {
+// Sends `raw` as it is to 127.0.0.1:port and returns all the peer answers before it closes, with a 5 s
+// receive bound ("" when nothing listens). With `whole`, every byte must go out (a peer may close early
+// on a request it refuses, so raw probes do not ask for it).
+inline std::string send_raw(uint16_t port, const std::string& raw, bool whole = false) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(fd >= 0);
   timeval tv{5, 0};
@@ -41,14 +42,20 @@ inline std::string request(uint16_t port, const std::string& method, const std::
     ::close(fd);
     return "";
   }
-  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-  if (!body.empty())
-    req += "Content-Type: " + content_type + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-  req += "\r\n" + body;
-  REQUIRE(::send(fd, req.data(), req.size(), 0) == ssize_t(req.size()));
+  const ssize_t sent = ::send(fd, raw.data(), raw.size(), MSG_NOSIGNAL);
+  if (whole) REQUIRE(sent == ssize_t(raw.size()));
   std::string out = receive_all(fd);
   ::close(fd);
   return out;
+}
+
+// One request to 127.0.0.1:port with a 5 s receive bound; the whole response ("" when nothing listens).
+inline std::string request(uint16_t port, const std::string& method, const std::string& path,
+                           const std::string& body = "", const std::string& content_type = "application/json") {
+  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  if (!body.empty())
+    req += "Content-Type: " + content_type + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  return send_raw(port, req + "\r\n" + body, true);
 }
 
 // GET `path` on 127.0.0.1:port; the whole response ("" when nothing listens).

@@ -20,23 +20,6 @@ using namespace dualpath::observe;
 
 namespace {
 
-// Sends `raw` as it is to 127.0.0.1:port and returns all the peer answers before it closes (5 s bound).
-std::string send_raw(uint16_t port, const std::string& raw) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  (void)::send(fd, raw.data(), raw.size(), MSG_NOSIGNAL);
-  std::string out = http_get::receive_all(fd);
-  ::close(fd);
-  return out;
-}
-
 struct recorder {
   std::mutex mu;
   std::vector<http_request> seen;
@@ -73,12 +56,13 @@ TEST_CASE("http_server: a handler sees method, path, query, content type and bod
 TEST_CASE("http_server: malformed and oversized requests are refused before any handler runs") {
   recorder rec;
   http_server server("127.0.0.1", 0, "--test", "a test", rec.handler());
-  CHECK(send_raw(server.port(), "nonsense\r\n\r\n").rfind("HTTP/1.1 400", 0) == 0);
+  CHECK(http_get::send_raw(server.port(), "nonsense\r\n\r\n").rfind("HTTP/1.1 400", 0) == 0);
   // A body over the 64 KB bound is answered 413 without reading it.
   const std::string big = "POST /policy HTTP/1.1\r\nHost: a\r\nContent-Length: 9999999\r\n\r\n";
-  CHECK(send_raw(server.port(), big).rfind("HTTP/1.1 413", 0) == 0);
+  CHECK(http_get::send_raw(server.port(), big).rfind("HTTP/1.1 413", 0) == 0);
   // A request head over the 8 KB bound gets no answer but an error or a closed connection.
-  const std::string head = send_raw(server.port(), "GET / HTTP/1.1\r\nX: " + std::string(9000, 'a') + "\r\n\r\n");
+  const std::string head =
+      http_get::send_raw(server.port(), "GET / HTTP/1.1\r\nX: " + std::string(9000, 'a') + "\r\n\r\n");
   CHECK(head.rfind("HTTP/1.1 200", 0) != 0);
   std::lock_guard<std::mutex> lock(rec.mu);
   CHECK(rec.seen.empty());
