@@ -13,7 +13,6 @@
 #include "actors/engines.hpp"
 #include "actors/turn_retry.hpp"
 #include "protocol/runtime_codec.hpp"
-#include "storage/block_store.hpp"
 
 namespace dualpath::actors {
 
@@ -67,7 +66,7 @@ struct client_state {
   void submit() {
     const auto& g = view->geometry;
     const auto keys = block_keys(current.tokens, g.block_tokens);
-    const uint32_t hit = uint32_t(view->store->lookup(keys));
+    const uint32_t hit = uint32_t(view->stored_prefix(keys));
     current.hit_blocks = std::min<uint32_t>(hit, uint32_t((current.tokens.size() - 1) / g.block_tokens));
 
     const auto info =

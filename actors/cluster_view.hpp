@@ -5,21 +5,19 @@
 #include <caf/actor_cast.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <shared_mutex>
 #include <string>
 #include <vector>
 
 #include "actors/vocabulary.hpp"
+#include "core/block_key.hpp"
 #include "core/kv_geometry.hpp"
 #include "runtime/kv_plan.hpp"
 #include "protocol/interfaces.hpp"
 #include "actors/scheduler.hpp"
 #include "core/cluster_config.hpp"
-
-namespace dualpath::storage {
-class block_store;
-}
 
 namespace dualpath::actors {
 
@@ -28,8 +26,10 @@ struct cluster_view {
   runtime::slot_layout slots;  // DRAM buffer slots, the same on every node
   cluster_config config;       // the cluster file as validated by the launcher
   uint32_t vocab = 0;
-  run_mode mode;                          // the run policy, parsed (core/modes.hpp)
-  storage::block_store* store = nullptr;  // clients look up hits; the store is a shared directory
+  run_mode mode;  // the run policy, parsed (core/modes.hpp)
+  // How many leading blocks of a chain storage holds: the one read a client makes of the store (its hit
+  // count at submit), so no actor here holds the store itself. Safe from any thread.
+  std::function<size_t(const std::vector<block_key>&)> stored_prefix;
 
   scheduler_actor scheduler;
   // Filled before any request flows; once actors run, a node's handles are read through the accessors

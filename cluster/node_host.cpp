@@ -47,7 +47,9 @@ cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const 
   view->config = c;
   view->vocab = base.spec.vocab ? base.spec.vocab : 32000;
   view->mode = mode;
-  view->store = base.store.get();
+  view->stored_prefix = [store = base.store.get()](const std::vector<block_key>& chain) {
+    return store->lookup(chain);
+  };
   const uint32_t engines_total = c.total_nodes() * c.engines_per_node;
   view->prefill_engines.resize(engines_total);
   view->decode_engines.resize(engines_total);

@@ -321,7 +321,9 @@ result<std::vector<node_counters>> node_processes::stats() {
   std::vector<node_counters> out;
   for (size_t n = 0; n < nodes_.size(); ++n) {
     if (nodes_[n].lost || !nodes_[n].control) {  // a lost node's counters went with it
-      out.push_back(node_counters{uint32_t(n)});
+      node_counters none;
+      none.node = uint32_t(n);
+      out.push_back(none);
       continue;
     }
     std::string failure;

@@ -4,8 +4,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
@@ -26,6 +31,35 @@ void name_provider_once(const std::string& provider) {
   std::call_once(once, [&] {
     if (only_named_provider && std::getenv("FI_PROVIDER") == nullptr) setenv("FI_PROVIDER", provider.c_str(), 0);
   });
+}
+
+// The shm provider names an endpoint's region /dev/shm/PID:N:M and fails fi_enable with EBUSY when that
+// file exists. A SIGKILLed process leaves its regions behind (16 MiB each), and a later process given
+// the same PID could then open no endpoint. Before the first shm endpoint opens, regions of processes
+// that are gone, and any of this process's own PID (it has opened none yet), are removed. Keyed by PID,
+// not a once flag, so that a forked child cleans for itself too.
+void remove_stale_shm_regions() {
+  static std::mutex mutex;
+  static pid_t cleaned_for = 0;
+  std::lock_guard lock(mutex);
+  if (cleaned_for == getpid()) return;
+  cleaned_for = getpid();
+  {
+    DIR* dir = opendir("/dev/shm");
+    if (!dir) return;
+    const long self = long(getpid());
+    while (const dirent* e = readdir(dir)) {
+      long pid = 0;
+      unsigned a = 0, b = 0;
+      char tail = 0;
+      if (std::sscanf(e->d_name, "%ld:%u:%u%c", &pid, &a, &b, &tail) != 3 || pid <= 0) continue;
+      const bool gone = kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+      if (!gone && pid != self) continue;
+      const std::string path = std::string("/dev/shm/") + e->d_name;
+      if (unlink(path.c_str()) == 0) spdlog::debug("transport: removed stale shm region {}", path);
+    }
+    closedir(dir);
+  }
 }
 
 // Endpoints of this process by address. A peer endpoint closed in the same process must not be
@@ -102,6 +136,7 @@ void fabric_port::open() {
   if (!opts.domain.empty()) hints->domain_attr->name = strdup(opts.domain.c_str());
   fi_info* info = nullptr;
   name_provider_once(opts.provider);
+  if (opts.provider == "shm") remove_stale_shm_regions();
   const int rc = fi_getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &info);
   fi_freeinfo(hints);
   reclaim_signals();  // providers' libraries may have installed signal handlers of their own

@@ -97,7 +97,7 @@ struct engine_fixture {
     v.slots = {store->read_buffer_bytes(), store->payload_offset()};
     v.config = config;
     v.vocab = 512;
-    v.store = store.get();
+    v.stored_prefix = [s = store.get()](const std::vector<block_key>& chain) { return s->lookup(chain); };
     v.prefill_engines.resize(2);
     v.decode_engines.resize(2);
     for (uint32_t n = 0; n < 2; ++n) {

@@ -142,3 +142,36 @@ TEST_CASE("Layer Blocks cross a process boundary; a peer process that exits yiel
     }
   }
 }
+
+TEST_CASE("shm: regions a killed process left under a PID that comes back are removed, not refused") {
+  // A child stands for the process that reuses a dead one's PID: it finds a region file of its own PID
+  // (which shm's fi_enable would refuse with EBUSY), and one of a PID that is gone (its reaped sibling).
+  const pid_t gone = fork();
+  REQUIRE(gone >= 0);
+  if (gone == 0) _exit(0);
+  REQUIRE(waitpid(gone, nullptr, 0) == gone);
+  const std::string dead_region = "/dev/shm/" + std::to_string(gone) + ":0:0";
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int rc = 1;
+    try {
+      for (const auto& path : {dead_region, "/dev/shm/" + std::to_string(getpid()) + ":0:0"}) {
+        FILE* f = std::fopen(path.c_str(), "w");
+        if (f) std::fclose(f);
+      }
+      fabric_options o;
+      o.provider = "shm";
+      auto ep = endpoint::open(o);
+      rc = access(dead_region.c_str(), F_OK) == 0 ? 3 : 0;
+    } catch (...) {
+      rc = 2;
+    }
+    _exit(rc);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);  // 2: the endpoint did not open; 3: the dead PID's region stayed
+  unlink(dead_region.c_str());
+}
