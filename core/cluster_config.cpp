@@ -6,8 +6,10 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
+#include <variant>
 #include <toml++/toml.h>
 
 #include "core/names.hpp"
@@ -19,17 +21,12 @@ namespace {
 constexpr const char* quota_scopes[] = {"layer", "attention", "forward"};
 }  // namespace
 
-const std::vector<std::string>& quota_scope_names() {
-  static const std::vector<std::string> names(std::begin(quota_scopes), std::end(quota_scopes));
-  return names;
-}
+const std::vector<std::string>& quota_scope_names() { return name_list<quota_scopes>(); }
 
 const char* to_string(quota_scope_kind k) { return quota_scopes[int(k)]; }
 
 result<quota_scope_kind> parse_quota_scope(std::string_view name) {
-  for (int i = 0; i < 3; ++i)
-    if (name == quota_scopes[i]) return quota_scope_kind(i);
-  return status(errc::bad_input, unknown_name("quota scope", name, quota_scope_names()));
+  return parse_enum<quota_scope_kind, quota_scopes>(name, "quota scope");
 }
 
 namespace {
@@ -114,6 +111,88 @@ void check_ascii(const std::string& text, const std::string& origin) {
   }
 }
 
+// Every plain key of the cluster file, once: its section, name and field. The parser, each section's list of
+// known keys and the formatter all read this table, so a key cannot be known to one and missing in another.
+using field = std::variant<std::string cluster_config::*, bool cluster_config::*, double cluster_config::*,
+                           uint32_t cluster_config::*, uint64_t cluster_config::*>;
+struct key_def {
+  const char* section;
+  const char* name;
+  field member;
+};
+using C = cluster_config;
+const key_def plain_keys[] = {
+    {"model", "name", &C::model},
+    {"model", "gpu", &C::gpu},
+    {"model", "mfu", &C::mfu},
+    {"model", "seed", &C::seed},
+    {"cluster", "prefill_nodes", &C::prefill_nodes},
+    {"cluster", "decode_nodes", &C::decode_nodes},
+    {"cluster", "engines_per_node", &C::engines_per_node},
+    {"cluster", "block_tokens", &C::block_tokens},
+    {"cluster", "pe_group_nodes", &C::pe_group_nodes},
+    {"cluster", "de_group_nodes", &C::de_group_nodes},
+    {"cluster", "ep_sync", &C::ep_sync},
+    {"hardware", "snic_gb_per_s", &C::snic_gb_per_s},
+    {"hardware", "cnic_gb_per_s", &C::cnic_gb_per_s},
+    {"hardware", "dram_buffer_gb", &C::dram_buffer_gb},
+    {"hardware", "hbm_gb", &C::hbm_gb},
+    {"hardware", "prefill_hbm_gb", &C::prefill_hbm_gb},
+    {"hardware", "provider", &C::provider},
+    {"hardware", "kv_share", &C::kv_share},
+    {"hardware", "isolation", &C::isolation},
+    {"storage", "dir", &C::store_dir},
+    {"storage", "capacity_gb", &C::capacity_gb},
+    {"storage", "fsync", &C::fsync},
+    {"schedule", "policy", &C::policy},
+    {"schedule", "alpha_s", &C::alpha_s},
+    {"schedule", "beta_s", &C::beta_s},
+    {"schedule", "alpha_tokens", &C::alpha_tokens},
+    {"schedule", "beta_tokens", &C::beta_tokens},
+    {"schedule", "z_slack", &C::z_slack},
+    {"schedule", "quota_ms", &C::quota_ms},
+    {"runtime", "prefetch_layers", &C::prefetch_layers},
+    {"runtime", "max_decode_batch", &C::max_decode_batch},
+    {"runtime", "timeout_s", &C::timeout_s},
+    {"runtime", "model_traffic_kb", &C::model_traffic_kb},
+};
+// Every section of a cluster file, with its keys read by hand below: an enum, another name of a key, an array
+// of tables, and the secret, which is never written back.
+const std::pair<const char*, std::vector<const char*>> special_keys[] = {
+    {"model", {"backend"}}, {"cluster", {"gpus_per_node"}}, {"schedule", {"quota_scope", "switch"}}, {"hardware", {}},
+    {"storage", {}},        {"runtime", {"secret"}},
+};
+
+std::set<std::string> known_keys(const std::string& section) {
+  std::set<std::string> known;
+  for (const auto& k : plain_keys)
+    if (k.section == section) known.insert(k.name);
+  for (const auto& [sec, names] : special_keys)
+    if (sec == section) known.insert(names.begin(), names.end());
+  return known;
+}
+
+std::vector<policy_switch> read_switches(const reader& r, const toml::node& sw) {
+  std::vector<policy_switch> out;
+  const toml::array* arr = sw.as_array();
+  if (!arr) r.fail("schedule.switch", "must be an array of tables ([[schedule.switch]])");
+  for (size_t i = 0; i < arr->size(); ++i) {
+    const toml::table* t = (*arr)[i].as_table();
+    const std::string name = fmt::format("schedule.switch[{}]", i);
+    if (!t) r.fail(name, "must be a table with at_s and policy");
+    for (const auto& [k, v] : *t) {
+      if (k.str() != "at_s" && k.str() != "policy") r.fail(name + "." + std::string(k.str()), "unknown key");
+    }
+    policy_switch s;
+    r.get(t, name, "at_s", s.at_s);
+    r.get(t, name, "policy", s.policy);
+    if (s.policy.empty()) r.fail(name + ".policy", "missing");
+    if (!is_scheduler_policy(s.policy)) r.fail(name + ".policy", unknown_scheduler_policy(s.policy));
+    out.push_back(s);
+  }
+  return out;
+}
+
 }  // namespace
 
 cluster_config parse_cluster_config(const std::string& text, const std::string& origin) {
@@ -126,91 +205,36 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
     throw user_error(fmt::format("{}:{}:{}: {}", origin, pos.line, pos.column, e.description()));
   }
   reader r(root, origin);
-  for (const auto& [k, v] : root) {
-    static const std::set<std::string> sections{"model", "cluster", "hardware", "storage", "schedule", "runtime"};
+  std::map<std::string, const toml::table*> sections;
+  for (const auto& [name, keys] : special_keys) sections[name] = r.section(name, known_keys(name));
+  for (const auto& [k, v] : root)
     if (!sections.count(std::string(k.str()))) r.fail(std::string(k.str()), "unknown section");
-  }
+
   cluster_config c;
-  const auto* model = r.section("model", {"name", "backend", "gpu", "mfu", "seed"});
-  r.get(model, "model", "name", c.model);
+  for (const auto& k : plain_keys)
+    std::visit([&](auto member) { r.get(sections[k.section], k.section, k.name, c.*member); }, k.member);
+
+  const auto* model = sections["model"];
   std::string backend = to_string(c.backend);
   r.get(model, "model", "backend", backend);
   if (auto k = parse_backend_kind(backend)) c.backend = *k;
   else r.fail("model.backend", "must be cpu, cuda or modeled (got '" + backend + "')");
-  r.get(model, "model", "gpu", c.gpu);
-  r.get(model, "model", "mfu", c.mfu);
-  r.get(model, "model", "seed", c.seed);
-  const auto* cluster = r.section("cluster", {"prefill_nodes", "decode_nodes", "engines_per_node", "gpus_per_node",
-                                              "block_tokens", "pe_group_nodes", "de_group_nodes", "ep_sync"});
-  r.get(cluster, "cluster", "prefill_nodes", c.prefill_nodes);
-  r.get(cluster, "cluster", "decode_nodes", c.decode_nodes);
-  r.get(cluster, "cluster", "engines_per_node", c.engines_per_node);
   // One engine per GPU: a paper-scale cluster file may say gpus_per_node (g of docs/design.md §5) instead.
+  const auto* cluster = sections["cluster"];
   if (cluster && cluster->contains("gpus_per_node")) {
     if (cluster->contains("engines_per_node"))
       r.fail("cluster.gpus_per_node", "is another name of engines_per_node; give only one of them");
     r.get(cluster, "cluster", "gpus_per_node", c.engines_per_node);
   }
-  r.get(cluster, "cluster", "block_tokens", c.block_tokens);
-  r.get(cluster, "cluster", "pe_group_nodes", c.pe_group_nodes);
-  r.get(cluster, "cluster", "de_group_nodes", c.de_group_nodes);
-  r.get(cluster, "cluster", "ep_sync", c.ep_sync);
-  const auto* hw = r.section("hardware", {"snic_gb_per_s", "cnic_gb_per_s", "dram_buffer_gb", "hbm_gb",
-                                          "prefill_hbm_gb", "provider", "kv_share", "isolation"});
-  r.get(hw, "hardware", "snic_gb_per_s", c.snic_gb_per_s);
-  r.get(hw, "hardware", "cnic_gb_per_s", c.cnic_gb_per_s);
-  r.get(hw, "hardware", "dram_buffer_gb", c.dram_buffer_gb);
-  r.get(hw, "hardware", "hbm_gb", c.hbm_gb);
-  r.get(hw, "hardware", "prefill_hbm_gb", c.prefill_hbm_gb);
-  r.get(hw, "hardware", "provider", c.provider);
-  r.get(hw, "hardware", "kv_share", c.kv_share);
-  r.get(hw, "hardware", "isolation", c.isolation);
-  const auto* st = r.section("storage", {"dir", "capacity_gb", "fsync"});
-  r.get(st, "storage", "dir", c.store_dir);
-  r.get(st, "storage", "capacity_gb", c.capacity_gb);
-  r.get(st, "storage", "fsync", c.fsync);
-  const auto* sc = r.section("schedule", {"policy", "alpha_s", "beta_s", "alpha_tokens", "beta_tokens", "z_slack",
-                                          "quota_ms", "quota_scope", "switch"});
-  r.get(sc, "schedule", "policy", c.policy);
+  const auto* sc = sections["schedule"];
   if (!parse_run_mode(c.policy).ok())
     r.fail("schedule.policy", unknown_name("run policy", c.policy, run_policy_names()));
-  r.get(sc, "schedule", "alpha_s", c.alpha_s);
-  r.get(sc, "schedule", "beta_s", c.beta_s);
-  r.get(sc, "schedule", "alpha_tokens", c.alpha_tokens);
-  r.get(sc, "schedule", "beta_tokens", c.beta_tokens);
-  r.get(sc, "schedule", "z_slack", c.z_slack);
-  r.get(sc, "schedule", "quota_ms", c.quota_ms);
   std::string scope = to_string(c.quota_scope);
   r.get(sc, "schedule", "quota_scope", scope);
   if (auto k = parse_quota_scope(scope)) c.quota_scope = *k;
   else r.fail("schedule.quota_scope", "must be layer, attention or forward (got '" + scope + "')");
-  if (sc) {
-    if (const toml::node* sw = sc->get("switch")) {
-      const toml::array* arr = sw->as_array();
-      if (!arr) r.fail("schedule.switch", "must be an array of tables ([[schedule.switch]])");
-      for (size_t i = 0; i < arr->size(); ++i) {
-        const toml::table* t = (*arr)[i].as_table();
-        const std::string name = fmt::format("schedule.switch[{}]", i);
-        if (!t) r.fail(name, "must be a table with at_s and policy");
-        for (const auto& [k, v] : *t) {
-          if (k.str() != "at_s" && k.str() != "policy") r.fail(name + "." + std::string(k.str()), "unknown key");
-        }
-        policy_switch s;
-        r.get(t, name, "at_s", s.at_s);
-        r.get(t, name, "policy", s.policy);
-        if (s.policy.empty()) r.fail(name + ".policy", "missing");
-        if (!is_scheduler_policy(s.policy)) r.fail(name + ".policy", unknown_scheduler_policy(s.policy));
-        c.switches.push_back(s);
-      }
-    }
-  }
-  const auto* rt =
-      r.section("runtime", {"prefetch_layers", "max_decode_batch", "timeout_s", "model_traffic_kb", "secret"});
-  r.get(rt, "runtime", "prefetch_layers", c.prefetch_layers);
-  r.get(rt, "runtime", "max_decode_batch", c.max_decode_batch);
-  r.get(rt, "runtime", "timeout_s", c.timeout_s);
-  r.get(rt, "runtime", "model_traffic_kb", c.model_traffic_kb);
-  r.get(rt, "runtime", "secret", c.secret);
+  if (const toml::node* sw = sc ? sc->get("switch") : nullptr) c.switches = read_switches(r, *sw);
+  r.get(sections["runtime"], "runtime", "secret", c.secret);
   validate_cluster_config(c, origin);
   return c;
 }
@@ -256,47 +280,29 @@ void validate_cluster_config(const cluster_config& c, const std::string& origin)
 }
 
 std::string format_cluster_config(const cluster_config& c) {
-  auto integer = [](uint64_t v) { return int64_t(v); };
   toml::table root;
-  root.insert("model", toml::table{{"name", c.model},
-                                   {"backend", to_string(c.backend)},
-                                   {"gpu", c.gpu},
-                                   {"mfu", c.mfu},
-                                   {"seed", integer(c.seed)}});
-  root.insert("cluster", toml::table{{"prefill_nodes", integer(c.prefill_nodes)},
-                                     {"decode_nodes", integer(c.decode_nodes)},
-                                     {"engines_per_node", integer(c.engines_per_node)},
-                                     {"pe_group_nodes", integer(c.pe_group_nodes)},
-                                     {"de_group_nodes", integer(c.de_group_nodes)},
-                                     {"block_tokens", integer(c.block_tokens)},
-                                     {"ep_sync", c.ep_sync}});
-  root.insert("hardware", toml::table{{"snic_gb_per_s", c.snic_gb_per_s},
-                                      {"cnic_gb_per_s", c.cnic_gb_per_s},
-                                      {"dram_buffer_gb", c.dram_buffer_gb},
-                                      {"hbm_gb", c.hbm_gb},
-                                      {"prefill_hbm_gb", c.prefill_hbm_gb},
-                                      {"provider", c.provider},
-                                      {"kv_share", c.kv_share},
-                                      {"isolation", c.isolation}});
-  root.insert("storage", toml::table{{"dir", c.store_dir}, {"capacity_gb", c.capacity_gb}, {"fsync", c.fsync}});
-  toml::table schedule{{"policy", c.policy},
-                       {"alpha_s", c.alpha_s},
-                       {"beta_s", c.beta_s},
-                       {"alpha_tokens", integer(c.alpha_tokens)},
-                       {"beta_tokens", integer(c.beta_tokens)},
-                       {"z_slack", c.z_slack},
-                       {"quota_ms", c.quota_ms},
-                       {"quota_scope", to_string(c.quota_scope)}};
+  auto section = [&root](const char* name) -> toml::table& {
+    if (!root.contains(name)) root.insert(name, toml::table{});
+    return *root.get_as<toml::table>(name);
+  };
+  for (const auto& k : plain_keys) {
+    std::visit(
+        [&](auto member) {
+          const auto& v = c.*member;
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+            section(k.section).insert(k.name, int64_t(v));
+          else section(k.section).insert(k.name, v);
+        },
+        k.member);
+  }
+  section("model").insert("backend", to_string(c.backend));
+  section("schedule").insert("quota_scope", to_string(c.quota_scope));
   if (!c.switches.empty()) {
     toml::array switches;
     for (const auto& s : c.switches) switches.push_back(toml::table{{"at_s", s.at_s}, {"policy", s.policy}});
-    schedule.insert("switch", std::move(switches));
+    section("schedule").insert("switch", std::move(switches));
   }
-  root.insert("schedule", std::move(schedule));
-  root.insert("runtime", toml::table{{"prefetch_layers", integer(c.prefetch_layers)},
-                                     {"max_decode_batch", integer(c.max_decode_batch)},
-                                     {"timeout_s", c.timeout_s},
-                                     {"model_traffic_kb", integer(c.model_traffic_kb)}});
   // Strings escaped to ASCII (\uXXXX): a path given with escapes stays a file the parser takes back
   // (check_ascii), as every node process re-reads it.
   std::ostringstream out;

@@ -91,24 +91,14 @@ std::vector<model_spec> build_catalog() {
   d27.total_params = 27e9;
   c.push_back(d27);
 
-  model_spec qwen;
-  qwen.name = "qwen2.5-32b";
-  qwen.description = "Qwen2.5-32B: dense, GQA 40 query / 8 KV heads";
-  qwen.attention = attention_kind::gqa;
-  qwen.layers = 64;
-  qwen.hidden = 5120;
-  qwen.heads = 40;
-  qwen.kv_heads = 8;
-  qwen.head_dim = 128;
-  qwen.v_head_dim = 128;
-  qwen.intermediate = 27648;
-  qwen.vocab = 152064;
-  qwen.active_params = 32.5e9;
-  qwen.total_params = 32.5e9;
-  qwen.kv_bytes_per_token_layer = 2ull * 8 * 128 * 2;
+  // Llama-shaped but for its biases, its RoPE base and ε; Qwen's own card gives its parameter count.
+  model_spec qwen =
+      llama_style("qwen2.5-32b", "Qwen2.5-32B: dense, GQA 40 query / 8 KV heads", 64, 5120, 40, 8, 27648, 152064, 64);
+  qwen.active_params = qwen.total_params = 32.5e9;
   qwen.rope_theta = 1000000.0;
   qwen.rms_eps = 1e-6;
   qwen.qkv_bias = true;
+  qwen.runnable = false;
   c.push_back(qwen);
 
   // Runnable on the cpu backend. `tiny` keeps tests fast; `small` is for demos and benchmarks.

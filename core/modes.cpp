@@ -76,17 +76,12 @@ result<run_mode> parse_run_mode(std::string_view name) {
 
 run_mode run_mode_of(std::string_view name) { return value_or_throw(parse_run_mode(name)); }
 
-const std::vector<std::string>& backend_names() {
-  static const std::vector<std::string> names(std::begin(backends), std::end(backends));
-  return names;
-}
+const std::vector<std::string>& backend_names() { return name_list<backends>(); }
 
 const char* to_string(backend_kind k) { return backends[int(k)]; }
 
 result<backend_kind> parse_backend_kind(std::string_view name) {
-  for (int i = 0; i < 3; ++i)
-    if (name == backends[i]) return backend_kind(i);
-  return status(errc::bad_input, unknown_name("compute backend", name, backend_names()));
+  return parse_enum<backend_kind, backends>(name, "compute backend");
 }
 
 }  // namespace dualpath

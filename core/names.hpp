@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/status.hpp"
+
 namespace dualpath {
 
 std::string join_names(const std::vector<std::string>& names, std::string_view sep = ", ");
@@ -36,6 +38,20 @@ const T& find_named(const std::vector<T>& list, std::string_view name, std::stri
     known.emplace_back(item.name);
   }
   throw_unknown_name(what, name, known);
+}
+
+// An enum whose values are 0..N-1 and whose names stand in that order in the array `Names`: the list a
+// message shows, and the value of a name (bad_input naming `what` and the known names otherwise).
+template <const auto& Names>
+const std::vector<std::string>& name_list() {
+  static const std::vector<std::string> list(std::begin(Names), std::end(Names));
+  return list;
+}
+template <class E, const auto& Names>
+result<E> parse_enum(std::string_view name, std::string_view what) {
+  for (size_t i = 0; i < std::size(Names); ++i)
+    if (name == Names[i]) return E(i);
+  return status(errc::bad_input, unknown_name(what, name, name_list<Names>()));
 }
 
 }  // namespace dualpath

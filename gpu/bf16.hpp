@@ -5,20 +5,26 @@
 
 namespace dualpath::gpu {
 
-inline uint16_t float_to_bf16(float f) {
+// A float's bits and back (std::bit_cast before C++20).
+inline uint32_t bits_of(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float float_of_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+inline uint16_t float_to_bf16(float f) {
+  uint32_t u = bits_of(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);  // NaN stays NaN
   u += 0x7fffu + ((u >> 16) & 1u);                                         // round to nearest even
   return uint16_t(u >> 16);
 }
 
-inline float bf16_to_float(uint16_t h) {
-  const uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+inline float bf16_to_float(uint16_t h) { return float_of_bits(uint32_t(h) << 16); }
 
 inline float round_bf16(float f) { return bf16_to_float(float_to_bf16(f)); }
 
@@ -41,14 +47,11 @@ inline float fp16_to_float(uint16_t h) {
   } else {
     u = sign | ((exp + 127 - 15) << 23) | (mant << 13);
   }
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
+  return float_of_bits(u);
 }
 
 inline uint16_t float_to_fp16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
+  const uint32_t u = bits_of(f);
   const uint16_t sign = uint16_t((u >> 16) & 0x8000u);
   const int32_t exp = int32_t((u >> 23) & 0xffu) - 127 + 15;
   uint32_t mant = u & 0x7fffffu;

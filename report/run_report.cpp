@@ -207,17 +207,8 @@ turn_record make_turn_record(const turn_facts& f, const turn_stamps& t) {
     return a && b ? *b - *a : 0.0;
   };
   turn_record r;
-  r.agent = f.agent;
-  r.turn = f.turn;
-  r.error = f.error;
-  r.path = f.path;
-  r.hit_blocks = f.hit_blocks;
+  static_cast<turn_facts&>(r) = f;
   r.hit_tokens = std::min(f.hit_blocks * f.block_tokens, f.prompt_tokens);
-  r.prompt_tokens = f.prompt_tokens;
-  r.generated_tokens = f.generated_tokens;
-  r.corrupt_blocks = f.corrupt_blocks;
-  r.kv_verified = f.kv_verified;
-  r.kv_corrupt = f.kv_corrupt;
   r.start_s = t.submitted.value_or(0);
   r.done_s = t.done.value_or(0);
   r.ttft_s = span(t.submitted, t.first_token);

@@ -17,22 +17,24 @@
 
 namespace dualpath::report {
 
-struct turn_record {
+// What a turn was, beside its stamps.
+struct turn_facts {
   uint32_t agent = 0, turn = 0;
+  std::string error;
+  schedule::read_path path = schedule::read_path::pe;
+  uint32_t hit_blocks = 0, block_tokens = 0, prompt_tokens = 0, generated_tokens = 0, corrupt_blocks = 0;
+  uint64_t kv_verified = 0, kv_corrupt = 0;
+};
+// A finished turn as the report holds it: its facts, and the times derived from its stamps.
+struct turn_record : turn_facts {
   // ttst: submission -> second token (the paper's); the first-to-second interval is second_token_gap;
   // tpot: per token after the second, up to the last generated token (not the write-back wait).
   double ttft_s = 0, ttst_s = 0, second_token_gap_s = 0, tpot_s = 0;
   bool has_ttst = false, has_tpot = false;
   double start_s = 0;  // submitted, since run start
   double queue_s = 0, kv_read_s = 0, assign_s = 0, prefill_s = 0;
-  schedule::read_path path = schedule::read_path::pe;
-  uint32_t hit_blocks = 0, corrupt_blocks = 0;
-  uint32_t prompt_tokens = 0;
-  uint32_t hit_tokens = 0;        // prompt tokens whose KV came from storage (hit_blocks · block_tokens)
-  uint32_t generated_tokens = 0;  // tokens the turn generated (its context grows by them)
-  uint64_t kv_verified = 0, kv_corrupt = 0;
-  double done_s = 0;  // since run start
-  std::string error;
+  uint32_t hit_tokens = 0;  // prompt tokens whose KV came from storage (hit_blocks · block_tokens)
+  double done_s = 0;        // since run start
 };
 
 struct distribution {
@@ -84,14 +86,6 @@ struct run_summary {
 // One turn's stamps in seconds since the run's start; a stamp the turn never reached is empty.
 struct turn_stamps {
   std::optional<double> submitted, assigned, kv_ready, prefill_start, first_token, second_token, last_token, done;
-};
-// What a turn was, beside its stamps.
-struct turn_facts {
-  uint32_t agent = 0, turn = 0;
-  std::string error;
-  schedule::read_path path = schedule::read_path::pe;
-  uint32_t hit_blocks = 0, block_tokens = 0, prompt_tokens = 0, generated_tokens = 0, corrupt_blocks = 0;
-  uint64_t kv_verified = 0, kv_corrupt = 0;
 };
 // The one way a turn record is made, by the runtime's launcher and by the simulator alike: TTFT and its
 // breakdown from the stamps, TPOT per token after the second (not the write-back wait).

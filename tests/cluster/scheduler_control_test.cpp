@@ -15,6 +15,7 @@
 #include "cluster/control_client.hpp"
 #include "protocol/system_config.hpp"
 #include "core/status.hpp"
+#include "tests/schedule/helpers.hpp"
 
 using namespace dualpath;
 using namespace dualpath::cluster;
@@ -93,13 +94,8 @@ TEST_CASE("policy switch over the control port: new assignments follow it, nothi
   };
   constexpr uint64_t n = 20;
   for (uint64_t i = 0; i < n; ++i) {
-    sch::request_info r;
-    r.id = i;
-    r.append_tokens = 100;
-    r.len = 1100;
-    r.kv_bytes = 1024;
-    r.hit_blocks = 4;
-    r.hit_bytes = 4000;
+    const auto r = sch::test::make_request(i, /*append*/ 100, /*len*/ 1100, /*kv_bytes*/ 1024, /*hit_blocks*/ 4,
+                                           /*hit_bytes*/ 4000);
     self->request(s, std::chrono::seconds(5), atom::submit_v, encode(r))
         .receive([](uint64_t) {}, [&](const caf::error& err) { FAIL(server.render(err)); });
   }

@@ -36,17 +36,3 @@ TEST_CASE("cluster file: a group size that does not divide its node count is ref
   c.pe_group_nodes = 4;
   CHECK_THROWS_WITH_AS(validate_cluster_config(c, "edited"), doctest::Contains("cluster.pe_group_nodes"), user_error);
 }
-
-TEST_CASE("cluster file: group sizes survive format_cluster_config (how node processes learn them)") {
-  cluster_config c;
-  c.prefill_nodes = 4;
-  c.decode_nodes = 6;
-  c.pe_group_nodes = 4;
-  c.de_group_nodes = 3;
-  const std::string text = format_cluster_config(c);
-  CAPTURE(text);
-  const cluster_config d = parse_cluster_config(text, "formatted");
-  CHECK(d.pe_group_nodes == 4);
-  CHECK(d.de_group_nodes == 3);
-  CHECK(format_cluster_config(d) == text);
-}

@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "gpu/bf16.hpp"
 #include "simt.hpp"
 
 #ifndef DUALPATH_SIMT_EMULATION
@@ -39,16 +40,8 @@ template <typename T>
 T __shfl_sync(unsigned mask, T v, int src_lane) {
   return simt::shuffle_as(v, unsigned(src_lane), mask);
 }
-inline unsigned __float_as_uint(float f) {
-  unsigned u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float __uint_as_float(unsigned u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+inline unsigned __float_as_uint(float f) { return dualpath::gpu::bits_of(f); }
+inline float __uint_as_float(unsigned u) { return dualpath::gpu::float_of_bits(u); }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 template <typename T>
 T min(T a, T b) {

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "report/run_report.hpp"
+#include "tests/report/turn_records.hpp"
 
 using namespace dualpath::report;
 
@@ -69,11 +70,7 @@ TEST_CASE("the peak 10-second TTFT shows a backlog that the whole-run mean hides
 
 TEST_CASE("the paper's metrics: TTST from submission, Prompt TPS over every prompt token, mean agent JCT") {
   auto rec = [](uint32_t agent, double start, double done, uint32_t prompt) {
-    turn_record r;
-    r.agent = agent;
-    r.start_s = start;
-    r.done_s = done;
-    r.prompt_tokens = prompt;
+    turn_record r = dualpath::test::finished_turn(agent, 0, start, done, prompt);
     r.has_ttst = true;
     r.ttst_s = done - start;
     r.second_token_gap_s = 0.25;

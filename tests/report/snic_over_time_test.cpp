@@ -4,6 +4,7 @@
 #include "report/run_report.hpp"
 #include "report/snic_over_time.hpp"
 #include "report/working_set.hpp"
+#include "tests/report/turn_records.hpp"
 
 using namespace dualpath::report;
 
@@ -69,15 +70,7 @@ TEST_CASE("working set: λ·T̄·len/2 from the run's agents") {
   std::vector<turn_record> recs;
   auto add = [&](uint32_t agent, uint32_t turn, uint32_t prompt, uint32_t gen, double start, double done,
                  const char* error = "") {
-    turn_record r;
-    r.agent = agent;
-    r.turn = turn;
-    r.prompt_tokens = prompt;
-    r.generated_tokens = gen;
-    r.start_s = start;
-    r.done_s = done;
-    r.error = error;
-    recs.push_back(r);
+    recs.push_back(dualpath::test::finished_turn(agent, turn, start, done, prompt, gen, error));
   };
   add(0, 0, 1000, 100, 0, 2);
   add(0, 1, 3000, 200, 2, 4);   // agent 0 ends at 3200 tokens of context

@@ -53,11 +53,7 @@ TEST_CASE("framework skips only engines that cannot take work, and stops when no
   auto pol = make_policy("rr_pe");
   const auto out = pol->assign(snap, 1, waiting, p);
   // 100 and 102 take one request each (1001 tokens), then both are above β (1000): the fetch stops.
-  REQUIRE(out.size() == 2);
-  CHECK(out[0].pe == 100);
-  CHECK(out[1].pe == 102);
-  CHECK(out[0].de == 400);
-  CHECK(out[1].de == 401);
+  CHECK(engine_pairs(out) == engine_pair_list{{100, 400}, {102, 401}});
   REQUIRE(waiting.size() == 2);
   CHECK(waiting.front().id == 2);  // the rest stays at the head, in order
 
@@ -66,11 +62,7 @@ TEST_CASE("framework skips only engines that cannot take work, and stops when no
   snap.find(1)->engines[0].tok = 0;
   snap.find(1)->engines[2].tok = 0;
   const auto more = pol->assign(snap, 1, waiting, p);
-  REQUIRE(more.size() == 2);
-  CHECK(more[0].pe == 100);
-  CHECK(more[0].de == 400);
-  CHECK(more[1].pe == 102);
-  CHECK(more[1].de == 401);
+  CHECK(engine_pairs(more) == engine_pair_list{{100, 400}, {102, 401}});
 }
 
 TEST_CASE("framework: no DE with HBM leaves the request at the head") {

@@ -1,6 +1,8 @@
 #pragma once
 // Small builders for hand-made cluster snapshots.
 #include <initializer_list>
+#include <utility>
+#include <vector>
 
 #include "schedule/policy.hpp"
 
@@ -28,6 +30,14 @@ inline request_info make_request(uint64_t id, uint64_t append = 100, uint64_t le
   r.hit_bytes = hit_bytes;
   return r;
 }
+
+// The (PE, DE) engines of each assignment, in order: what a fetch chose, compared whole.
+inline std::vector<std::pair<uint32_t, uint32_t>> engine_pairs(const std::vector<assignment>& out) {
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  for (const auto& a : out) pairs.emplace_back(a.pe, a.de);
+  return pairs;
+}
+using engine_pair_list = std::vector<std::pair<uint32_t, uint32_t>>;
 
 // α and β in tokens, 10 KV bytes per token (so α = 10·alpha bytes of read_q).
 inline policy_params thresholds(uint64_t alpha, uint64_t beta) {
