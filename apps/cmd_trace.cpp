@@ -7,6 +7,14 @@
 #include "core/status.hpp"
 #include "core/trace.hpp"
 
+namespace dualpath {
+// The statistics' JSON, field by field (found by ADL, so beside the types).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(trajectory_stats, agents, turns, turns_mean, turns_max, append_mean, gen_mean,
+                                   context_mean, context_max, prompt_max, final_mean, hit_rate, resets)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(mooncake_stats, requests, blocks, reused_blocks, reuse_rate, input_mean, output_mean,
+                                   input_max, duration_s)
+}  // namespace dualpath
+
 namespace {
 
 using namespace dualpath;
@@ -38,6 +46,15 @@ void run_gen(const gen_options& o) {
                   s.agents, s.turns, o.output, s.turns_mean, s.append_mean, s.context_mean, 100 * s.hit_rate));
 }
 
+// `trace stats --json`: the format first, then every field of the statistics under its own name.
+template <class Stats>
+std::string stats_json(const char* format, const Stats& s) {
+  nlohmann::ordered_json j{{"format", format}};
+  const nlohmann::json fields = s;
+  for (const auto& [key, value] : fields.items()) j[key] = value;
+  return j.dump(2) + "\n";
+}
+
 void print_trajectory_stats(const std::string& file, bool as_json) {
   trajectory_reader reader(file);
   trajectory_stats_builder b;
@@ -46,21 +63,7 @@ void print_trajectory_stats(const std::string& file, bool as_json) {
   const auto s = b.result();
   if (s.agents == 0) throw user_error(file + ": no trajectories");
   if (as_json) {
-    nlohmann::ordered_json j;
-    j["format"] = "trajectory";
-    j["agents"] = s.agents;
-    j["turns"] = s.turns;
-    j["turns_mean"] = s.turns_mean;
-    j["turns_max"] = s.turns_max;
-    j["append_mean"] = s.append_mean;
-    j["gen_mean"] = s.gen_mean;
-    j["context_mean"] = s.context_mean;
-    j["context_max"] = s.context_max;
-    j["prompt_max"] = s.prompt_max;
-    j["final_mean"] = s.final_mean;
-    j["hit_rate"] = s.hit_rate;
-    j["resets"] = s.resets;
-    cli::print(j.dump(2) + "\n");
+    cli::print(stats_json("trajectory", s));
     return;
   }
   std::string out = fmt::format("{}: trajectory format\n", file);
@@ -82,17 +85,7 @@ void print_mooncake_stats(const std::string& file, bool as_json) {
   while (reader.next(r)) b.add(r);
   const auto s = b.result();
   if (as_json) {
-    nlohmann::ordered_json j;
-    j["format"] = "mooncake";
-    j["requests"] = s.requests;
-    j["blocks"] = s.blocks;
-    j["reused_blocks"] = s.reused_blocks;
-    j["reuse_rate"] = s.reuse_rate;
-    j["input_mean"] = s.input_mean;
-    j["input_max"] = s.input_max;
-    j["output_mean"] = s.output_mean;
-    j["duration_s"] = s.duration_s;
-    cli::print(j.dump(2) + "\n");
+    cli::print(stats_json("mooncake", s));
     return;
   }
   std::string out = fmt::format("{}: Mooncake format ({}-token blocks)\n", file, mooncake_block_tokens);

@@ -9,9 +9,7 @@
 #include "core/status.hpp"
 #include "runtime_fixtures.hpp"
 
-using namespace dualpath;
-using namespace dualpath::cluster;
-using namespace runtime_fixtures;
+using namespace runtime_fixtures;  // with dualpath, dualpath::cluster and fs
 
 namespace {
 

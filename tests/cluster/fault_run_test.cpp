@@ -17,10 +17,7 @@
 #include "core/faults.hpp"
 #include "runtime_fixtures.hpp"
 
-using namespace dualpath;
-using namespace dualpath::cluster;
-using namespace runtime_fixtures;
-namespace fs = std::filesystem;
+using namespace runtime_fixtures;  // with dualpath, dualpath::cluster and fs
 
 namespace {
 

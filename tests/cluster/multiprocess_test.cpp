@@ -21,10 +21,7 @@
 
 extern char** environ;
 
-using namespace dualpath;
-using namespace dualpath::cluster;
-namespace fs = std::filesystem;
-using namespace runtime_fixtures;
+using namespace runtime_fixtures;  // with dualpath, dualpath::cluster and fs
 
 namespace {
 

@@ -12,9 +12,7 @@
 #include "tests/cluster/hand_nodes.hpp"
 #include "tests/observe/http_get.hpp"
 
-using namespace dualpath;
-using namespace dualpath::cluster;
-using namespace runtime_fixtures;
+using namespace runtime_fixtures;  // with dualpath, dualpath::cluster and fs
 
 TEST_CASE("dualpath node --metrics-port: each node process's endpoint answers during the run, its counters move") {
   test::scratch_dir dir;

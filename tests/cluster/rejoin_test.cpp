@@ -16,10 +16,7 @@
 #include "runtime_fixtures.hpp"
 #include "tests/cluster/hand_nodes.hpp"
 
-using namespace dualpath;
-using namespace dualpath::cluster;
-using namespace runtime_fixtures;
-namespace fs = std::filesystem;
+using namespace runtime_fixtures;  // with dualpath, dualpath::cluster and fs
 
 namespace {
 

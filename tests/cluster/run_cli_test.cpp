@@ -29,7 +29,7 @@ TEST_CASE("run: a missing model directory, an unwritable store and bad flags or 
   dualpath::test::scratch_dir w;
   w.write("plain-file", "x");
   // Each bad invocation and a piece of the message that must name what is wrong.
-  const std::pair<std::string, std::string> cases[] = {
+  const std::vector<std::pair<std::string, std::string>> cases = {
       {"run --quiet --cluster " + w.write("m.toml", "[model]\nname = \"./no-such-model-dir\"\n"),
        "model directory './no-such-model-dir' does not exist"},
       {"run --quiet --cluster " + w.write("s.toml", "[storage]\ndir = \"plain-file/store\"\n"), "plain-file/store"},
@@ -43,12 +43,7 @@ TEST_CASE("run: a missing model directory, an unwritable store and bad flags or 
       {"run --quiet --series-window 0", "--series-window"},
       {"node --registry 127.0.0.1:1 --node 0 --metrics-port x", "--metrics-port"},
   };
-  for (const auto& [args, message] : cases) {
-    CAPTURE(args);
-    const auto r = run_cli(w, args);
-    CHECK(r.rc == 2);
-    CHECK(r.err.find(message) != std::string::npos);
-  }
+  dualpath::test::check_refused(w, cases);
 }
 
 TEST_CASE("run: the embedded default writes a JSON report with every policy and the speedups") {

@@ -13,10 +13,7 @@
 #include "core/trace.hpp"
 #include "runtime_fixtures.hpp"
 
-using namespace dualpath;
-using namespace dualpath::cluster;
-namespace fs = std::filesystem;
-using namespace runtime_fixtures;
+using namespace runtime_fixtures;  // with dualpath, dualpath::cluster and fs
 
 namespace {
 

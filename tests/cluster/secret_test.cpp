@@ -23,10 +23,7 @@
 #include "tests/cluster/cli_run.hpp"
 #include "tests/cluster/hand_nodes.hpp"
 
-using namespace dualpath;
-using namespace dualpath::cluster;
-namespace fs = std::filesystem;
-using namespace runtime_fixtures;
+using namespace runtime_fixtures;  // with dualpath, dualpath::cluster and fs
 
 using dualpath::test::binary;
 using dualpath::test::slurp;

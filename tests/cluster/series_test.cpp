@@ -8,9 +8,7 @@
 #include "report/run_report.hpp"
 #include "runtime_fixtures.hpp"
 
-using namespace dualpath;
-using namespace dualpath::cluster;
-using namespace runtime_fixtures;
+using namespace runtime_fixtures;  // with dualpath, dualpath::cluster and fs
 
 TEST_CASE("load_over_time: every turn of a run in a window, the paths add up, the engines were seen loaded") {
   test::scratch_dir dir;

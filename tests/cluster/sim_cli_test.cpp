@@ -92,7 +92,7 @@ TEST_CASE("plot: the pictures of a report are PNG files; a report that is not on
 
 TEST_CASE("sim, plan: bad input is one message and exit 2") {
   dualpath::test::scratch_dir w;
-  const std::pair<std::string, std::string> cases[] = {
+  const std::vector<std::pair<std::string, std::string>> cases = {
       {"sim --model gpt-9", "unknown model 'gpt-9'"},
       {"sim --policy fastest", "known: basic"},
       {"sim --trace " + w.write("bad.jsonl", "{\"id\":\"a\",\"rounds\":[{\"append\":3}]}\n"), "bad.jsonl:1"},
@@ -102,10 +102,5 @@ TEST_CASE("sim, plan: bad input is one message and exit 2") {
       {"plan --nodes 1", "--nodes must be at least 2"},
       {"plan --nodes 4 --snic-gbps 400 --cnic-gbps 50", "infeasible hardware"},
   };
-  for (const auto& [args, message] : cases) {
-    CAPTURE(args);
-    const auto r = run_cli(w, args);
-    CHECK(r.rc == 2);
-    CHECK(r.err.find(message) != std::string::npos);
-  }
+  dualpath::test::check_refused(w, cases);
 }

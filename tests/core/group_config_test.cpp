@@ -18,18 +18,19 @@ TEST_CASE("cluster file: group sizes default to one node and parse when they div
 }
 
 TEST_CASE("cluster file: a group size that does not divide its node count is refused with key and reason") {
-  CHECK_THROWS_WITH_AS(parse_cluster_config("[cluster]\nprefill_nodes = 3\npe_group_nodes = 2\n", "g.toml"),
-                       doctest::Contains("g.toml: key 'cluster.pe_group_nodes': must divide prefill_nodes (3), got 2"),
-                       user_error);
-  CHECK_THROWS_WITH_AS(parse_cluster_config("[cluster]\ndecode_nodes = 2\nde_group_nodes = 4\n", "g.toml"),
-                       doctest::Contains("key 'cluster.de_group_nodes': must divide decode_nodes (2), got 4"),
-                       user_error);
-  CHECK_THROWS_WITH_AS(parse_cluster_config("[cluster]\npe_group_nodes = 0\n", "g.toml"),
-                       doctest::Contains("key 'cluster.pe_group_nodes': must be at least 1"), user_error);
-  CHECK_THROWS_WITH_AS(parse_cluster_config("[cluster]\nde_group_nodes = 0\n", "g.toml"),
-                       doctest::Contains("key 'cluster.de_group_nodes': must be at least 1"), user_error);
-  CHECK_THROWS_WITH_AS(parse_cluster_config("[cluster]\nde_group_nodes = -2\n", "g.toml"),
-                       doctest::Contains("cluster.de_group_nodes"), user_error);
+  const std::pair<const char*, const char*> cases[] = {
+      {"[cluster]\nprefill_nodes = 3\npe_group_nodes = 2\n",
+       "g.toml: key 'cluster.pe_group_nodes': must divide prefill_nodes (3), got 2"},
+      {"[cluster]\ndecode_nodes = 2\nde_group_nodes = 4\n",
+       "key 'cluster.de_group_nodes': must divide decode_nodes (2), got 4"},
+      {"[cluster]\npe_group_nodes = 0\n", "key 'cluster.pe_group_nodes': must be at least 1"},
+      {"[cluster]\nde_group_nodes = 0\n", "key 'cluster.de_group_nodes': must be at least 1"},
+      {"[cluster]\nde_group_nodes = -2\n", "cluster.de_group_nodes"},
+  };
+  for (const auto& [text, message] : cases) {
+    CAPTURE(text);
+    CHECK_THROWS_WITH_AS(parse_cluster_config(text, "g.toml"), doctest::Contains(message), user_error);
+  }
   // validate_cluster_config is what a launcher's edited configuration goes through too.
   cluster_config c;
   c.prefill_nodes = 2;

@@ -12,6 +12,20 @@
 using namespace dualpath;
 using namespace dualpath::gpu;
 
+namespace {
+
+// The modeled backend of catalog model `model` on an H800 at `mfu`.
+std::unique_ptr<compute_backend> modeled(const std::string& model, double mfu = 0.4) {
+  backend_options o;
+  o.kind = backend_kind::modeled;
+  o.model = model;
+  o.gpu_profile = "h800";
+  o.mfu = mfu;
+  return make_backend(o);
+}
+
+}  // namespace
+
 TEST_CASE("modeled KV bytes are deterministic and depend on layer, position and token") {
   std::vector<std::byte> a(656), b(656), c(656), d(656);
   modeled_kv_fill(3, 100, 42, a.data(), 656);
@@ -24,12 +38,7 @@ TEST_CASE("modeled KV bytes are deterministic and depend on layer, position and 
 }
 
 TEST_CASE("modeled backend emits modeled KV and tokens for a big catalog model") {
-  backend_options o;
-  o.kind = backend_kind::modeled;
-  o.model = "deepseek-v3.2";
-  o.gpu_profile = "h800";
-  o.mfu = 1.0;
-  auto be = make_backend(o);
+  auto be = modeled("deepseek-v3.2", 1.0);
   const auto& m = be->model();
   const uint32_t bpt = uint32_t(m.kv_bytes_per_token_layer);
   CHECK(be->fit().seconds(989e12) == doctest::Approx(1.0));
@@ -59,10 +68,7 @@ TEST_CASE("modeled backend emits modeled KV and tokens for a big catalog model")
 }
 
 TEST_CASE("modeled backend rejects spans that do not cover the cached tokens and layers out of order") {
-  backend_options o;
-  o.kind = backend_kind::modeled;
-  o.model = "tiny";
-  auto be = make_backend(o);
+  auto be = modeled("tiny");
   std::vector<std::byte> buf(1 << 16);
   auto pass = be->begin_prefill({prefill_item{1, 16, {1}, true}});
   CHECK_THROWS_AS(pass->run_layer(0, {{kv_span{buf.data(), 8}}}, {buf.data()}), std::invalid_argument);
@@ -74,11 +80,7 @@ TEST_CASE("modeled backend rejects spans that do not cover the cached tokens and
 
 TEST_CASE("modeled prefill takes about the predicted time") {
   // Not a timing assertion on the machine: the sleep is the model, we only check it is not skipped.
-  backend_options o;
-  o.kind = backend_kind::modeled;
-  o.model = "qwen2.5-32b";
-  o.mfu = 0.5;
-  auto be = make_backend(o);
+  auto be = modeled("qwen2.5-32b", 0.5);
   const auto& m = be->model();
   const double predicted = prefill_pass_seconds(m, find_gpu_profile("h800"), 0.5, {{0, 64}});
   CHECK(predicted >= be->fit().seconds(prefill_flops(m, 0, 64)));  // the roofline is never below the compute roof
@@ -96,12 +98,7 @@ TEST_CASE("modeled decode sleeps for the roofline, not for its FLOPs") {
   // A memory-bound step: 8 qwen2.5-32b requests at 32K tokens read ~69 GB of KV and 32.5 GB of weights, about
   // 30 ms on an H800, while their FLOPs take ~2 ms. Sleeping at least the roofline's time shows the backend
   // calls it; the loose upper bound only catches a sleep of the wrong order.
-  backend_options o;
-  o.kind = backend_kind::modeled;
-  o.model = "qwen2.5-32b";
-  o.gpu_profile = "h800";
-  o.mfu = 0.4;
-  auto be = make_backend(o);
+  auto be = modeled("qwen2.5-32b", 0.4);
   const auto& m = be->model();
   const uint32_t position = 32768;
   const std::vector<uint64_t> positions(8, position);
