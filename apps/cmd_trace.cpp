@@ -55,12 +55,18 @@ std::string stats_json(const char* format, const Stats& s) {
   return j.dump(2) + "\n";
 }
 
+// Every record of `file` through a statistics builder.
+template <class Reader, class Builder, class Record>
+auto read_stats(const std::string& file) {
+  Reader reader(file);
+  Builder b;
+  Record r;
+  while (reader.next(r)) b.add(r);
+  return b.result();
+}
+
 void print_trajectory_stats(const std::string& file, bool as_json) {
-  trajectory_reader reader(file);
-  trajectory_stats_builder b;
-  trajectory t;
-  while (reader.next(t)) b.add(t);
-  const auto s = b.result();
+  const auto s = read_stats<trajectory_reader, trajectory_stats_builder, trajectory>(file);
   if (s.agents == 0) throw user_error(file + ": no trajectories");
   if (as_json) {
     cli::print(stats_json("trajectory", s));
@@ -79,11 +85,7 @@ void print_trajectory_stats(const std::string& file, bool as_json) {
 }
 
 void print_mooncake_stats(const std::string& file, bool as_json) {
-  mooncake_reader reader(file);
-  mooncake_stats_builder b;
-  mooncake_request r;
-  while (reader.next(r)) b.add(r);
-  const auto s = b.result();
+  const auto s = read_stats<mooncake_reader, mooncake_stats_builder, mooncake_request>(file);
   if (as_json) {
     cli::print(stats_json("mooncake", s));
     return;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "core/status.hpp"
 #include "core/names.hpp"
@@ -83,13 +84,9 @@ bounds_report evaluate_bounds(const bounds_input& in) {
   if (in.prefill_nodes) rep.pd = double(*in.prefill_nodes) / double(*in.decode_nodes);
 
   for (const auto& def : rows) {
-    bound_row r;
-    r.id = def.id;
-    r.name = def.name;
-    r.link = def.link;
-    r.load = def.load;
-    r.condition = def.condition;
-    r.kind = def.kind;
+    bound_row r;  // what the table says of the row; the rest is computed below
+    std::tie(r.id, r.name, r.link, r.load, r.condition, r.kind) =
+        std::make_tuple(def.id, def.name, def.link, def.load, def.condition, def.kind);
     r.capacity_gb_per_s = def.dram ? M : B;
     if (def.kind == bound_kind::fixed) {
       // Independent of P/D: evaluate at any ratio.

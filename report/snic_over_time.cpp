@@ -70,21 +70,11 @@ snic_over_time snic_windows(const std::vector<std::vector<snic_series_sample>>& 
   return out;
 }
 
-nlohmann::json to_json(const snic_over_time& s) {
-  nlohmann::json j;
-  j["window_s"] = s.window_s;
-  j["rate_max_over_avg_mean"] = s.rate_max_over_avg_mean;
-  j["read_q_max_over_avg_mean"] = s.read_q_max_over_avg_mean;
-  j["rate_windows"] = s.rate_windows;
-  j["read_q_windows"] = s.read_q_windows;
-  j["windows"] = nlohmann::json::array();
-  for (const auto& w : s.windows)
-    j["windows"].push_back({{"t_s", w.t_s},
-                            {"read_gb_per_s", w.read_gb_per_s},
-                            {"read_q_mb", w.read_q_mb},
-                            {"rate_max_over_avg", w.rate_max_over_avg},
-                            {"read_q_max_over_avg", w.read_q_max_over_avg}});
-  return j;
-}
+// The JSON of a run's SNIC balance, field by field under the structs' own names.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(snic_window, t_s, read_gb_per_s, read_q_mb, rate_max_over_avg, read_q_max_over_avg)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(snic_over_time, window_s, windows, rate_max_over_avg_mean, read_q_max_over_avg_mean,
+                                   rate_windows, read_q_windows)
+
+nlohmann::json to_json(const snic_over_time& s) { return nlohmann::json(s); }
 
 }  // namespace dualpath::report

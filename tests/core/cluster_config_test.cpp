@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "core/cluster_config.hpp"
+#include "tests/core/refused_text.hpp"
 #include "core/status.hpp"
 
 using namespace dualpath;
@@ -65,7 +66,7 @@ prefetch_layers = 3
 
 TEST_CASE("cluster file: unknown keys, wrong types and impossible values name file, key and reason") {
   // Each bad file and a piece of the message that must name what is wrong.
-  const std::pair<const char*, const char*> cases[] = {
+  const test::refused_cases cases = {
       {"[hardware]\nsnic = 3\n", "a.toml: key 'hardware.snic': unknown key"},
       {"[modle]\n", "unknown section"},
       {"[cluster]\nprefill_nodes = \"two\"\n", "'cluster.prefill_nodes': must be an integer"},
@@ -76,10 +77,7 @@ TEST_CASE("cluster file: unknown keys, wrong types and impossible values name fi
       {"[model\n", "a.toml:1"},
       {"[schedule]\nquota_scope = \"pass\"\n", "schedule.quota_scope"},
   };
-  for (const auto& [text, message] : cases) {
-    CAPTURE(text);
-    CHECK_THROWS_WITH_AS(parse_cluster_config(text, "a.toml"), doctest::Contains(message), user_error);
-  }
+  test::check_refused_text(cases, [](const char* text) { return parse_cluster_config(text, "a.toml"); });
   CHECK_THROWS_AS(load_cluster_config("/nonexistent/cluster.toml"), user_error);
 }
 

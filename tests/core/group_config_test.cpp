@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "core/cluster_config.hpp"
+#include "tests/core/refused_text.hpp"
 #include "core/status.hpp"
 
 using namespace dualpath;
@@ -18,7 +19,7 @@ TEST_CASE("cluster file: group sizes default to one node and parse when they div
 }
 
 TEST_CASE("cluster file: a group size that does not divide its node count is refused with key and reason") {
-  const std::pair<const char*, const char*> cases[] = {
+  const test::refused_cases cases = {
       {"[cluster]\nprefill_nodes = 3\npe_group_nodes = 2\n",
        "g.toml: key 'cluster.pe_group_nodes': must divide prefill_nodes (3), got 2"},
       {"[cluster]\ndecode_nodes = 2\nde_group_nodes = 4\n",
@@ -27,10 +28,7 @@ TEST_CASE("cluster file: a group size that does not divide its node count is ref
       {"[cluster]\nde_group_nodes = 0\n", "key 'cluster.de_group_nodes': must be at least 1"},
       {"[cluster]\nde_group_nodes = -2\n", "cluster.de_group_nodes"},
   };
-  for (const auto& [text, message] : cases) {
-    CAPTURE(text);
-    CHECK_THROWS_WITH_AS(parse_cluster_config(text, "g.toml"), doctest::Contains(message), user_error);
-  }
+  test::check_refused_text(cases, [](const char* text) { return parse_cluster_config(text, "g.toml"); });
   // validate_cluster_config is what a launcher's edited configuration goes through too.
   cluster_config c;
   c.prefill_nodes = 2;
