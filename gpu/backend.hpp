@@ -25,6 +25,13 @@ struct kv_span {
   uint32_t tokens = 0;
 };
 
+// The tokens a layer's spans hold: what a backend checks against the cached length it was told.
+inline uint64_t span_tokens(const std::vector<kv_span>& spans) {
+  uint64_t n = 0;
+  for (const auto& s : spans) n += s.tokens;
+  return n;
+}
+
 // Layer `layer` of a Full Block laid out [layers][block_tokens][bytes] (docs/design.md §2): a contiguous span of its
 // first `tokens` tokens (tokens <= block_tokens; a partly filled block keeps the same layer stride).
 inline kv_span layer_block(const std::byte* full_block, const model_spec& m, uint32_t layer, uint32_t tokens) {

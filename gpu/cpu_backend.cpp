@@ -28,12 +28,6 @@ void linear(const float* x, const float* w, float* y, uint64_t rows, uint64_t in
               y, int(out));
 }
 
-uint64_t span_tokens(const std::vector<kv_span>& spans) {
-  uint64_t n = 0;
-  for (const auto& s : spans) n += s.tokens;
-  return n;
-}
-
 // One batch moving through the layers: the residual stream of every new token plus scratch space.
 class cpu_batch {
  public:

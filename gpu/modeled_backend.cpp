@@ -28,12 +28,6 @@ void sleep_seconds(double s) {
   if (s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(s));
 }
 
-uint64_t span_tokens(const std::vector<kv_span>& spans) {
-  uint64_t n = 0;
-  for (const auto& s : spans) n += s.tokens;
-  return n;
-}
-
 // The modeled work of one pass: sleeps for the roofline time of each layer (docs/design.md §6) and emits
 // modeled KV.
 class modeled_batch {

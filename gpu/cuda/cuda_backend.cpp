@@ -105,12 +105,6 @@ struct workspace {
   dbuf<cuda::attn_item> items;
 };
 
-uint64_t span_tokens(const std::vector<kv_span>& spans) {
-  uint64_t n = 0;
-  for (const auto& s : spans) n += s.tokens;
-  return n;
-}
-
 bool on_device(const void* p) {
   cudaPointerAttributes a{};
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
