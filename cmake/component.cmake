@@ -6,6 +6,7 @@ set(DUALPATH_LAYER_storage 1)
 set(DUALPATH_LAYER_transport 1)
 set(DUALPATH_LAYER_gpu 1)
 set(DUALPATH_LAYER_schedule 1)
+set(DUALPATH_LAYER_text 1)
 set(DUALPATH_LAYER_runtime 2)
 set(DUALPATH_LAYER_report 2)
 set(DUALPATH_LAYER_bench 2)
@@ -15,7 +16,7 @@ set(DUALPATH_LAYER_actors 4)
 set(DUALPATH_LAYER_observe 4)
 set(DUALPATH_LAYER_cluster 5)
 set(DUALPATH_LAYER_apps 6)
-set(DUALPATH_FOLDERS schema core storage transport gpu schedule runtime report bench protocol sim actors observe cluster
+set(DUALPATH_FOLDERS schema core storage transport gpu schedule text runtime report bench protocol sim actors observe cluster
     apps)
 
 # dualpath_check_layers(FOLDER DEPS...): every dualpath:: link of FOLDER and every `#include "X/..."` in its

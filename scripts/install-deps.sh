@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages DualPath builds against. Idempotent: when everything is
+# Installs the Debian packages DualPath builds against, and the npm packages of tests/clients from their lock
+# file. Idempotent: when everything is
 # present it only runs dpkg-query and returns.
 set -euo pipefail
 
@@ -7,25 +8,35 @@ packages=(
   build-essential cmake pkg-config ccache clang-format clang-tidy
   libcaf-dev libfabric-dev libfabric-bin capnproto libcapnp-dev libspdlog-dev libfmt-dev doctest-dev
   liburing-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libxxhash-dev libcpp-httplib-dev libssl-dev libopenblas-dev
-  libboost-context-dev
+  libboost-context-dev libpcre2-dev libutf8proc-dev
   fio
   python3-matplotlib prometheus-cpp-dev
   chromium  # headless, for the live cluster page's browser test (tests/cluster/ui_test.cpp)
 )
 
 missing=()
+# The test clients (tests/clients) run on Node; an image without it gets Debian's.
+command -v npm >/dev/null || missing+=(nodejs npm)
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
   [[ "$status" == "install ok installed" ]] || missing+=("$p")
 done
 
-if ((${#missing[@]} == 0)); then
-  exit 0
+if ((${#missing[@]} > 0)); then
+  echo "install-deps: installing ${missing[*]}"
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-sudo=""
-if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The npm packages the tests compare against or drive (tests/clients/package-lock.json), installed once per
+# version of the lock file: a stamp in node_modules records the lock it was installed from.
+clients="$(dirname "$0")/../tests/clients"
+stamp="$clients/node_modules/.installed-from-lock"
+if ! cmp -s "$clients/package-lock.json" "$stamp"; then
+  echo "install-deps: npm ci in tests/clients"
+  (cd "$clients" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$clients/package-lock.json" "$stamp"
+fi
