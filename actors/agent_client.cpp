@@ -12,6 +12,7 @@
 
 #include "actors/engines.hpp"
 #include "actors/turn_retry.hpp"
+#include "actors/turn_submit.hpp"
 #include "protocol/runtime_codec.hpp"
 
 namespace dualpath::actors {
@@ -61,31 +62,12 @@ struct client_state {
     submit();
   }
 
-  // Submits the current attempt. Hits are looked up now, so a re-run reads what storage holds after the
-  // loss (blocks the lost node never persisted are misses, recomputed).
+  // Submits the current attempt (actors/turn_submit.hpp); a turn no engine could hold fails at once.
   void submit() {
-    const auto& g = view->geometry;
-    const auto keys = block_keys(current.tokens, g.block_tokens);
-    const uint32_t hit = uint32_t(view->stored_prefix(keys));
-    current.hit_blocks = std::min<uint32_t>(hit, uint32_t((current.tokens.size() - 1) / g.block_tokens));
-
-    const auto info =
-        schedule::make_request_info(current.request, current.tokens.size(), current.gen, current.hit_blocks, g);
-    if (info.kv_bytes + view->model_traffic_bytes() > view->hbm_bytes()) {
-      // No decode engine could ever hold this turn: fail it now rather than let it wait in the queue.
+    if (const auto why = submit_turn(self, *view, current)) {
       refused = true;
-      self->send(self, atom::result_v,
-                 encode(failed_turn(
-                     current, "turn " + std::to_string(turn) + " of agent " + std::to_string(script.agent) + " needs " +
-                                  std::to_string(info.kv_bytes) + " bytes of decode HBM; an engine has " +
-                                  std::to_string(view->hbm_bytes()) + " (hardware.hbm_gb)")));
-      return;
+      self->send(self, atom::result_v, encode(failed_turn(current, *why)));
     }
-    self->request(view->scheduler, waits_of(view->config).request(), atom::submit_v, encode(info))
-        .then([](uint64_t) {},
-              [this](caf::error& err) {
-                spdlog::error("agent {}: scheduler refused turn {}: {}", script.agent, turn, describe(err));
-              });
   }
 
   // The current turn again, under the next attempt; late messages of the old one name an id no one waits for.

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "apps/default_cluster.hpp"
 #include "cluster/cluster.hpp"
 #include "observe/metrics.hpp"
 #include "observe/ui_page.hpp"
@@ -27,34 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace dualpath;
-
-// The embedded default: SNICs capped so storage, not the tiny model's compute, is the bottleneck.
-constexpr const char* default_cluster = R"(
-[model]
-name = "tiny"
-backend = "cpu"
-seed = 7
-
-[cluster]
-prefill_nodes = 1
-decode_nodes = 2
-engines_per_node = 1
-block_tokens = 16
-
-[hardware]
-snic_gb_per_s = 0.004
-cnic_gb_per_s = 0
-dram_buffer_gb = 0.064
-hbm_gb = 0.064
-provider = "shm"
-
-[storage]
-dir = "dualpath-data"
-
-[schedule]
-policy = "dualpath"
-quota_ms = 300
-)";
 
 struct run_args {
   double series_window_s = 1.0;
@@ -154,7 +127,7 @@ void run_command(run_args& a) {
     a.metrics = std::make_shared<observe::metrics_endpoint>("127.0.0.1", *a.metrics_port);
     fmt::print(stderr, "metrics: http://127.0.0.1:{}/metrics\n", a.metrics->port());
   }
-  cluster_config config = embedded_default ? parse_cluster_config(default_cluster, "embedded default cluster")
+  cluster_config config = embedded_default ? parse_cluster_config(cli::default_cluster, "embedded default cluster")
                                            : load_cluster_config(a.cluster_file);
   cli::check_workload_options(a.workload, !a.serving.aps_sweep.empty());
   if (a.ui_port) {

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "cluster/calibration.hpp"
+#include "cluster/embedded.hpp"
 #include "cluster/control_client.hpp"
 #include "cluster/turn_collector.hpp"
 #include "observe/metrics.hpp"
@@ -34,50 +35,6 @@
 namespace dualpath::cluster {
 
 namespace {
-
-// Runs `f` when the scope ends, however it ends.
-struct on_exit {
-  std::function<void()> f;
-  ~on_exit() { f(); }
-};
-
-// The embedded cluster's node data planes, connected to each other. They are built before the actor system
-// because they must outlive every actor that points at them.
-std::vector<std::unique_ptr<runtime::node_io>> embedded_data_planes(const run_base& base, const cluster_config& c,
-                                                                    const run_mode& mode) {
-  std::vector<std::unique_ptr<runtime::node_io>> ios;
-  // The oracle's hit KV, in DRAM and shared: a block one node persists is what another node loads.
-  auto dram = mode.bypass() ? std::make_shared<runtime::dram_blocks>() : nullptr;
-  // The nodes emulate separate hosts but share this process's cores: their provider calls go one at a
-  // time (docs/design.md §13), so that no node spins on a lock another node's preempted thread holds.
-  auto provider_lock = std::make_shared<std::mutex>();
-  for (uint32_t n = 0; n < c.total_nodes(); ++n)
-    ios.push_back(make_node_io(c, base.geometry, n, mode.bypass(), *base.store, dram, provider_lock));
-  runtime::fabric_directory directory(c.total_nodes() * c.engines_per_node);
-  for (auto& io : ios)
-    for (auto& e : io->entries()) directory[e.engine] = e;
-  for (auto& io : ios) io->connect(directory);
-  return ios;
-}
-
-// Spawns every node's actors in this process; returns them (to stop at the end).
-// `ep` gets each prefill node's EP rounds under ep_sync (read once the actor system has stopped).
-// Every actor spawned is added to `all` at once, so that a throw half-way still leaves it to be stopped.
-void spawn_embedded_nodes(caf::actor_system& sys, const run_base& base, const cluster_view_ptr& view,
-                          std::vector<std::unique_ptr<runtime::node_io>>& ios,
-                          std::vector<std::shared_ptr<runtime::ep_rounds>>& ep, std::vector<caf::actor>& all) {
-  const auto& c = view->config;
-  for (uint32_t n = 0; n < c.total_nodes(); ++n) {
-    node_actors na = spawn_node_actors(sys, base, view, *ios[n], n, n == 0 ? base.first : nullptr);
-    view->traffic_queues[n] = na.traffic_queue;
-    view->leaders[n] = na.leader;
-    if (na.ep_rounds) ep.push_back(na.ep_rounds);
-    for (size_t i = 0; i < na.engines.size(); ++i)
-      view->set_engine(uint32_t(n * c.engines_per_node + i), na.engines[i]);
-    all.insert(all.end(), na.all.begin(), na.all.end());
-  }
-  for (auto& l : view->leaders) caf::anon_send(l, atom::tick_v);
-}
 
 // The cluster's secret for the registry and the control port (docs/design.md §13): the cluster file's, else
 // DUALPATH_SECRET, else one generated for this run, which only the node processes this launcher starts can

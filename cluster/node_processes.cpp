@@ -16,6 +16,7 @@
 
 #include "cluster/control_client.hpp"
 #include "protocol/errors.hpp"
+#include "protocol/waits.hpp"
 #include "cluster/node_processes.hpp"
 #include "cluster/registry.hpp"
 #include "core/status.hpp"
@@ -35,7 +36,10 @@ std::string describe_exit(uint32_t node, int pid, int status) {
 }  // namespace
 
 node_processes::node_processes(caf::actor_system& sys, const cluster_view& view, const node_launch& launch)
-    : sys_(sys), timeout_(int64_t(view.config.timeout_s * 1000)), nodes_(view.nodes()) {
+    : sys_(sys),
+      timeout_(int64_t(view.config.timeout_s * 1000)),
+      startup_(std::chrono::duration_cast<std::chrono::milliseconds>(waits_of(view.config).startup())),
+      nodes_(view.nodes()) {
   const uint32_t nodes = view.nodes();
   cluster_handles handles;
   handles.scheduler = caf::actor_cast<caf::actor>(view.scheduler);
@@ -63,7 +67,7 @@ node_processes::node_processes(caf::actor_system& sys, const cluster_view& view,
     else if (launch.on_registry) launch.on_registry(registry_at);
 
     // Wait until every node is wired and connected, watching the processes meanwhile.
-    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    const auto deadline = std::chrono::steady_clock::now() + startup_;
     std::vector<bool> joined(nodes, false);
     std::string failure;
     bool ready = false;
@@ -80,7 +84,7 @@ node_processes::node_processes(caf::actor_system& sys, const cluster_view& view,
         std::string missing;
         for (uint32_t n = 0; n < nodes; ++n)
           if (!joined[n]) missing += (missing.empty() ? "" : ", ") + std::to_string(n);
-        failure = fmt::format("the nodes were not all up within {} s (never joined: {})", timeout_.count() / 1000.0,
+        failure = fmt::format("the nodes were not all up within {} s (never joined: {})", startup_.count() / 1000.0,
                               missing.empty() ? "none" : missing);
       }
     }
@@ -108,7 +112,7 @@ void node_processes::spawn_nodes(const std::string& program, const std::string& 
   for (auto& e : env_text) envp.push_back(e.data());
   envp.push_back(nullptr);
   for (uint32_t n = 0; n < nodes; ++n) {
-    const std::string node = std::to_string(n), timeout_ms = std::to_string(timeout_.count());
+    const std::string node = std::to_string(n), timeout_ms = std::to_string(startup_.count());
     std::vector<std::string> args{program,  "node", "--registry",   registry_at,
                                   "--node", node,   "--timeout-ms", timeout_ms};
     std::vector<char*> argv;

@@ -104,8 +104,9 @@ class node_processes {
 
   caf::actor_system& sys_;
   std::chrono::milliseconds timeout_;
-  std::vector<node_slot> nodes_;  // by node index
-  bool wired_ = false;            // every node's control actor is known
+  std::chrono::milliseconds startup_;  // protocol::waits::startup(): nodes joining and being wired
+  std::vector<node_slot> nodes_;       // by node index
+  bool wired_ = false;                 // every node's control actor is known
   std::chrono::steady_clock::time_point last_ping_{};
   // A dead process is seen at once (reaped, or its control actor's down message); a hung one by the
   // heartbeat: pinged every interval, lost when it does not answer within the deadline.

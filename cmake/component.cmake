@@ -10,14 +10,16 @@ set(DUALPATH_LAYER_text 1)
 set(DUALPATH_LAYER_runtime 2)
 set(DUALPATH_LAYER_report 2)
 set(DUALPATH_LAYER_bench 2)
+set(DUALPATH_LAYER_api 2)
 set(DUALPATH_LAYER_protocol 3)
 set(DUALPATH_LAYER_sim 3)
 set(DUALPATH_LAYER_actors 4)
 set(DUALPATH_LAYER_observe 4)
 set(DUALPATH_LAYER_cluster 5)
-set(DUALPATH_LAYER_apps 6)
-set(DUALPATH_FOLDERS schema core storage transport gpu schedule text runtime report bench protocol sim actors observe cluster
-    apps)
+set(DUALPATH_LAYER_serve 6)
+set(DUALPATH_LAYER_apps 7)
+set(DUALPATH_FOLDERS schema core storage transport gpu schedule text runtime report bench api protocol sim actors observe
+    cluster serve apps)
 
 # dualpath_check_layers(FOLDER DEPS...): every dualpath:: link of FOLDER and every `#include "X/..."` in its
 # sources names a folder of a lower layer (or FOLDER itself).

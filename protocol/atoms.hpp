@@ -51,3 +51,5 @@ CAF_ADD_ATOM(dualpath, dualpath::atom, retry, "retry")
 CAF_ADD_ATOM(dualpath, dualpath::atom, ping, "ping")
 // A lost node's index joined again with a new process (docs/design.md §13).
 CAF_ADD_ATOM(dualpath, dualpath::atom, rejoin, "rejoin")
+// The serving front end asks one of its clients to run a conversation's turn (docs/design.md §18).
+CAF_ADD_ATOM(dualpath, dualpath::atom, ask, "ask")

@@ -186,6 +186,15 @@ using client_actor = caf::typed_actor<
     // fails now.
     caf::reacts_to<atom::expire, uint64_t>>;
 
+// ---- serving (docs/design.md §18) ----
+// A client of the serving front end: a client as above, to the engines, that runs the turns the front end
+// asks for, one at a time.
+using serve_client_actor = client_actor::extend<
+    // Front end -> client: run this turn (prompt tokens, tokens to generate; request id and agent are the
+    // client's own). Answered with its result once the DE is done, or a failed result. The front end waits
+    // the request's deadline (`dualpath serve --request-timeout`).
+    caf::replies_to<atom::ask, envelope<schema::TurnPayload>>::with<envelope<schema::TurnResult>>>;
+
 // ---- multi-process runs (docs/design.md §13) ----
 // The launcher's registry. Every message carries the proof of the cluster's secret (core/secret.hpp); one
 // without the right proof is refused, logged and counted (docs/design.md §13).

@@ -3,6 +3,7 @@
 // (docs/design.md §14, "Bounded waits"). The handler comments of protocol/interfaces.hpp name these.
 #include <caf/timespan.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/cluster_config.hpp"
@@ -22,6 +23,11 @@ struct waits {
   // `timeout_s + 20 ×` what the cost model expects: a request to the compute worker, so a long pass on a
   // slow backend is never cut short and a hung one is still noticed.
   caf::timespan compute(double expected_s) const { return seconds(timeout_s + 20 * expected_s); }
+
+  // `max(30 s, timeout_s)`: the launcher's wait for every node process to join and be wired, and a spawned
+  // node's wait for the registry. Starting a process (providers, model, registered memory) is no data-plane
+  // wait, and a loaded machine stretches it many times over.
+  caf::timespan startup() const { return seconds(std::max(30.0, timeout_s)); }
 
   static caf::timespan seconds(double s) {
     return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(s));

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "text/byte_level.hpp"
+#include "text/byte_tokenizer.hpp"
+#include "text/chat_template.hpp"
 #include "text/tokenizer.hpp"
 
 using namespace dualpath;
@@ -100,4 +102,14 @@ TEST_CASE("tokenizer: what the file asks for and the tokenizer does not do is re
   const auto missing = tokenizer::load("/no/such/tokenizer.json");
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.error().message().find("/no/such/tokenizer.json") != std::string::npos);
+}
+
+TEST_CASE("tokenizer: the byte-level default has one id per byte and ChatML's tokens, and renders as ChatML") {
+  const tokenizer t = value_or_throw(tokenizer::parse(byte_tokenizer_json(), "byte tokenizer"));
+  CHECK(t.vocab_size() == 259);
+  CHECK(ids(t, "<|im_start|>user\nhi<|im_end|>") == std::vector<int32_t>{257, 'u', 's', 'e', 'r', '\n', 'h', 'i', 258});
+  CHECK(t.decode(ids(t, "caf\xc3\xa9")) == "caf\xc3\xa9");
+  const auto config = nlohmann::json::parse(byte_tokenizer_config_json());
+  CHECK(detect_chat_family(config["chat_template"].get<std::string>(), "cfg").value() == chat_family::chatml_qwen);
+  CHECK(config["eos_token"] == "<|im_end|>");
 }

@@ -1,0 +1,64 @@
+// `dualpath serve`: the embedded cluster behind the OpenAI API (docs/design.md §18). With no arguments it
+// serves the embedded default cluster's tiny model on 127.0.0.1:8000.
+#include <fmt/format.h>
+
+#include "apps/command_registry.hpp"
+#include "apps/default_cluster.hpp"
+#include "cluster/control_client.hpp"
+#include "core/status.hpp"
+#include "core/names.hpp"
+#include "serve/server.hpp"
+#include "text/chat_template.hpp"
+
+namespace {
+
+using namespace dualpath;
+
+struct serve_args {
+  std::string cluster_file;
+  std::string listen = "127.0.0.1:8000";
+  std::string policy;
+  std::string chat_template;
+  uint32_t clients = 8;
+  double request_timeout_s = 300;
+};
+
+void setup(CLI::App& root) {
+  auto a = std::make_shared<serve_args>();
+  auto* cmd = root.add_subcommand("serve", "Serve the cluster's model over the OpenAI API (chat completions)");
+  cmd->add_option("--cluster", a->cluster_file, "Cluster file (default: the embedded default cluster)");
+  cmd->add_option("--listen", a->listen, "HOST:PORT to serve on (port 0: any free port, printed)")
+      ->capture_default_str();
+  cmd->add_option("--policy", a->policy, "Run policy (default: the cluster file's schedule.policy)");
+  cmd->add_option("--chat-template", a->chat_template,
+                  "Chat template family instead of the model directory's: " + join_names(text::chat_family_names()));
+  cmd->add_option("--clients", a->clients, "Requests served at once (one more is answered 429)")->capture_default_str();
+  cmd->add_option("--request-timeout", a->request_timeout_s, "Seconds a request may take before it is answered 503")
+      ->capture_default_str();
+  cmd->callback([a] {
+    if (a->clients < 1 || a->clients > 1024) throw user_error("serve: --clients must be in 1..1024");
+    if (!(a->request_timeout_s > 0)) throw user_error("serve: --request-timeout must be positive");
+    if (!a->chat_template.empty()) value_or_throw(text::parse_chat_family(a->chat_template));
+    serve::serve_options o;
+    o.config = a->cluster_file.empty() ? parse_cluster_config(cli::default_cluster, "embedded default cluster")
+                                       : load_cluster_config(a->cluster_file);
+    if (a->cluster_file.empty()) o.config.store_dir = "dualpath-data/serve";
+    o.policy = a->policy.empty() ? o.config.policy : a->policy;
+    value_or_throw(parse_run_mode(o.policy));
+    const auto [host, port] = cluster::parse_host_port(a->listen, "serve --listen", true);
+    o.host = host;
+    o.port = port;
+    o.chat_template = a->chat_template;
+    o.clients = a->clients;
+    o.request_timeout_s = a->request_timeout_s;
+    o.on_listening = [host = o.host](uint16_t bound) {
+      fmt::print("serving on http://{}:{}/v1\n", host, bound);
+      std::fflush(stdout);
+    };
+    serve::run_server(o);
+  });
+}
+
+}  // namespace
+
+DUALPATH_COMMAND(setup);

@@ -1,0 +1,30 @@
+#pragma once
+// `dualpath serve` (docs/design.md §18): the embedded cluster behind an OpenAI-compatible HTTP API. A request's
+// conversation is rendered by the model family's chat template, tokenized, and run as one turn by one of a
+// fixed pool of serving clients; its blocks are keyed like any turn's, so the next turn of the conversation
+// hits what this one persisted.
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/cluster_config.hpp"
+
+namespace dualpath::serve {
+
+struct serve_options {
+  cluster_config config;
+  std::string policy = "dualpath";  // a run policy (core/modes.hpp)
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;            // 0: any free port
+  std::string chat_template;       // a family name (text/chat_template.hpp); "" = the model directory's
+  uint32_t clients = 8;            // requests served at once; one more is answered 429
+  double request_timeout_s = 300;  // a request not answered by then is 503
+  uint32_t max_tokens_default = 16, max_tokens_limit = 1024;
+  std::function<void(uint16_t)> on_listening;  // the bound port, once requests are taken
+};
+
+// Serves until SIGTERM or SIGINT (then stops taking requests, answers those in flight and returns).
+// user_error on a bad cluster file, model directory or address.
+void run_server(const serve_options& options);
+
+}  // namespace dualpath::serve

@@ -1,0 +1,185 @@
+// `dualpath serve` on the embedded default cluster, driven over HTTP on loopback: health and models, a
+// conversation whose later turns load earlier turns' KV, streaming, errors in the API's shape, 429 when every
+// client is busy, and a SIGTERM that ends it.
+#include <doctest/doctest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <vector>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tests/cluster/hand_nodes.hpp"
+#include "tests/observe/http_get.hpp"
+
+using json = nlohmann::json;
+
+namespace {
+
+// A `dualpath serve` process in a scratch directory, stopped with SIGTERM at the end.
+struct server {
+  dualpath::test::scratch_dir dir;
+  uint16_t port = http_get::free_port();
+  int pid = -1;
+  explicit server(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args{"serve", "--listen", "127.0.0.1:" + std::to_string(port)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const std::string cd_log = (dir.path / "serve.log").string();
+    const auto cwd = std::filesystem::current_path();
+    std::filesystem::current_path(dir.path);  // its store goes in the scratch directory
+    pid = hand_nodes::spawn(args, "", (dir.path / "stdout.txt").string(), cd_log);
+    std::filesystem::current_path(cwd);
+    // Up once /health answers: the cluster is wired (bounded; a loaded machine takes longer).
+    for (int i = 0; i < 1200; ++i) {
+      httplib::Client c("127.0.0.1", port);
+      if (auto r = c.Get("/health"); r && r->status == 200) return;
+      usleep(100000);
+    }
+    FAIL("serve did not answer /health within 120 s: " << dualpath::test::slurp(dir.path / "serve.log"));
+  }
+  ~server() {
+    if (pid > 0) {
+      kill(pid, SIGTERM);
+      hand_nodes::exit_status(pid, 20);
+    }
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(120, 0);
+    return c;
+  }
+  httplib::Result chat(const json& body) const {
+    return client().Post("/v1/chat/completions", body.dump(), "application/json");
+  }
+};
+
+json conversation(const std::vector<std::pair<std::string, std::string>>& turns) {
+  json messages = json::array({{{"role", "system"}, {"content", "You are a coding agent working in a repository."}}});
+  for (const auto& [role, content] : turns) messages.push_back({{"role", role}, {"content", content}});
+  return messages;
+}
+
+}  // namespace
+
+TEST_CASE("serve: health, models, and a conversation whose turns load the KV of the turns before") {
+  server s;
+  auto health = s.client().Get("/health");
+  REQUIRE(health);
+  CHECK(json::parse(health->body)["status"] == "ok");
+  auto models = s.client().Get("/v1/models");
+  REQUIRE(models);
+  CHECK(json::parse(models->body)["data"][0]["id"] == "tiny");
+
+  std::vector<std::pair<std::string, std::string>> turns{
+      {"user", "Read the file src/main.rs and tell me what the program does, step by step, in detail."}};
+  uint32_t last_cached = 0;
+  for (int t = 0; t < 3; ++t) {
+    auto r = s.chat({{"model", "tiny"}, {"messages", conversation(turns)}, {"max_tokens", 12}});
+    REQUIRE(r);
+    REQUIRE_MESSAGE(r->status == 200, r->body);
+    const auto j = json::parse(r->body);
+    CHECK(j["object"] == "chat.completion");
+    CHECK(j["choices"][0]["message"]["role"] == "assistant");
+    const auto& u = j["usage"];
+    CHECK(u["completion_tokens"].get<int>() >= 1);
+    CHECK(u["completion_tokens"].get<int>() <= 12);
+    CHECK(u["total_tokens"] == u["prompt_tokens"].get<int>() + u["completion_tokens"].get<int>());
+    const uint32_t cached = u["prompt_tokens_details"]["cached_tokens"].get<uint32_t>();
+    if (t == 0) CHECK(cached == 0);    // a fresh store: nothing to load
+    else CHECK(cached > last_cached);  // the earlier turns' prompt blocks were persisted and are loaded
+    last_cached = cached;
+    turns.emplace_back("assistant", j["choices"][0]["message"]["content"].get<std::string>());
+    turns.emplace_back("user", "Now explain turn " + std::to_string(t + 1) + " again, with the error handling.");
+  }
+}
+
+TEST_CASE("serve: a stream is Server-Sent Events in the chunk format, usage last, then [DONE]") {
+  server s;
+  auto r = s.chat({{"model", "tiny"},
+                   {"messages", conversation({{"user", "Say something."}})},
+                   {"max_tokens", 6},
+                   {"stream", true},
+                   {"stream_options", {{"include_usage", true}}}});
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  CHECK(r->get_header_value("Content-Type").find("text/event-stream") == 0);
+  std::vector<std::string> data;
+  for (size_t at = 0; (at = r->body.find("data: ", at)) != std::string::npos;) {
+    const size_t end = r->body.find("\n\n", at);
+    data.push_back(r->body.substr(at + 6, end - at - 6));
+    at = end;
+  }
+  REQUIRE(data.size() >= 4);
+  CHECK(data.back() == "[DONE]");
+  CHECK(json::parse(data.front())["choices"][0]["delta"]["role"] == "assistant");
+  const auto usage = json::parse(data[data.size() - 2]);
+  CHECK(usage["choices"].empty());
+  CHECK(usage["usage"]["completion_tokens"].get<int>() <= 6);
+  const auto finish = json::parse(data[data.size() - 3]);
+  CHECK(finish["object"] == "chat.completion.chunk");
+  CHECK(!finish["choices"][0]["finish_reason"].is_null());
+}
+
+TEST_CASE("serve: text completions take a prompt as text or as token ids") {
+  server s;
+  for (const json& prompt : {json("def main():\n    "), json::array({104, 105, 32, 116, 104, 101, 114, 101})}) {
+    auto r = s.client().Post("/v1/completions", json{{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 4}}.dump(),
+                             "application/json");
+    REQUIRE(r);
+    REQUIRE_MESSAGE(r->status == 200, r->body);
+    const auto j = json::parse(r->body);
+    CHECK(j["object"] == "text_completion");
+    CHECK(j["choices"][0]["text"].is_string());
+    CHECK(j["usage"]["prompt_tokens"].get<int>() >= 8);
+  }
+  auto past =
+      s.client().Post("/v1/completions", json{{"model", "tiny"}, {"prompt", {1, 100000}}}.dump(), "application/json");
+  REQUIRE(past);
+  CHECK(past->status == 400);
+  CHECK(json::parse(past->body)["error"]["param"] == "prompt");
+}
+
+TEST_CASE("serve: errors are the API's JSON with 400, 404 and 429, and SIGTERM ends the server") {
+  server s({"--clients", "1"});
+  const auto error_of = [](const httplib::Result& r) { return json::parse(r->body)["error"]; };
+  auto unknown = s.chat({{"model", "gpt-9"}, {"messages", conversation({{"user", "hi"}})}});
+  REQUIRE(unknown);
+  CHECK(unknown->status == 404);
+  CHECK(error_of(unknown)["param"] == "model");
+  auto hot = s.chat({{"model", "tiny"}, {"messages", conversation({{"user", "hi"}})}, {"temperature", 0.7}});
+  REQUIRE(hot);
+  CHECK(hot->status == 400);
+  CHECK(error_of(hot)["param"] == "temperature");
+  auto broken = s.client().Post("/v1/chat/completions", "{\"model\": ", "application/json");
+  REQUIRE(broken);
+  CHECK(broken->status == 400);
+  CHECK(error_of(broken)["code"] == "invalid_json");
+  auto nowhere = s.client().Get("/v1/nowhere");
+  REQUIRE(nowhere);
+  CHECK(nowhere->status == 404);
+  CHECK(error_of(nowhere)["type"] == "not_found_error");
+
+  // One client, eight requests at once: each takes hundreds of decode steps, so while one is answered the
+  // others find no client free and are told to come back.
+  std::atomic<int> ok{0}, busy{0}, other{0};
+  std::vector<std::thread> burst;
+  for (int i = 0; i < 8; ++i)
+    burst.emplace_back([&] {
+      auto r = s.chat(
+          {{"model", "tiny"}, {"messages", conversation({{"user", "Write a long answer."}})}, {"max_tokens", 300}});
+      if (r && r->status == 200) ++ok;
+      else if (r && r->status == 429 && r->get_header_value("Retry-After") == "1" &&
+               json::parse(r->body)["error"]["type"] == "rate_limit_error")
+        ++busy;
+      else ++other;
+    });
+  for (auto& t : burst) t.join();
+  CHECK(ok >= 1);
+  CHECK(busy >= 1);
+  CHECK(other == 0);
+
+  kill(s.pid, SIGTERM);
+  const int code = hand_nodes::exit_status(s.pid, 10);
+  s.pid = -1;
+  CHECK(code == 128 + SIGTERM);  // the documented code of a stop by signal (docs/design.md §13)
+}
