@@ -46,7 +46,7 @@ format: deps
 
 # Long (every translation unit through clang-tidy): its own target, not part of `make test`.
 tidy: configure
-	run-clang-tidy -quiet -p $(BUILD) -j $(JOBS) '$(CURDIR)/(core|storage|transport|gpu|schedule|runtime|report|bench|protocol|sim|actors|observe|cluster|apps)/[^/]*\.cpp$$'
+	run-clang-tidy -quiet -p $(BUILD) -j $(JOBS) '$(CURDIR)/(core|storage|transport|gpu|schedule|text|runtime|report|bench|api|protocol|sim|actors|observe|cluster|serve|apps)/[^/]*\.cpp$$'
 
 clean:
 	rm -rf $(BUILD)

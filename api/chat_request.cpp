@@ -24,9 +24,13 @@ using detail::refusal;
 using detail::refuse;
 
 void only_keys(const json& j, const std::string& where, const std::set<std::string>& known) {
-  for (const auto& [k, v] : j.items())
-    if (!known.count(k))
-      refuse(where.empty() ? k : where + "." + k, "is not supported by this server", "unsupported_field");
+  for (const auto& [k, v] : j.items()) {
+    if (known.count(k)) continue;
+    std::string field = where;
+    if (!field.empty()) field += '.';
+    field += k;
+    refuse(field, "is not supported by this server", "unsupported_field");
+  }
 }
 
 // A message's content: a string, null (an assistant that only calls tools), or a list of text parts.
@@ -201,13 +205,7 @@ api_error refusal_of(const std::exception_ptr& e) {
 }  // namespace detail
 
 std::variant<chat_request, api_error> parse_chat_request(const std::string& body, const request_limits& limits) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded()) return api_error{400, "the body is not valid JSON", std::nullopt, "invalid_json"};
-  try {
-    return parse(j, limits);
-  } catch (...) {  // a refusal, or a field of the wrong type where a value was read
-    return detail::refusal_of(std::current_exception());
-  }
+  return detail::read_body<chat_request>(body, [&](const json& j) { return parse(j, limits); });
 }
 
 }  // namespace dualpath::api

@@ -39,6 +39,17 @@ void refuse_unknown(const nlohmann::ordered_json& body, const std::string& where
 api_error refusal_of(const std::exception_ptr& e);  // a refusal or JSON error thrown by these readers, as a 400
 [[noreturn]] void refuse(const std::string& param, const std::string& message,
                          const std::string& code = "invalid_value");
+// The body as JSON through `parse` (which throws refusals): its request, or the 400 that answers instead.
+template <class Request, class Parse>
+std::variant<Request, api_error> read_body(const std::string& body, Parse parse) {
+  const auto j = nlohmann::ordered_json::parse(body, nullptr, false);
+  if (j.is_discarded()) return api_error{400, "the body is not valid JSON", std::nullopt, "invalid_json"};
+  try {
+    return parse(j);
+  } catch (...) {
+    return refusal_of(std::current_exception());
+  }
+}
 }  // namespace detail
 
 // The request of `body` (the raw bytes), or the 400 that names what is wrong.

@@ -51,13 +51,7 @@ completion_request parse(const json& body, const request_limits& limits) {
 
 std::variant<completion_request, api_error> parse_completion_request(const std::string& body,
                                                                      const request_limits& limits) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded()) return api_error{400, "the body is not valid JSON", std::nullopt, "invalid_json"};
-  try {
-    return parse(j, limits);
-  } catch (...) {
-    return detail::refusal_of(std::current_exception());
-  }
+  return detail::read_body<completion_request>(body, [&](const json& j) { return parse(j, limits); });
 }
 
 }  // namespace dualpath::api

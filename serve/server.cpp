@@ -21,6 +21,7 @@
 #include "api/chat_request.hpp"
 #include "api/chat_response.hpp"
 #include "api/completion_request.hpp"
+#include "api/responses.hpp"
 #include "cluster/calibration.hpp"
 #include "cluster/embedded.hpp"
 #include "core/stop_signals.hpp"
@@ -226,20 +227,28 @@ void run_server(const serve_options& o) {
     res.set_content(body, "text/event-stream");
   };
 
-  http.Post("/v1/chat/completions", [&](const httplib::Request& req, httplib::Response& res) {
-    auto parsed = api::parse_chat_request(req.body, limits);
+  // A conversation (chat completions, or responses when `responses`): rendered, run, answered in its API's shape.
+  const auto serve_conversation = [&](httplib::Response& res, std::variant<api::chat_request, api::api_error> parsed,
+                                      bool responses) {
     if (auto* e = std::get_if<api::api_error>(&parsed)) return send_error(res, *e);
     auto& chat = std::get<api::chat_request>(parsed);
     if (chat.model != model.name) return send_error(res, model_not_found(chat.model, model.name));
     chat.prompt.bos_token = model.bos_token;
     const auto ids = model.tokenizer.encode(text::render_chat(model.family, chat.prompt));
-    if (!ids) return send_error(res, api::bad_field("messages", ids.error().message()));
+    if (!ids) return send_error(res, api::bad_field(responses ? "input" : "messages", ids.error().message()));
     auto turn = run_turn(ids.value(), chat.gen.max_tokens);
     if (auto* e = std::get_if<api::api_error>(&turn)) return send_error(res, *e);
-    const auto answer =
-        answer_for("chatcmpl", chat.model, chat.gen, !chat.prompt.tools.empty(), std::get<protocol::turn_result>(turn));
-    if (!chat.gen.stream) return send_json(res, 200, api::completion_json(answer));
-    send_stream(res, api::stream_events(answer, chat.gen.include_usage));
+    const auto answer = answer_for(responses ? "resp" : "chatcmpl", chat.model, chat.gen, !chat.prompt.tools.empty(),
+                                   std::get<protocol::turn_result>(turn));
+    if (!chat.gen.stream)
+      return send_json(res, 200, responses ? api::response_json(answer) : api::completion_json(answer));
+    send_stream(res, responses ? api::response_events(answer) : api::stream_events(answer, chat.gen.include_usage));
+  };
+  http.Post("/v1/chat/completions", [&](const httplib::Request& req, httplib::Response& res) {
+    serve_conversation(res, api::parse_chat_request(req.body, limits), false);
+  });
+  http.Post("/v1/responses", [&](const httplib::Request& req, httplib::Response& res) {
+    serve_conversation(res, api::parse_responses_request(req.body, limits), true);
   });
   http.Post("/v1/completions", [&](const httplib::Request& req, httplib::Response& res) {
     auto parsed = api::parse_completion_request(req.body, limits);

@@ -5,6 +5,7 @@
 #include "api/chat_request.hpp"
 #include "api/chat_response.hpp"
 #include "api/completion_request.hpp"
+#include "tests/api/answers.hpp"
 
 using namespace dualpath;
 using namespace dualpath::api;
@@ -138,29 +139,19 @@ TEST_CASE("completion request: a prompt as text, as ids, or a list of one; sever
   CHECK(ids.gen.stream);
   CHECK(std::get<completion_request>(parse(R"({"model": "m", "prompt": [[7, 8]]})")).ids == std::vector<int32_t>{7, 8});
   CHECK(std::get<completion_request>(parse(R"({"model": "m", "prompt": ["one"]})")).text == "one");
-  for (const auto& [body, param] : std::vector<std::pair<std::string, std::string>>{
-           {R"({"model": "m", "prompt": ["a", "b"]})", "prompt"},
-           {R"({"model": "m", "prompt": [1, -2]})", "prompt"},
-           {R"({"model": "m", "prompt": ""})", "prompt"},
-           {R"({"model": "m"})", "prompt"},
-           {R"({"model": "m", "prompt": "x", "echo": true})", "echo"},
-           {R"({"model": "m", "prompt": "x", "logprobs": 2})", "logprobs"},
-           {R"({"model": "m", "prompt": "x", "suffix": "y"})", "suffix"},
-           {R"({"model": "m", "prompt": "x", "temperature": 1})", "temperature"}}) {
-    CAPTURE(body);
-    const auto r = parse(body);
-    REQUIRE(std::holds_alternative<api_error>(r));
-    CHECK(std::get<api_error>(r).param == param);
-  }
+  test::check_refused_fields({{R"({"model": "m", "prompt": ["a", "b"]})", "prompt"},
+                              {R"({"model": "m", "prompt": [1, -2]})", "prompt"},
+                              {R"({"model": "m", "prompt": ""})", "prompt"},
+                              {R"({"model": "m"})", "prompt"},
+                              {R"({"model": "m", "prompt": "x", "echo": true})", "echo"},
+                              {R"({"model": "m", "prompt": "x", "logprobs": 2})", "logprobs"},
+                              {R"({"model": "m", "prompt": "x", "suffix": "y"})", "suffix"},
+                              {R"({"model": "m", "prompt": "x", "temperature": 1})", "temperature"}},
+                             parse);
 }
 
 TEST_CASE("completion response: text_completion objects and their stream") {
-  chat_answer a;
-  a.id = "cmpl-1";
-  a.model = "m";
-  a.content = "x = 1";
-  a.prompt_tokens = 4;
-  a.completion_tokens = 5;
+  const chat_answer a = test::answer("cmpl-1", "x = 1", 4, 5);
   const auto j = text_completion_json(a);
   CHECK(j["object"] == "text_completion");
   CHECK(j["choices"][0]["text"] == "x = 1");

@@ -9,49 +9,13 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "tests/cluster/hand_nodes.hpp"
-#include "tests/observe/http_get.hpp"
+#include "tests/serve/serve_process.hpp"
 
 using json = nlohmann::json;
 
 namespace {
 
-// A `dualpath serve` process in a scratch directory, stopped with SIGTERM at the end.
-struct server {
-  dualpath::test::scratch_dir dir;
-  uint16_t port = http_get::free_port();
-  int pid = -1;
-  explicit server(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args{"serve", "--listen", "127.0.0.1:" + std::to_string(port)};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const std::string cd_log = (dir.path / "serve.log").string();
-    const auto cwd = std::filesystem::current_path();
-    std::filesystem::current_path(dir.path);  // its store goes in the scratch directory
-    pid = hand_nodes::spawn(args, "", (dir.path / "stdout.txt").string(), cd_log);
-    std::filesystem::current_path(cwd);
-    // Up once /health answers: the cluster is wired (bounded; a loaded machine takes longer).
-    for (int i = 0; i < 1200; ++i) {
-      httplib::Client c("127.0.0.1", port);
-      if (auto r = c.Get("/health"); r && r->status == 200) return;
-      usleep(100000);
-    }
-    FAIL("serve did not answer /health within 120 s: " << dualpath::test::slurp(dir.path / "serve.log"));
-  }
-  ~server() {
-    if (pid > 0) {
-      kill(pid, SIGTERM);
-      hand_nodes::exit_status(pid, 20);
-    }
-  }
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(120, 0);
-    return c;
-  }
-  httplib::Result chat(const json& body) const {
-    return client().Post("/v1/chat/completions", body.dump(), "application/json");
-  }
-};
+using server = dualpath::test::serve_process;
 
 json conversation(const std::vector<std::pair<std::string, std::string>>& turns) {
   json messages = json::array({{{"role", "system"}, {"content", "You are a coding agent working in a repository."}}});
@@ -137,6 +101,33 @@ TEST_CASE("serve: text completions take a prompt as text or as token ids") {
   REQUIRE(past);
   CHECK(past->status == 400);
   CHECK(json::parse(past->body)["error"]["param"] == "prompt");
+}
+
+TEST_CASE("serve: the Responses API, as Codex speaks it, answered whole and as a stream of events") {
+  server s;
+  const json body{
+      {"model", "tiny"},
+      {"instructions", "You are a coding agent."},
+      {"input", json::array({{{"type", "message"},
+                              {"role", "user"},
+                              {"content", json::array({{{"type", "input_text"}, {"text", "List files."}}})}}})},
+      {"store", false},
+      {"max_output_tokens", 5}};
+  auto whole = s.client().Post("/v1/responses", body.dump(), "application/json");
+  REQUIRE(whole);
+  REQUIRE_MESSAGE(whole->status == 200, whole->body);
+  const auto j = json::parse(whole->body);
+  CHECK(j["object"] == "response");
+  CHECK(j["status"] == "completed");
+  CHECK(j["usage"]["output_tokens"].get<int>() <= 5);
+  json streamed = body;
+  streamed["stream"] = true;
+  auto events = s.client().Post("/v1/responses", streamed.dump(), "application/json");
+  REQUIRE(events);
+  REQUIRE(events->status == 200);
+  CHECK(events->body.find("event: response.created\n") == 0);
+  CHECK(events->body.find("event: response.output_text.done\n") != std::string::npos);
+  CHECK(events->body.find("event: response.completed\n") != std::string::npos);
 }
 
 TEST_CASE("serve: errors are the API's JSON with 400, 404 and 429, and SIGTERM ends the server") {
