@@ -1,7 +1,7 @@
 #pragma once
 // One fuzz harness per decoder of bytes that arrive from outside the process (docs/design.md §16,
 // "Fuzzing"): the Cap'n Proto envelopes of protocol/, the fabric directory among them, the trace readers
-// and the cluster file of core/, and the block header check of storage/.
+// and the cluster file of core/, the request readers of api/, and the block header check of storage/.
 //
 // A harness feeds its bytes to the real decoder and swallows only the error that decoder documents
 // (kj::Exception for an envelope, user_error for a trace line or a cluster file; the block check returns
@@ -46,6 +46,10 @@ int fuzz_trajectory_trace(const uint8_t* data, size_t size);
 int fuzz_mooncake_trace(const uint8_t* data, size_t size);
 // core/cluster_config.hpp
 int fuzz_cluster_file(const uint8_t* data, size_t size);
+// api/: the body of a request to `dualpath serve`
+int fuzz_chat_request(const uint8_t* data, size_t size);
+int fuzz_completion_request(const uint8_t* data, size_t size);
+int fuzz_responses_request(const uint8_t* data, size_t size);
 // storage/block_format.hpp: the bytes are a block file read back from the store
 int fuzz_block_header(const uint8_t* data, size_t size);
 // The layout the block harness expects (the reader's own, trusted); its seeds are built with it.

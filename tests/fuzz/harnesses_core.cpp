@@ -131,6 +131,9 @@ const std::vector<harness>& all_harnesses() {
       {"trajectory_trace", fuzz_trajectory_trace, true},
       {"mooncake_trace", fuzz_mooncake_trace, true},
       {"cluster_file", fuzz_cluster_file, true},
+      {"chat_request", fuzz_chat_request, true},
+      {"completion_request", fuzz_completion_request, true},
+      {"responses_request", fuzz_responses_request, true},
       {"block_header", fuzz_block_header, false},
   };
   return list;

@@ -175,7 +175,29 @@ std::vector<bytes> block_seeds() {
 
 }  // namespace
 
+// Request bodies as clients send them (docs/guide/serve.md).
+std::vector<bytes> request_seeds(std::string_view name) {
+  if (name == "chat_request")
+    return {text(R"({"model": "tiny", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", )"
+                 R"("content": "hi"}], "max_tokens": 8, "stream": true, "stream_options": {"include_usage": true}})"),
+            text(R"({"model": "tiny", "messages": [{"role": "user", "content": [{"type": "text", "text": "a"}]}, )"
+                 R"({"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", )"
+                 R"("function": {"name": "f", "arguments": "{\"x\": 1}"}}]}, {"role": "tool", "tool_call_id": "c", )"
+                 R"("content": "<think>x</think>y"}], "tools": [{"type": "function", "function": {"name": "f", )"
+                 R"("parameters": {"type": "object"}}}], "stop": ["\n"], "chat_template_kwargs": )"
+                 R"({"enable_thinking": false}})")};
+  if (name == "completion_request")
+    return {text(R"({"model": "tiny", "prompt": "def f():", "max_tokens": 4})"),
+            text(R"({"model": "tiny", "prompt": [[1, 2, 3]], "stream": true})")};
+  return {text(R"({"model": "tiny", "instructions": "Be an agent.", "input": [{"type": "message", "role": "user", )"
+               R"("content": [{"type": "input_text", "text": "ls"}]}, {"type": "function_call", "call_id": "c", )"
+               R"("name": "shell", "arguments": "{}"}, {"type": "function_call_output", "call_id": "c", "output": )"
+               R"("a.rs"}], "tools": [{"type": "function", "name": "shell"}], "store": false, "stream": true})"),
+          text(R"({"model": "tiny", "input": "hi", "max_output_tokens": 3})")};
+}
+
 std::vector<bytes> seeds_for(std::string_view name) {
+  if (name == "chat_request" || name == "completion_request" || name == "responses_request") return request_seeds(name);
   if (name == "cluster_file") return cluster_file_seeds();
   if (name == "block_header") return block_seeds();
   if (name == "trajectory_trace" || name == "mooncake_trace") return trace_seeds(name);
@@ -185,6 +207,48 @@ std::vector<bytes> seeds_for(std::string_view name) {
 }
 
 std::vector<std::string> tokens_for(std::string_view name) {
+  if (name == "chat_request" || name == "completion_request" || name == "responses_request") {
+    return {"{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            "\"",
+            "null",
+            "true",
+            "false",
+            "-1",
+            "0",
+            "1e400",
+            "1.5",
+            "18446744073709551616",
+            "\"\\u0000\"",
+            "\"\\ud800\"",
+            "\"\xff\"",
+            "\"role\":",
+            "\"content\":",
+            "\"messages\":",
+            "\"input\":",
+            "\"prompt\":",
+            "\"tools\":",
+            "\"tool_calls\":",
+            "\"function\":",
+            "\"arguments\":",
+            "\"type\":",
+            "\"text\"",
+            "\"assistant\"",
+            "\"tool\"",
+            "\"function_call\"",
+            "\"max_tokens\":",
+            "\"stop\":",
+            "\"stream\":",
+            "<think>",
+            "</think>",
+            "<tool_call>",
+            "[[[[",
+            "{\"a\":{"};
+  }
   if (name == "trajectory_trace" || name == "mooncake_trace") {
     return {"{",
             "}",
