@@ -208,46 +208,15 @@ std::vector<bytes> seeds_for(std::string_view name) {
 
 std::vector<std::string> tokens_for(std::string_view name) {
   if (name == "chat_request" || name == "completion_request" || name == "responses_request") {
-    return {"{",
-            "}",
-            "[",
-            "]",
-            ",",
-            ":",
-            "\"",
-            "null",
-            "true",
-            "false",
-            "-1",
-            "0",
-            "1e400",
-            "1.5",
-            "18446744073709551616",
-            "\"\\u0000\"",
-            "\"\\ud800\"",
-            "\"\xff\"",
-            "\"role\":",
-            "\"content\":",
-            "\"messages\":",
-            "\"input\":",
-            "\"prompt\":",
-            "\"tools\":",
-            "\"tool_calls\":",
-            "\"function\":",
-            "\"arguments\":",
-            "\"type\":",
-            "\"text\"",
-            "\"assistant\"",
-            "\"tool\"",
-            "\"function_call\"",
-            "\"max_tokens\":",
-            "\"stop\":",
-            "\"stream\":",
-            "<think>",
-            "</think>",
-            "<tool_call>",
-            "[[[[",
-            "{\"a\":{"};
+    // JSON's syntax and odd values (the traces' tokens), then the API's field names and the templates' tags.
+    auto tokens = tokens_for("trajectory_trace");
+    for (const char* t : {"\"\xff\"",          "false",           "\"role\":",  "\"content\":",    "\"messages\":",
+                          "\"input\":",        "\"prompt\":",     "\"tools\":", "\"tool_calls\":", "\"function\":",
+                          "\"arguments\":",    "\"type\":",       "\"text\"",   "\"assistant\"",   "\"tool\"",
+                          "\"function_call\"", "\"max_tokens\":", "\"stop\":",  "\"stream\":",     "<think>",
+                          "</think>",          "<tool_call>",     "[[[[",       "{\"a\":{"})
+      tokens.emplace_back(t);
+    return tokens;
   }
   if (name == "trajectory_trace" || name == "mooncake_trace") {
     return {"{",
