@@ -40,8 +40,9 @@ struct killer {
   std::vector<int> pids;
   bool fired = false;
   clock_type::time_point killed_at;
-  std::vector<double> detect_s;  // per lost node: from the kill to the launcher's notice
+  std::vector<double> detect_s;  // per lost node: from the kill to the launcher's notice (reported, not asserted)
   std::vector<uint32_t> noticed;
+  std::vector<std::string> how;  // per lost node: how the launcher knew (its exit, its actors' down, the heartbeat)
 
   void arm(run_options& o) {
     o.on_nodes_started = [this](const std::vector<int>& p) { pids = p; };
@@ -56,8 +57,9 @@ struct killer {
       killed_at = clock_type::now();
       for (uint32_t v : victims) kill(pids.at(v), SIGKILL);
     };
-    o.on_node_lost = [this](uint32_t node, const std::string&) {
+    o.on_node_lost = [this](uint32_t node, const std::string& why) {
       noticed.push_back(node);
+      how.push_back(why);
       detect_s.push_back(std::chrono::duration<double>(clock_type::now() - killed_at).count());
     };
   }
@@ -69,7 +71,9 @@ void check_survived(const run_summary& s, const killer& k) {
   CHECK(s.migrated_turns >= 1);
   REQUIRE(k.noticed.size() == 1);
   CHECK(k.noticed[0] == k.victims[0]);
-  CHECK(k.detect_s[0] < 1.0);
+  // Noticed by the process's exit or its actors going down, not by waiting out the heartbeat. (How long that
+  // takes is the machine's load, so it is reported, not asserted: docs/design.md §16.)
+  CHECK(k.how[0].find("heartbeat") == std::string::npos);
   MESSAGE("node ", k.victims[0], " killed with ", k.in_flight_at_kill, " turns in flight, noticed after ",
           k.detect_s[0] * 1e3, " ms; ", s.migrated_turns, " turns re-run; JCT ", s.jct_s, " s");
 }
@@ -133,7 +137,7 @@ TEST_CASE("chaos: a random node of a 2P2D run SIGKILLed at a random moment; ever
     check_turns_right(s, agents * turns, agents * turns);
     CHECK(s.lost_nodes == 1);
     REQUIRE(k.noticed.size() == 1);
-    CHECK(k.detect_s[0] < 1.0);
+    CHECK(k.how[0].find("heartbeat") == std::string::npos);  // by its exit, not by the heartbeat
     MESSAGE("seed ", seed, ": node ", victim, " killed after ", after, "+ turns, noticed in ", k.detect_s[0] * 1e3,
             " ms; ", s.migrated_turns, " turns re-run; JCT ", s.jct_s, " s");
   }
@@ -156,7 +160,10 @@ TEST_CASE("node loss: a hung decode node (SIGSTOP) is found by the heartbeat, ki
   CHECK(s.lost_nodes == 1);
   REQUIRE(k.noticed.size() == 1);
   CHECK(k.noticed[0] == 2);
-  CHECK(k.detect_s[0] < 3.0);  // a 500 ms heartbeat with a 2 s deadline
+  // The process lives on, so only the heartbeat can find it: a ping unanswered for its 2 s deadline. Nothing
+  // notices it sooner; how much later depends on the machine's load (reported below, not asserted).
+  CHECK(k.how[0].find("did not answer the heartbeat") != std::string::npos);
+  CHECK(k.detect_s[0] >= 2.0);
   MESSAGE("hung node 2 noticed after ", k.detect_s[0] * 1e3, " ms; ", s.migrated_turns, " turns re-run; JCT ", s.jct_s,
           " s");
 }

@@ -131,9 +131,9 @@ TEST_CASE("node rejoin: a SIGKILLed decode node started again as the same index 
   CHECK(s.lost_nodes == 1);
   CHECK(s.rejoined_nodes == 1);
   REQUIRE(c.rejoined == std::vector<uint32_t>{victim});
-  CHECK(c.held_after_rejoin[victim] > 0);              // its engines decoded turns again
-  CHECK(c.rejoin_s[0] >= 2 * o.config.timeout_s + 1);  // the quarantine
-  CHECK(c.rejoin_s[0] < 2 * o.config.timeout_s + 6);
+  CHECK(c.held_after_rejoin[victim] > 0);  // its engines decoded turns again
+  // Not before the quarantine ends; how long after depends on the machine's load (reported below).
+  CHECK(c.rejoin_s[0] >= 2 * o.config.timeout_s + 1);
 
   REQUIRE(duplicate > 0);
   CHECK(hand_nodes::exit_status(duplicate, 10) == 2);
