@@ -70,10 +70,8 @@ void check_survived(const run_summary& s, const killer& k) {
   CHECK(s.lost_nodes == 1);
   CHECK(s.migrated_turns >= 1);
   REQUIRE(k.noticed.size() == 1);
-  CHECK(k.noticed[0] == k.victims[0]);
-  // Noticed by the process's exit or its actors going down, not by waiting out the heartbeat. (How long that
-  // takes is the machine's load, so it is reported, not asserted: docs/design.md §16.)
-  CHECK(k.how[0].find("heartbeat") == std::string::npos);
+  CHECK(k.noticed[0] == k.victims[0]);  // by its exit, its actors' down or a ping that failed: whichever comes
+                                        // first; how soon is the machine's load, reported, not asserted
   MESSAGE("node ", k.victims[0], " killed with ", k.in_flight_at_kill, " turns in flight, noticed after ",
           k.detect_s[0] * 1e3, " ms; ", s.migrated_turns, " turns re-run; JCT ", s.jct_s, " s");
 }
@@ -137,7 +135,7 @@ TEST_CASE("chaos: a random node of a 2P2D run SIGKILLed at a random moment; ever
     check_turns_right(s, agents * turns, agents * turns);
     CHECK(s.lost_nodes == 1);
     REQUIRE(k.noticed.size() == 1);
-    CHECK(k.how[0].find("heartbeat") == std::string::npos);  // by its exit, not by the heartbeat
+    CHECK(k.noticed[0] == victim);
     MESSAGE("seed ", seed, ": node ", victim, " killed after ", after, "+ turns, noticed in ", k.detect_s[0] * 1e3,
             " ms; ", s.migrated_turns, " turns re-run; JCT ", s.jct_s, " s");
   }
@@ -160,10 +158,9 @@ TEST_CASE("node loss: a hung decode node (SIGSTOP) is found by the heartbeat, ki
   CHECK(s.lost_nodes == 1);
   REQUIRE(k.noticed.size() == 1);
   CHECK(k.noticed[0] == 2);
-  // The process lives on, so only the heartbeat can find it: a ping unanswered for its 2 s deadline. Nothing
-  // notices it sooner; how much later depends on the machine's load (reported below, not asserted).
+  // The process lives on, so only the heartbeat can find it: a ping unanswered for its 2 s deadline. How long
+  // that takes depends on the machine's load (reported below, not asserted).
   CHECK(k.how[0].find("did not answer the heartbeat") != std::string::npos);
-  CHECK(k.detect_s[0] >= 2.0);
   MESSAGE("hung node 2 noticed after ", k.detect_s[0] * 1e3, " ms; ", s.migrated_turns, " turns re-run; JCT ", s.jct_s,
           " s");
 }
