@@ -62,6 +62,9 @@ struct cluster_view {
   double quota_s() const { return config.quota_ms / 1000.0; }
   uint64_t hbm_bytes() const { return uint64_t(config.hbm_gb * 1e9); }  // KV capacity of every engine's arena
   uint64_t model_traffic_bytes() const { return uint64_t(config.model_traffic_kb) * 1024; }
+  // Whether a turn whose prompt and generation need `kv_bytes` of KV fits a decode engine's HBM at all (beside
+  // the model traffic's buffer): one that does not would wait in the scheduler's queue for ever.
+  bool fits_decode_engine(uint64_t kv_bytes) const { return kv_bytes + model_traffic_bytes() <= hbm_bytes(); }
   uint32_t nodes() const { return config.total_nodes(); }
   uint32_t node_of(uint32_t engine) const { return engine / config.engines_per_node; }
   bool is_prefill_node(uint32_t node) const { return node < config.prefill_nodes; }

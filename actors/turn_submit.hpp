@@ -24,7 +24,7 @@ std::optional<std::string> submit_turn(Self* self, const cluster_view& view, tur
   const uint32_t hit = uint32_t(view.stored_prefix(block_keys(t.tokens, g.block_tokens)));
   t.hit_blocks = std::min<uint32_t>(hit, uint32_t((t.tokens.size() - 1) / g.block_tokens));
   const auto info = schedule::make_request_info(t.request, t.tokens.size(), t.gen, t.hit_blocks, g);
-  if (info.kv_bytes + view.model_traffic_bytes() > view.hbm_bytes())
+  if (!view.fits_decode_engine(info.kv_bytes))
     return "turn " + std::to_string(t.turn) + " of agent " + std::to_string(t.agent) + " needs " +
            std::to_string(info.kv_bytes) + " bytes of decode HBM; an engine has " + std::to_string(view.hbm_bytes()) +
            " (hardware.hbm_gb)";

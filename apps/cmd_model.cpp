@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "apps/command_registry.hpp"
+#include "core/read_file.hpp"
 #include "core/status.hpp"
 #include "gpu/model_dir.hpp"
 #include "gpu/model_weights.hpp"
@@ -34,9 +35,9 @@ void write_text(const fs::path& p, const std::string& text) {
 }
 
 std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw dualpath::user_error("model init --tokenizer: " + p.string() + " cannot be opened");
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  auto text = dualpath::read_file(p.string());
+  if (!text) throw dualpath::user_error("model init --tokenizer: " + p.string() + " cannot be opened");
+  return std::move(*text);
 }
 
 void run_init(const init_options& o) {

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
@@ -13,6 +12,7 @@
 #include <toml++/toml.h>
 
 #include "core/names.hpp"
+#include "core/read_file.hpp"
 #include "core/status.hpp"
 
 namespace dualpath {
@@ -312,11 +312,9 @@ std::string format_cluster_config(const cluster_config& c) {
 }
 
 cluster_config load_cluster_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw user_error(fmt::format("cluster file '{}' cannot be opened", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_cluster_config(ss.str(), path);
+  const auto text = read_file(path);
+  if (!text) throw user_error(fmt::format("cluster file '{}' cannot be opened", path));
+  return parse_cluster_config(*text, path);
 }
 
 }  // namespace dualpath

@@ -1,10 +1,9 @@
 #include "serve/served_model.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "core/read_file.hpp"
 #include "core/status.hpp"
 #include "text/byte_tokenizer.hpp"
 
@@ -13,13 +12,6 @@ namespace dualpath::serve {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string token_text(const nlohmann::json& config, const char* key) {
   if (!config.contains(key)) return "";
@@ -34,15 +26,16 @@ served_model load_served_model(const std::string& model, const std::string& chat
   const bool has_files = fs::is_directory(dir) && fs::exists(dir / "tokenizer.json");
   const std::string tokenizer_origin = has_files ? (dir / "tokenizer.json").string() : "the byte-level tokenizer";
   const std::string config_origin = has_files ? (dir / "tokenizer_config.json").string() : tokenizer_origin;
-  const std::string tok_text = has_files ? read_file(dir / "tokenizer.json") : text::byte_tokenizer_json();
-  const std::string cfg_text = has_files && fs::exists(dir / "tokenizer_config.json")
-                                   ? read_file(dir / "tokenizer_config.json")
-                                   : text::byte_tokenizer_config_json();
+  // A directory with a tokenizer but no tokenizer_config.json gets the byte-level one's (ChatML, no BOS).
+  const auto cfg_text =
+      has_files && fs::exists(config_origin) ? read_file(config_origin) : text::byte_tokenizer_config_json();
+  if (!cfg_text) throw user_error(config_origin + " cannot be opened");
   served_model m{fs::is_directory(dir) ? dir.filename().string() : model,
-                 value_or_throw(text::tokenizer::parse(tok_text, tokenizer_origin)), text::chat_family::chatml_qwen,
-                 ""};
+                 value_or_throw(has_files ? text::tokenizer::load(tokenizer_origin)
+                                          : text::tokenizer::parse(text::byte_tokenizer_json(), tokenizer_origin)),
+                 text::chat_family::chatml_qwen, ""};
   if (m.name.empty()) m.name = dir.parent_path().filename().string();  // "models/x/"
-  const auto config = nlohmann::json::parse(cfg_text, nullptr, false);
+  const auto config = nlohmann::json::parse(*cfg_text, nullptr, false);
   if (!config.is_object()) throw user_error(config_origin + ": not a JSON object");
   m.bos_token = token_text(config, "bos_token");
   if (!chat_template.empty()) m.family = value_or_throw(text::parse_chat_family(chat_template));

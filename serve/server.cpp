@@ -1,21 +1,15 @@
 #include "serve/server.hpp"
 
-#include <arpa/inet.h>
 #include <caf/all.hpp>
 #include <fmt/format.h>
 #include <httplib.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
-#include <cerrno>
-#include <cstring>
 #include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <sstream>
-#include <thread>
+#include <optional>
 
 #include "actors/serve_client.hpp"
 #include "api/chat_request.hpp"
@@ -25,6 +19,7 @@
 #include "cluster/calibration.hpp"
 #include "cluster/embedded.hpp"
 #include "core/stop_signals.hpp"
+#include "observe/http_listener.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/runtime_codec.hpp"
 #include "protocol/system_config.hpp"
@@ -78,16 +73,11 @@ api::chat_answer answer_of(const served_model& m, const api::generation& gen, bo
   api::chat_answer a;
   a.prompt_tokens = r.prompt_tokens;
   a.cached_tokens = std::min(r.valid_hit_blocks * block_tokens, r.prompt_tokens);
-  std::vector<int32_t> kept;
-  bool ended = false;
-  for (const int32_t id : r.generated) {
-    kept.push_back(id);
-    if (m.tokenizer.is_special(id)) {
-      ended = true;
-      kept.pop_back();  // the end-of-turn token is not text
-      break;
-    }
-  }
+  // The answer ends before the first special token (the end of the turn), which is counted but not text.
+  const auto end =
+      std::find_if(r.generated.begin(), r.generated.end(), [&](int32_t id) { return m.tokenizer.is_special(id); });
+  const bool ended = end != r.generated.end();
+  const std::vector<int32_t> kept(r.generated.begin(), end);
   a.completion_tokens = uint32_t(kept.size() + (ended ? 1 : 0));
   text::utf8_stream whole;
   std::string content = whole.push(m.tokenizer.decode(kept));
@@ -116,9 +106,7 @@ api::api_error model_not_found(const std::string& asked, const std::string& serv
 void run_server(const serve_options& o) {
   const run_mode mode = run_mode_of(o.policy);
   if (mode.bypass()) throw user_error("serve: the oracle policy is for experiments; serve with another policy");
-  in_addr parsed_host{};
-  if (::inet_pton(AF_INET, o.host.c_str(), &parsed_host) != 1)
-    throw user_error("serve --listen: '" + o.host + "' is not an IPv4 address");
+  observe::check_ipv4(o.host, "serve --listen");  // before the cluster is built, not after
   const auto& c = o.config;
   const cluster::run_base base = cluster::prepare_run(c, "cluster configuration");
   const served_model model = load_served_model(c.model, o.chat_template, base.spec.vocab);
@@ -158,10 +146,6 @@ void run_server(const serve_options& o) {
   http.set_payload_max_length(4 << 20);
   http.set_read_timeout(10, 0);
   http.set_write_timeout(10, 0);
-  http.set_socket_options([](socket_t sock) {
-    const int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
   http.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
     if (draining) send_json(res, 503, {{"status", "draining"}});
     else send_json(res, 200, {{"status", "ok"}});
@@ -181,8 +165,8 @@ void run_server(const serve_options& o) {
       if (uint32_t(id) >= view->vocab)
         return api::bad_field("prompt",
                               fmt::format("token id {} is past the model's vocabulary ({})", id, view->vocab));
-    const auto info = schedule::make_request_info(0, ids.size(), gen, 0, view->geometry);
-    if (info.kv_bytes + view->model_traffic_bytes() > view->hbm_bytes())
+    // Refused here as the client's 400, before a serving client is taken (submit_turn would fail it as a 503).
+    if (!view->fits_decode_engine(schedule::make_request_info(0, ids.size(), gen, 0, view->geometry).kv_bytes))
       return api::bad_field("messages",
                             fmt::format("the prompt ({} tokens) and max_tokens ({}) need more KV than a decode "
                                         "engine holds",
@@ -275,20 +259,15 @@ void run_server(const serve_options& o) {
     send_error(res, {res.status, what, std::nullopt, res.status == 404 ? "not_found" : "invalid_request"});
   });
 
-  errno = 0;
-  const int bound = o.port == 0 ? http.bind_to_any_port(o.host) : (http.bind_to_port(o.host, o.port) ? o.port : -1);
-  if (bound <= 0)
-    throw user_error(fmt::format("serve --listen: cannot serve on {}:{}: {}", o.host, o.port,
-                                 errno ? std::strerror(errno) : "the address cannot be bound"));
-  std::thread listener([&] { http.listen_after_bind(); });
-  for (int i = 0; i < 1000 && !http.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  spdlog::info("serve: {} on http://{}:{}/v1 ({} clients, policy {})", model.name, o.host, bound, o.clients, o.policy);
-  if (o.on_listening) o.on_listening(uint16_t(bound));
+  std::optional<observe::http_listener> listener;
+  listener.emplace(http, o.host, o.port, "serve --listen", "the OpenAI API");
+  spdlog::info("serve: {} on http://{}:{}/v1 ({} clients, policy {})", model.name, o.host, listener->port(), o.clients,
+               o.policy);
+  if (o.on_listening) o.on_listening(listener->port());
   while (!stop_requested()) sleep_unless_stopped(std::chrono::milliseconds(200));
   draining = true;
   spdlog::info("serve: stopping (signal {}): no new requests, answering those in flight", stop_requested());
-  http.stop();
-  listener.join();
+  listener.reset();
 }
 
 }  // namespace dualpath::serve

@@ -2,10 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <limits>
-#include <sstream>
 
+#include "core/read_file.hpp"
 #include "text/byte_level.hpp"
 #include "text/tokenizer_impl.hpp"
 #include "text/utf8.hpp"
@@ -94,11 +93,9 @@ const added_token_def* added_at(const tokenizer_parts& t, std::string_view text,
 }  // namespace
 
 result<tokenizer> tokenizer::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return status(errc::bad_input, fmt::format("tokenizer file '{}' cannot be opened", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse(ss.str(), path);
+  const auto text = read_file(path);
+  if (!text) return status(errc::bad_input, fmt::format("tokenizer file '{}' cannot be opened", path));
+  return parse(*text, path);
 }
 
 result<tokenizer> tokenizer::parse(const std::string& json_text, const std::string& origin) {

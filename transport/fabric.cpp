@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 
 #include "core/status.hpp"
@@ -42,23 +42,22 @@ void remove_stale_shm_regions() {
   static std::mutex mutex;
   static pid_t cleaned_for = 0;
   std::lock_guard lock(mutex);
-  if (cleaned_for == getpid()) return;
-  cleaned_for = getpid();
-  {
-    DIR* dir = opendir("/dev/shm");
-    if (!dir) return;
-    const long self = long(getpid());
-    while (const dirent* e = readdir(dir)) {
-      long pid = 0;
-      unsigned a = 0, b = 0;
-      char tail = 0;
-      if (std::sscanf(e->d_name, "%ld:%u:%u%c", &pid, &a, &b, &tail) != 3 || pid <= 0) continue;
-      const bool gone = kill(pid_t(pid), 0) != 0 && errno == ESRCH;
-      if (!gone && pid != self) continue;
-      const std::string path = std::string("/dev/shm/") + e->d_name;
-      if (unlink(path.c_str()) == 0) spdlog::debug("transport: removed stale shm region {}", path);
-    }
-    closedir(dir);
+  const pid_t self = getpid();
+  if (cleaned_for == self) return;
+  cleaned_for = self;
+  namespace fs = std::filesystem;
+  std::error_code ec;  // no /dev/shm, or one we may not read: nothing to clean
+  for (auto it = fs::directory_iterator("/dev/shm", ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const fs::path& path = it->path();
+    const std::string name = path.filename().string();
+    long pid = 0;
+    unsigned a = 0, b = 0;
+    char tail = 0;
+    if (std::sscanf(name.c_str(), "%ld:%u:%u%c", &pid, &a, &b, &tail) != 3 || pid <= 0) continue;
+    const bool gone = kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+    if (!gone && pid != self) continue;
+    std::error_code removed;  // one that went meanwhile (its owner cleaned up) is no error
+    if (fs::remove(path, removed)) spdlog::debug("transport: removed stale shm region {}", name);
   }
 }
 
