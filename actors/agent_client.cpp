@@ -159,6 +159,7 @@ client_actor::behavior_type agent_client(client_actor::stateful_pointer<client_s
   return {
       [=](atom::turn, uint64_t request) { return self->state.serve(request); },
       [=](atom::result, const envelope<schema::TurnResult>& e) { self->state.on_result(e); },
+      [](atom::tokens, const envelope<schema::TurnTokens>&) {},  // trace turns are not streamed
       [=](atom::start) { self->state.start_turn(); },
       [=](atom::lost, uint32_t losses, const std::vector<uint64_t>& requests) {
         self->state.on_lost(losses, requests);

@@ -7,7 +7,9 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <set>
 
+#include "actors/cancelled_ids.hpp"
 #include "actors/engine_base.hpp"
 #include "core/cost_model.hpp"
 #include "protocol/errors.hpp"
@@ -41,6 +43,10 @@ struct decode_state : engine_base {
   // A turn is answered only once its blocks are in storage, so the agent's next turn can hit them.
   std::map<uint64_t, uint32_t> persists_pending;
   std::map<uint64_t, turn_result> answered_when_persisted;
+  // docs/design.md §18: cancelled while their HBM load or a decode step was in flight (dropped when it
+  // returns), and cancelled before their hand-off arrived.
+  std::set<uint64_t> cancelled;
+  cancelled_ids cancelled_early;
 
   void init(decode_engine_actor::pointer s, engine_setup st) {
     self = s;
@@ -83,8 +89,47 @@ struct decode_state : engine_base {
   }
 
   void on_handoff(const envelope<schema::Handoff>& e) {
-    waiting.push_back(decode(e));
+    auto h = decode(e);
+    if (cancelled_early.take(h.payload.request)) return release_de_slots(h);
+    waiting.push_back(std::move(h));
     admit();
+  }
+
+  void cancel(uint64_t id) {
+    const auto w = std::find_if(waiting.begin(), waiting.end(), [&](const auto& h) { return h.payload.request == id; });
+    if (w != waiting.end()) {
+      release_de_slots(*w);
+      waiting.erase(w);
+      return admit();
+    }
+    const auto a = active.find(id);
+    if (admitting.count(id) || (a != active.end() && stepping)) {
+      cancelled.insert(id);  // the copy or step in flight reads its memory: dropped when it returns
+      return;
+    }
+    if (a == active.end()) return cancelled_early.add(id);
+    hbm->free(a->second.hbm);
+    active.erase(a);
+    admit();
+  }
+
+  // Requests cancelled during the step that just ended.
+  void drop_cancelled() {
+    for (auto it = cancelled.begin(); it != cancelled.end();) {
+      const auto a = active.find(*it);
+      if (a != active.end()) {
+        hbm->free(a->second.hbm);
+        active.erase(a);
+      }
+      it = admitting.count(*it) ? std::next(it) : cancelled.erase(it);
+    }
+  }
+
+  // Whether the turn is over: every token asked for, or one of its stop tokens made.
+  static bool turn_over(const de_request& r) {
+    const auto& stops = r.info.payload.stop_tokens;
+    return r.generated.size() >= r.info.payload.gen ||
+           std::find(stops.begin(), stops.end(), r.generated.back()) != stops.end();
   }
 
   // FIFO admission: the head waits until its KV fits in HBM (backpressure, nothing dropped).
@@ -130,10 +175,15 @@ struct decode_state : engine_base {
             [this, shared](uint64_t) {
               admitting.erase(shared->info.payload.request);
               release_de_slots(shared->info);
+              if (cancelled.erase(shared->info.payload.request) > 0) {
+                hbm->free(shared->hbm);
+                return admit();
+              }
               start_decoding(std::move(*shared));
             },
             [this, shared](caf::error& err) {
               admitting.erase(shared->info.payload.request);
+              cancelled.erase(shared->info.payload.request);
               release_de_slots(shared->info);
               hbm->free(shared->hbm);
               reply_error(shared->info, "DE buffer to HBM copy failed: " + describe(err), kind_of(err));
@@ -155,7 +205,7 @@ struct decode_state : engine_base {
     r.generated.push_back(r.info.first_token);
     r.sequence.push_back(r.info.first_token);
     const uint64_t id = r.info.payload.request;
-    if (r.generated.size() >= r.info.payload.gen) {
+    if (turn_over(r)) {
       complete(r);
       return admit();
     }
@@ -258,7 +308,7 @@ struct decode_state : engine_base {
     const int64_t t = now_ns();
     for (size_t k = 0; k < ids.size(); ++k) {
       auto it = active.find(ids[k]);
-      if (it == active.end()) continue;
+      if (it == active.end() || cancelled.count(ids[k])) continue;
       auto& r = it->second;
       if (!err.empty()) {
         reply_error(r.info, "decode step failed: " + err);
@@ -276,11 +326,13 @@ struct decode_state : engine_base {
       r.generated.push_back(job.tokens[k]);
       r.sequence.push_back(job.tokens[k]);
       if (r.generated.size() == 2) r.info.payload.times.second_token = t;
-      if (r.generated.size() >= r.info.payload.gen) {
+      stream_tokens(self, r.info.payload, uint32_t(r.generated.size() - 1), {job.tokens[k]}, r.info.valid_hit_blocks);
+      if (turn_over(r)) {
         complete(r);
         active.erase(it);
       }
     }
+    drop_cancelled();
     admit();
     step();
   }
@@ -307,6 +359,7 @@ struct decode_state : engine_base {
 
   void on_persisted(uint64_t id) {
     if (--persists_pending[id] > 0) return;
+    persists_pending.erase(id);  // a cancelled turn is never answered: nothing is left of it here
     auto it = answered_when_persisted.find(id);
     if (it == answered_when_persisted.end()) return;
     answer(it->second);
@@ -327,6 +380,7 @@ decode_engine_actor::behavior_type decode_engine(decode_engine_actor::stateful_p
       [self](atom::handoff, const envelope<schema::Handoff>& e) { self->state.on_handoff(e); },
       [self](atom::tick) { self->state.step(); },
       [self](atom::persisted, uint64_t id) { self->state.on_persisted(id); },
+      [self](atom::cancel, uint64_t id) { self->state.cancel(id); },
   };
 }
 

@@ -40,6 +40,13 @@ struct engine_base {
   static failure_kind kind_of(const caf::error& e) {
     return to_status(e).code() == errc::transfer ? failure_kind::transient : failure_kind::fatal;
   }
+  // A streamed turn's tokens [first, ...) to its client as they are made (docs/design.md §18).
+  template <class Self>
+  void stream_tokens(Self* self, const turn_payload& p, uint32_t first, std::vector<int32_t> tokens, uint32_t valid) {
+    if (!p.stream) return;
+    self->send(view().clients.at(p.agent), atom::tokens_v,
+               encode(turn_tokens{p.request, first, std::move(tokens), valid}));
+  }
   caf::timespan timeout() const { return waits_of(view().config).request(); }
   caf::timespan data_plane_timeout() const { return waits_of(view().config).data_plane(); }
   caf::timespan compute_timeout(double expected_s) const { return waits_of(view().config).compute(expected_s); }

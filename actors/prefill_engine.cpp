@@ -75,7 +75,7 @@ void prefill_state::cleanup(pe_request& r, bool release_de) {
 
 void prefill_state::on_assign(const envelope<schema::Assignments>& e) {
   for (auto& a : decode(e)) {
-    if (a.pe != setup.engine) continue;
+    if (a.pe != setup.engine || cancelled_early.take(a.request.id)) continue;
     auto& r = requests[a.request.id];
     r.asg = a;
     r.src.pe = a.pe;
@@ -208,6 +208,30 @@ void prefill_state::kv_ready(pe_request& r) {
   try_pass();
 }
 
+void prefill_state::cancel(uint64_t id) {
+  const auto it = requests.find(id);
+  if (it == requests.end()) return cancelled_early.add(id);
+  auto& r = it->second;
+  const bool in_pass =
+      pass && std::any_of(pass->entries.begin(), pass->entries.end(), [&](const pass_entry& e) { return e.req == &r; });
+  if (in_pass) {
+    r.cancelled = true;  // its KV may be in flight: hand_off drops it once the pass is done
+    return;
+  }
+  // Loads and reservations still out find the request gone and give their slots straight back.
+  spdlog::debug("engine {}: request {:x} cancelled", setup.engine, id);
+  drop_cancelled(r);
+  try_pass();
+}
+
+void prefill_state::drop_cancelled(pe_request& r) {
+  const uint64_t id = r.payload.request;
+  ready.erase(std::remove_if(ready.begin(), ready.end(), [&](const auto& w) { return w.request == id; }), ready.end());
+  cleanup(r);
+  requests.erase(id);
+  report();
+}
+
 namespace {
 
 prefill_engine_actor::behavior_type prefill_engine(prefill_engine_actor::stateful_pointer<prefill_state> self,
@@ -216,6 +240,7 @@ prefill_engine_actor::behavior_type prefill_engine(prefill_engine_actor::statefu
   return {
       [self](atom::assign, const envelope<schema::Assignments>& e) { self->state.on_assign(e); },
       [self](atom::tick) { self->state.try_pass(); },
+      [self](atom::cancel, uint64_t id) { self->state.cancel(id); },
   };
 }
 

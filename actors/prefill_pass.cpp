@@ -304,8 +304,13 @@ void prefill_state::hand_off(pass_state& p, int64_t first_token_ns) {
     auto& e = p.entries[k];
     auto& r = *e.req;
     r.hit_forwarded = true;
+    if (r.cancelled) {
+      drop_cancelled(r);
+      continue;
+    }
     if (e.cached + e.bsz < r.prompt()) continue;  // chunked: the batcher keeps it at the queue head
     r.payload.times.first_token = first_token_ns;
+    stream_tokens(self, r.payload, 0, {p.job->tokens[k]}, r.src.valid);
     handoff_info h;
     h.payload = r.payload;
     h.first_token = p.job->tokens[k];

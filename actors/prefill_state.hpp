@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/cancelled_ids.hpp"
 #include "actors/vocabulary.hpp"
 #include "actors/engine_base.hpp"
 #include "schedule/batcher.hpp"
@@ -28,6 +29,7 @@ struct pe_request {
   bool hit_forwarded = false;
   uint64_t kv_verified = 0, kv_corrupt = 0;
   uint32_t de_generation = 0;  // cluster_view::generation of its DE node at assignment
+  bool cancelled = false;      // cancelled within a pass: dropped at the pass's end, not handed off
 
   uint64_t prompt() const { return payload.tokens.size(); }
 };
@@ -82,6 +84,7 @@ struct prefill_state : engine_base {
   std::map<uint64_t, pe_request> requests;
   std::deque<schedule::prefill_work> ready;
   std::unique_ptr<pass_state> pass;
+  cancelled_ids cancelled_early;  // cancelled before their assignment arrived
 
   void init(prefill_engine_actor::pointer s, engine_setup st);
   void report();
@@ -102,6 +105,10 @@ struct prefill_state : engine_base {
   void on_loaded(uint64_t id, uint32_t node, uint32_t first, bool on_pe, const runtime::load_result& res);
   void part_done(uint64_t id, const status& s);
   void kv_ready(pe_request& r);
+  // The request's client gave up: what it holds goes back now, or at the end of the pass it is in.
+  void cancel(uint64_t id);
+  // A request cancelled within the pass that just ended: removed without a hand-off.
+  void drop_cancelled(pe_request& r);
 
   // ---- forward passes (prefill_pass.cpp) ----
   void try_pass();

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <tuple>
 
 #include "actors/cluster_view.hpp"
 #include "core/status.hpp"
@@ -128,6 +129,19 @@ struct scheduler_state {
     return turns;
   }
 
+  // docs/design.md §18: a waiting request leaves the queue; an assigned one is named by its engines.
+  std::tuple<uint32_t, uint32_t> cancel(uint64_t request) {
+    constexpr uint32_t none = UINT32_MAX;
+    const auto it = std::find_if(waiting.begin(), waiting.end(), [&](const auto& r) { return r.id == request; });
+    if (it != waiting.end()) {
+      waiting.erase(it);
+      return {none, none};
+    }
+    const auto engines = placements.engines_of(agent_of(request), request);
+    if (!engines) return {none, none};
+    return {engines->first, engines->second};
+  }
+
   uint32_t rejoin_node(uint32_t node) {
     view.restore_node(node);
     spdlog::info("scheduler: node {} rejoined; its engines take work from its next report", node);
@@ -166,6 +180,10 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
       [=](atom::scripted, uint32_t index) { self->state.apply_switch(index); },
       [=](atom::lost, uint32_t node) { return self->state.lose_node(node); },
       [=](atom::rejoin, uint32_t node) { return self->state.rejoin_node(node); },
+      [=](atom::cancel, uint64_t request) -> caf::result<uint32_t, uint32_t> {
+        auto [pe, de] = self->state.cancel(request);
+        return {pe, de};
+      },
   };
 }
 

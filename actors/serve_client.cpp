@@ -1,6 +1,7 @@
 #include "actors/serve_client.hpp"
 
 #include <caf/all.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/engines.hpp"
 #include "actors/turn_submit.hpp"
@@ -18,30 +19,39 @@ struct serve_client_state {
   uint32_t agent = 0;
   uint32_t turns = 0;  // asked so far: the turn number of the request id
   turn_payload current;
-  caf::typed_response_promise<envelope<schema::TurnResult>> answer;
+  caf::actor asker;  // the front end's request, told of tokens and the result
   bool in_flight = false;
 
-  caf::result<envelope<schema::TurnResult>> on_ask(const envelope<schema::TurnPayload>& e) {
+  void on_ask(const envelope<schema::TurnPayload>& e) {
+    auto from = caf::actor_cast<caf::actor>(self->current_sender());
     auto asked = decode(e);
-    if (in_flight || asked.tokens.empty())  // the front end hands out each client to one request at a time
-      return make_failure(errc::unavailable, in_flight ? "serve client busy" : "empty prompt");
+    if (in_flight || asked.tokens.empty()) {  // the front end hands out each client to one request at a time
+      asked.agent = agent;
+      return caf::anon_send(from, atom::result_v,
+                            encode(failed_turn(asked, in_flight ? "serve client busy" : "empty prompt")));
+    }
     current = {};
     current.agent = agent;
     current.turn = turns++;
     current.request = request_id(agent, current.turn);
     current.tokens = std::move(asked.tokens);
     current.gen = std::max<uint32_t>(1, asked.gen);
+    current.stream = asked.stream;
+    current.stop_tokens = std::move(asked.stop_tokens);
     current.times.submitted = now_ns();
+    asker = std::move(from);
     in_flight = true;
-    answer = self->make_response_promise<envelope<schema::TurnResult>>();
     if (const auto why = submit_turn(self, *view, current)) finish(encode(failed_turn(current, *why)));
-    return answer;
   }
 
   caf::result<envelope<schema::TurnPayload>> serve(uint64_t request) {
     if (!in_flight || request != current.request)
       return make_failure(errc::not_found, "request " + std::to_string(request) + " is not in flight");
     return encode(current);
+  }
+
+  void on_tokens(const envelope<schema::TurnTokens>& e) {
+    if (in_flight && decode(e).request == current.request) caf::anon_send(asker, atom::tokens_v, e);
   }
 
   void on_result(const envelope<schema::TurnResult>& e) {
@@ -51,7 +61,25 @@ struct serve_client_state {
 
   void finish(const envelope<schema::TurnResult>& e) {
     in_flight = false;
-    if (answer.pending()) answer.deliver(e);
+    caf::anon_send(asker, atom::result_v, e);
+    asker = nullptr;
+  }
+
+  // docs/design.md §18: the scheduler drops the request if it still waits, or names the engines that hold it.
+  // The client is free at once; news of the cancelled request is ignored from now on (another id).
+  void cancel() {
+    if (!in_flight) return;
+    in_flight = false;
+    asker = nullptr;
+    const uint64_t id = current.request;
+    auto v = view;
+    self->request(view->scheduler, waits_of(view->config).request(), atom::cancel_v, id)
+        .then(
+            [v, id](uint32_t pe, uint32_t de) {
+              if (pe != UINT32_MAX) caf::anon_send(v->prefill_engine(pe), atom::cancel_v, id);
+              if (de != UINT32_MAX) caf::anon_send(v->decode_engine(de), atom::cancel_v, id);
+            },
+            [id](caf::error& err) { spdlog::warn("request {:x}: cancel not delivered: {}", id, describe(err)); });
   }
 };
 
@@ -61,9 +89,11 @@ serve_client_actor::behavior_type serve_client(serve_client_actor::stateful_poin
   self->state.view = std::move(view);
   self->state.agent = agent;
   return {
-      [=](atom::ask, const envelope<schema::TurnPayload>& e) { return self->state.on_ask(e); },
+      [=](atom::ask, const envelope<schema::TurnPayload>& e) { self->state.on_ask(e); },
+      [=](atom::cancel) { self->state.cancel(); },
       [=](atom::turn, uint64_t request) { return self->state.serve(request); },
       [=](atom::result, const envelope<schema::TurnResult>& e) { self->state.on_result(e); },
+      [=](atom::tokens, const envelope<schema::TurnTokens>& e) { self->state.on_tokens(e); },
       [](atom::start) {},  // turns start when asked
       // An embedded cluster loses no node; the multi-process front end re-runs turns (docs/design.md §18).
       [](atom::lost, uint32_t, const std::vector<uint64_t>&) {},

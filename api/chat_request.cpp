@@ -117,6 +117,10 @@ void read_generation(const json& body, const request_limits& limits, generation&
       }
     else refuse("stop", "must be a string or a list of up to 4 strings");
   }
+  if (body.contains("ignore_eos") && !body["ignore_eos"].is_null()) {
+    if (!body["ignore_eos"].is_boolean()) refuse("ignore_eos", "must be true or false");
+    gen.ignore_eos = body["ignore_eos"].get<bool>();
+  }
   if (body.contains("stream") && !body["stream"].is_null()) {
     if (!body["stream"].is_boolean()) refuse("stream", "must be true or false");
     gen.stream = body["stream"].get<bool>();
@@ -152,7 +156,8 @@ chat_request parse(const json& body, const request_limits& limits) {
              "presence_penalty",
              "logprobs",
              "metadata",
-             "store"});
+             "store",
+             "ignore_eos"});
   chat_request r;
   if (!body.contains("model") || !body["model"].is_string()) refuse("model", "is required");
   r.model = body["model"].get<std::string>();

@@ -20,6 +20,7 @@ struct generation {
   std::vector<std::string> stop;  // the answer ends before the first of these
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
+  bool ignore_eos = false;     // generate max_tokens whatever comes (load tests): special tokens are not text
 };
 
 struct chat_request {

@@ -50,25 +50,6 @@ json completion_json(const chat_answer& a) {
           {"usage", usage_json(a)}};
 }
 
-std::vector<std::string> stream_events(const chat_answer& a, bool include_usage) {
-  std::vector<std::string> out;
-  const auto choice = [](json delta, json finish) {
-    return json::array({{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", std::move(finish)}}});
-  };
-  out.push_back(event(chunk(a, choice({{"role", "assistant"}, {"content", ""}}, nullptr))));
-  if (!a.content.empty()) out.push_back(event(chunk(a, choice({{"content", a.content}}, nullptr))));
-  if (!a.tool_calls.empty())
-    out.push_back(event(chunk(a, choice({{"tool_calls", tool_calls_json(a, true)}}, nullptr))));
-  out.push_back(event(chunk(a, choice(json::object(), a.finish_reason))));
-  if (include_usage) {
-    json last = chunk(a, json::array());
-    last["usage"] = usage_json(a);
-    out.push_back(event(last));
-  }
-  out.push_back("data: [DONE]\n\n");
-  return out;
-}
-
 json text_completion_json(const chat_answer& a) {
   return {
       {"id", a.id},
@@ -80,21 +61,59 @@ json text_completion_json(const chat_answer& a) {
       {"usage", usage_json(a)}};
 }
 
-std::vector<std::string> text_stream_events(const chat_answer& a, bool include_usage) {
-  std::vector<std::string> out;
-  const auto piece = [&](const std::string& text, json finish) {
-    json j{{"id", a.id}, {"object", "text_completion"}, {"created", a.created}, {"model", a.model}};
-    j["choices"] = json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}}});
-    return event(j);
-  };
-  if (!a.content.empty()) out.push_back(piece(a.content, nullptr));
-  out.push_back(piece("", a.finish_reason));
-  if (include_usage) {
-    json last{{"id", a.id},       {"object", "text_completion"}, {"created", a.created},
-              {"model", a.model}, {"choices", json::array()},    {"usage", usage_json(a)}};
+chat_stream::chat_stream(chat_answer head, bool include_usage, bool text_completion)
+    : head_(std::move(head)), usage_(include_usage), text_(text_completion) {}
+
+namespace {
+
+// One choice of a chunk: a chat delta, or a text completion's piece.
+json choice_of(bool text, json delta_or_text, json finish) {
+  if (text)
+    return json::array(
+        {{{"index", 0}, {"text", std::move(delta_or_text)}, {"logprobs", nullptr}, {"finish_reason", finish}}});
+  return json::array({{{"index", 0}, {"delta", std::move(delta_or_text)}, {"finish_reason", std::move(finish)}}});
+}
+
+json text_chunk(const chat_answer& a, json choices) {
+  return {{"id", a.id},
+          {"object", "text_completion"},
+          {"created", a.created},
+          {"model", a.model},
+          {"choices", std::move(choices)}};
+}
+
+}  // namespace
+
+std::vector<std::string> chat_stream::begin() {
+  if (text_) return {};
+  return {event(chunk(head_, choice_of(false, {{"role", "assistant"}, {"content", ""}}, nullptr)))};
+}
+
+std::vector<std::string> chat_stream::delta(const std::string& text) {
+  if (text.empty()) return {};
+  sent_ += text.size();
+  if (text_) return {event(text_chunk(head_, choice_of(true, text, nullptr)))};
+  return {event(chunk(head_, choice_of(false, {{"content", text}}, nullptr)))};
+}
+
+std::vector<std::string> chat_stream::end(const chat_answer& whole) {
+  auto out = delta(whole.content.size() > sent_ ? whole.content.substr(sent_) : std::string());
+  const auto with_head = [&](json choices) { return text_ ? text_chunk(head_, choices) : chunk(head_, choices); };
+  if (!text_ && !whole.tool_calls.empty())
+    out.push_back(event(chunk(head_, choice_of(false, {{"tool_calls", tool_calls_json(whole, true)}}, nullptr))));
+  out.push_back(event(with_head(choice_of(text_, text_ ? json("") : json::object(), whole.finish_reason))));
+  if (usage_) {
+    json last = with_head(json::array());
+    last["usage"] = usage_json(whole);
     out.push_back(event(last));
   }
   out.push_back("data: [DONE]\n\n");
+  return out;
+}
+
+std::vector<std::string> all_events(answer_stream& s, const chat_answer& a) {
+  auto out = s.begin();
+  for (auto& e : s.end(a)) out.push_back(std::move(e));
   return out;
 }
 

@@ -22,12 +22,46 @@ struct chat_answer {
 };
 
 nlohmann::ordered_json completion_json(const chat_answer& a);
-// Every event of the stream, each "data: ...\n\n", the last one "data: [DONE]\n\n".
-std::vector<std::string> stream_events(const chat_answer& a, bool include_usage);
-
 // The same answer for POST /v1/completions: object "text_completion", choices[].text.
 nlohmann::ordered_json text_completion_json(const chat_answer& a);
-std::vector<std::string> text_stream_events(const chat_answer& a, bool include_usage);
+
+// An answer written as Server-Sent Events while it is made (docs/design.md §18): begin() once, delta() for
+// each piece of content as it becomes final, end() with the whole answer (content not yet sent goes out
+// first, then tool calls, the finish reason, usage, the end of the stream). Each event is one string.
+class answer_stream {
+ public:
+  virtual ~answer_stream() = default;
+  virtual std::vector<std::string> begin() = 0;
+  virtual std::vector<std::string> delta(const std::string& text) = 0;
+  virtual std::vector<std::string> end(const chat_answer& whole) = 0;
+};
+
+// Chat completion chunks (a role chunk first), or with `text_completion` the pieces of POST /v1/completions;
+// each "data: ...\n\n", the last "data: [DONE]\n\n". `head` gives the id, model and creation time;
+// `include_usage` adds a chunk with no choices and the usage before the end.
+class chat_stream final : public answer_stream {
+ public:
+  chat_stream(chat_answer head, bool include_usage, bool text_completion = false);
+  std::vector<std::string> begin() override;
+  std::vector<std::string> delta(const std::string& text) override;
+  std::vector<std::string> end(const chat_answer& whole) override;
+
+ private:
+  chat_answer head_;
+  bool usage_, text_;
+  size_t sent_ = 0;  // content bytes written so far
+};
+
+// Every event of a finished answer at once: begin, end.
+std::vector<std::string> all_events(answer_stream& s, const chat_answer& a);
+inline std::vector<std::string> stream_events(const chat_answer& a, bool include_usage) {
+  chat_stream s(a, include_usage);
+  return all_events(s, a);
+}
+inline std::vector<std::string> text_stream_events(const chat_answer& a, bool include_usage) {
+  chat_stream s(a, include_usage, true);
+  return all_events(s, a);
+}
 
 // `text` up to the first of `stops`, and whether one was found.
 std::pair<std::string, bool> cut_at_stop(const std::string& text, const std::vector<std::string>& stops);

@@ -9,9 +9,10 @@ using detail::refuse;
 
 completion_request parse(const json& body, const request_limits& limits) {
   if (!body.is_object()) refuse("body", "must be a JSON object");
-  detail::refuse_unknown(body, "",
-                         {"model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "n", "stream",
-                          "stream_options", "user", "frequency_penalty", "presence_penalty", "logprobs", "echo"});
+  detail::refuse_unknown(
+      body, "",
+      {"model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "n", "stream", "stream_options", "user",
+       "frequency_penalty", "presence_penalty", "logprobs", "echo", "ignore_eos"});
   completion_request r;
   if (!body.contains("model") || !body["model"].is_string()) refuse("model", "is required");
   r.model = body["model"].get<std::string>();

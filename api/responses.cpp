@@ -154,43 +154,60 @@ json response_json(const chat_answer& a) {
   return response_with(a, "completed", output);
 }
 
-std::vector<std::string> response_events(const chat_answer& a) {
+void response_stream::event(std::vector<std::string>& out, const char* name, json data) {
+  data["type"] = name;
+  data["sequence_number"] = seq_++;
+  out.push_back(std::string("event: ") + name + "\ndata: " + data.dump() + "\n\n");
+}
+
+std::vector<std::string> response_stream::begin() {
   std::vector<std::string> out;
-  int seq = 0;
-  const auto event = [&](const char* name, json data) {
-    data["type"] = name;
-    data["sequence_number"] = seq++;
-    out.push_back(std::string("event: ") + name + "\ndata: " + data.dump() + "\n\n");
-  };
-  event("response.created", {{"response", response_with(a, "in_progress", json::array())}});
-  event("response.in_progress", {{"response", response_with(a, "in_progress", json::array())}});
+  event(out, "response.created", {{"response", response_with(head_, "in_progress", json::array())}});
+  event(out, "response.in_progress", {{"response", response_with(head_, "in_progress", json::array())}});
+  return out;
+}
+
+void response_stream::open_message(std::vector<std::string>& out) {
+  if (opened_) return;
+  opened_ = true;
+  event(out, "response.output_item.added", {{"output_index", 0}, {"item", message_item(head_, "", "in_progress")}});
+  const json part{{"type", "output_text"}, {"text", ""}, {"annotations", json::array()}};
+  event(out, "response.content_part.added",
+        {{"item_id", "msg_" + head_.id}, {"output_index", 0}, {"content_index", 0}, {"part", part}});
+}
+
+std::vector<std::string> response_stream::delta(const std::string& text) {
+  std::vector<std::string> out;
+  if (text.empty()) return out;
+  open_message(out);
+  sent_ += text;
+  event(out, "response.output_text.delta",
+        {{"item_id", "msg_" + head_.id}, {"output_index", 0}, {"content_index", 0}, {"delta", text}});
+  return out;
+}
+
+std::vector<std::string> response_stream::end(const chat_answer& a) {
+  auto out = delta(a.content.size() > sent_.size() ? a.content.substr(sent_.size()) : std::string());
   size_t index = 0;
-  if (!a.content.empty() || a.tool_calls.empty()) {
+  if (opened_ || a.tool_calls.empty()) {
+    open_message(out);
     const std::string item = "msg_" + a.id;
-    event("response.output_item.added", {{"output_index", index}, {"item", message_item(a, "", "in_progress")}});
-    const json part{{"type", "output_text"}, {"text", ""}, {"annotations", json::array()}};
-    event("response.content_part.added",
+    event(out, "response.output_text.done",
+          {{"item_id", item}, {"output_index", index}, {"content_index", 0}, {"text", sent_}});
+    const json part{{"type", "output_text"}, {"text", sent_}, {"annotations", json::array()}};
+    event(out, "response.content_part.done",
           {{"item_id", item}, {"output_index", index}, {"content_index", 0}, {"part", part}});
-    if (!a.content.empty())
-      event("response.output_text.delta",
-            {{"item_id", item}, {"output_index", index}, {"content_index", 0}, {"delta", a.content}});
-    event("response.output_text.done",
-          {{"item_id", item}, {"output_index", index}, {"content_index", 0}, {"text", a.content}});
-    json done_part = part;
-    done_part["text"] = a.content;
-    event("response.content_part.done",
-          {{"item_id", item}, {"output_index", index}, {"content_index", 0}, {"part", done_part}});
-    event("response.output_item.done", {{"output_index", index}, {"item", message_item(a, a.content, "completed")}});
+    event(out, "response.output_item.done", {{"output_index", index}, {"item", message_item(a, sent_, "completed")}});
     ++index;
   }
   for (size_t i = 0; i < a.tool_calls.size(); ++i, ++index) {
     const json item = call_item(a, i);
-    event("response.output_item.added", {{"output_index", index}, {"item", item}});
-    event("response.function_call_arguments.done",
+    event(out, "response.output_item.added", {{"output_index", index}, {"item", item}});
+    event(out, "response.function_call_arguments.done",
           {{"item_id", item["id"]}, {"output_index", index}, {"arguments", item["arguments"]}});
-    event("response.output_item.done", {{"output_index", index}, {"item", item}});
+    event(out, "response.output_item.done", {{"output_index", index}, {"item", item}});
   }
-  event("response.completed", {{"response", response_json(a)}});
+  event(out, "response.completed", {{"response", response_json(a)}});
   return out;
 }
 

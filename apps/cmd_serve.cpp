@@ -6,6 +6,7 @@
 #include "apps/default_cluster.hpp"
 #include "cluster/control_client.hpp"
 #include "core/status.hpp"
+#include "core/stop_signals.hpp"
 #include "core/names.hpp"
 #include "serve/server.hpp"
 #include "text/chat_template.hpp"
@@ -21,6 +22,8 @@ struct serve_args {
   std::string chat_template;
   uint32_t clients = 8;
   double request_timeout_s = 300;
+  double drain_s = 6;
+  std::string api_key;
 };
 
 void setup(CLI::App& root) {
@@ -35,9 +38,16 @@ void setup(CLI::App& root) {
   cmd->add_option("--clients", a->clients, "Requests served at once (one more is answered 429)")->capture_default_str();
   cmd->add_option("--request-timeout", a->request_timeout_s, "Seconds a request may take before it is answered 503")
       ->capture_default_str();
+  cmd->add_option("--drain", a->drain_s, "Seconds requests in flight may still take after SIGTERM (at most 7)")
+      ->capture_default_str();
+  cmd->add_option("--api-key", a->api_key,
+                  "Key every request must bear (Authorization: Bearer KEY); needed beyond loopback")
+      ->envname("DUALPATH_API_KEY");
   cmd->callback([a] {
     if (a->clients < 1 || a->clients > 1024) throw user_error("serve: --clients must be in 1..1024");
     if (!(a->request_timeout_s > 0)) throw user_error("serve: --request-timeout must be positive");
+    // The stop-signal watcher ends a process 8 s after SIGTERM (apps/main.cpp): the drain fits within it.
+    if (!(a->drain_s >= 0 && a->drain_s <= 7)) throw user_error("serve: --drain must be in 0..7 seconds");
     if (!a->chat_template.empty()) value_or_throw(text::parse_chat_family(a->chat_template));
     serve::serve_options o;
     o.config = a->cluster_file.empty() ? parse_cluster_config(cli::default_cluster, "embedded default cluster")
@@ -51,11 +61,15 @@ void setup(CLI::App& root) {
     o.chat_template = a->chat_template;
     o.clients = a->clients;
     o.request_timeout_s = a->request_timeout_s;
+    o.drain_s = a->drain_s;
+    o.api_key = a->api_key;
     o.on_listening = [host = o.host](uint16_t bound) {
       fmt::print("serving on http://{}:{}/v1\n", host, bound);
       std::fflush(stdout);
     };
     serve::run_server(o);
+    // Drained after SIGTERM or SIGINT: a stop asked for and done is a success (docs/design.md §18).
+    end_process(0);
   });
 }
 

@@ -53,3 +53,6 @@ CAF_ADD_ATOM(dualpath, dualpath::atom, ping, "ping")
 CAF_ADD_ATOM(dualpath, dualpath::atom, rejoin, "rejoin")
 // The serving front end asks one of its clients to run a conversation's turn (docs/design.md §18).
 CAF_ADD_ATOM(dualpath, dualpath::atom, ask, "ask")
+// A streamed turn's tokens as they are made, and a turn its front end gave up on (docs/design.md §18).
+CAF_ADD_ATOM(dualpath, dualpath::atom, tokens, "tokens")
+CAF_ADD_ATOM(dualpath, dualpath::atom, cancel, "cancel")

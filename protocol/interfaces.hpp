@@ -53,7 +53,11 @@ using scheduler_actor = caf::typed_actor<
     // Launcher: lost node N is back (a new process, already wired to every survivor): its leader's reports
     // count again, so its engines get work from its first report on. Answers N. The launcher waits
     // `timeout_s`.
-    caf::replies_to<atom::rejoin, uint32_t>::with<uint32_t>>;
+    caf::replies_to<atom::rejoin, uint32_t>::with<uint32_t>,
+    // Serving client: its request was given up (docs/design.md §18). Still waiting: it leaves the queue and
+    // the answer is (none, none); assigned: answers its PE and DE engine, which the client tells in turn.
+    // none = UINT32_MAX. Clients wait `timeout_s`.
+    caf::replies_to<atom::cancel, uint64_t>::with<uint32_t, uint32_t>>;
 
 // ---- control port (published for `dualpath ctl`; only this narrow interface is reachable) ----
 // Every command starts with the proof of the cluster's secret (core/secret.hpp, docs/design.md §13); a
@@ -130,7 +134,10 @@ using prefill_engine_actor = caf::typed_actor<
     // Leader: assignments of the scheduler (those naming this engine are taken). No answer.
     caf::reacts_to<atom::assign, envelope<schema::Assignments>>,
     // Internal: try to start the next pass.
-    caf::reacts_to<atom::tick>>;
+    caf::reacts_to<atom::tick>,
+    // Serving client: the request was cancelled. Whatever it holds here (buffer slots, HBM) goes back, at
+    // once or, within a pass, at the pass's end; it is not handed off. No answer.
+    caf::reacts_to<atom::cancel, uint64_t>>;
 
 // A decode engine: decodes the requests prefill engines hand off to it and persists their blocks.
 using decode_engine_actor = caf::typed_actor<
@@ -139,7 +146,10 @@ using decode_engine_actor = caf::typed_actor<
     // Internal: try the next decode step.
     caf::reacts_to<atom::tick>,
     // Internal (from the background writer): one Full Block of this request reached storage.
-    caf::reacts_to<atom::persisted, uint64_t>>;
+    caf::reacts_to<atom::persisted, uint64_t>,
+    // Serving client: the request was cancelled. Its DE buffer slots and HBM go back (after the decode step
+    // or copy in flight); blocks already sent to storage still land. No answer.
+    caf::reacts_to<atom::cancel, uint64_t>>;
 
 // ---- EP group (one per PE group under `[cluster] ep_sync`, docs/design.md §7.6) ----
 // The group's prefill engines run their passes in rounds and end every layer together (the MoE
@@ -176,6 +186,9 @@ using client_actor = caf::typed_actor<
     caf::replies_to<atom::turn, uint64_t>::with<envelope<schema::TurnPayload>>,
     // DE (or a PE that failed it) -> client: the turn finished. No answer.
     caf::reacts_to<atom::result, envelope<schema::TurnResult>>,
+    // PE (the first token) and DE (each decode step's token) -> client, for a turn submitted with `stream`:
+    // the tokens as they are made. No answer.
+    caf::reacts_to<atom::tokens, envelope<schema::TurnTokens>>,
     // Launcher / internal: start the next turn.
     caf::reacts_to<atom::start>,
     // Launcher: `losses` nodes have been lost so far, and these requests were in flight on the latest one.
@@ -190,10 +203,14 @@ using client_actor = caf::typed_actor<
 // A client of the serving front end: a client as above, to the engines, that runs the turns the front end
 // asks for, one at a time.
 using serve_client_actor = client_actor::extend<
-    // Front end -> client: run this turn (prompt tokens, tokens to generate; request id and agent are the
-    // client's own). Answered with its result once the DE is done, or a failed result. The front end waits
-    // the request's deadline (`dualpath serve --request-timeout`).
-    caf::replies_to<atom::ask, envelope<schema::TurnPayload>>::with<envelope<schema::TurnResult>>>;
+    // Front end -> client: run this turn (prompt tokens, tokens to generate, stream, stop tokens; request id
+    // and agent are the client's own). No answer: the asker is sent (tokens, TurnTokens) as they are made when
+    // `stream` is set, then (result, TurnResult), a failed one if the client is busy. The front end waits the
+    // request's deadline (`dualpath serve --request-timeout`) and cancels on it.
+    caf::reacts_to<atom::ask, envelope<schema::TurnPayload>>,
+    // Front end -> client: the asker gave up (hung up, deadline): the turn is cancelled wherever it is and the
+    // client takes the next ask at once. No answer.
+    caf::reacts_to<atom::cancel>>;
 
 // ---- multi-process runs (docs/design.md §13) ----
 // The launcher's registry. Every message carries the proof of the cluster's secret (core/secret.hpp); one

@@ -21,7 +21,7 @@ struct payload_fields {
   using S = schema::TurnPayload;
   static inline const auto all =
       std::make_tuple(DP_FIELD(request, Request), DP_FIELD(agent, Agent), DP_FIELD(turn, Turn), DP_FIELD(gen, Gen),
-                      DP_FIELD(hit_blocks, HitBlocks));
+                      DP_FIELD(hit_blocks, HitBlocks), DP_FIELD(stream, Stream));
 };
 
 struct handoff_fields {
@@ -53,6 +53,7 @@ struct copy_op_fields {
 void put_payload(schema::TurnPayload::Builder b, const turn_payload& x) {
   write_fields(b, x, payload_fields::all);
   put_list(b.initTokens(uint32_t(x.tokens.size())), x.tokens);
+  put_list(b.initStopTokens(uint32_t(x.stop_tokens.size())), x.stop_tokens);
   write_fields(b.initTimes(), x.times, times_fields::all);
 }
 
@@ -60,6 +61,7 @@ turn_payload get_payload(schema::TurnPayload::Reader r) {
   turn_payload x;
   read_fields(r, x, payload_fields::all);
   x.tokens = get_list<int32_t>(r.getTokens());
+  x.stop_tokens = get_list<int32_t>(r.getStopTokens());
   read_fields(r.getTimes(), x.times, times_fields::all);
   return x;
 }
@@ -98,6 +100,21 @@ handoff_info decode(const envelope<schema::Handoff>& e) {
     x.de_slots = get_list<uint32_t>(r.getDeSlots());
     read_fields(r, x, handoff_fields::all);
     return x;
+  });
+}
+
+envelope<schema::TurnTokens> encode(const turn_tokens& x) {
+  return build_envelope<schema::TurnTokens>([&](schema::TurnTokens::Builder b) {
+    b.setRequest(x.request);
+    b.setFirst(x.first);
+    put_list(b.initTokens(uint32_t(x.tokens.size())), x.tokens);
+    b.setValidHitBlocks(x.valid_hit_blocks);
+  });
+}
+
+turn_tokens decode(const envelope<schema::TurnTokens>& e) {
+  return read_envelope(e, [](schema::TurnTokens::Reader r) {
+    return turn_tokens{r.getRequest(), r.getFirst(), get_list<int32_t>(r.getTokens()), r.getValidHitBlocks()};
   });
 }
 

@@ -25,6 +25,16 @@ struct turn_payload {
   uint32_t gen = 0;
   uint32_t hit_blocks = 0;
   turn_times times;
+  bool stream = false;               // tokens go to the client as they are made (turn_tokens)
+  std::vector<int32_t> stop_tokens;  // the turn ends after generating one of these
+};
+
+// Generated tokens [first, first + tokens.size()) of a streamed turn.
+struct turn_tokens {
+  uint64_t request = 0;
+  uint32_t first = 0;
+  std::vector<int32_t> tokens;
+  uint32_t valid_hit_blocks = 0;  // as turn_result's: the front end reports cached tokens before the end
 };
 
 struct handoff_info {
@@ -67,6 +77,8 @@ envelope<schema::TurnPayload> encode(const turn_payload& x);
 turn_payload decode(const envelope<schema::TurnPayload>& e);
 envelope<schema::Handoff> encode(const handoff_info& x);
 handoff_info decode(const envelope<schema::Handoff>& e);
+envelope<schema::TurnTokens> encode(const turn_tokens& x);
+turn_tokens decode(const envelope<schema::TurnTokens>& e);
 envelope<schema::TurnResult> encode(const turn_result& x);
 turn_result decode(const envelope<schema::TurnResult>& e);
 // `request` (0: none) lets the node name the load in its leader's report (docs/design.md §7.1).

@@ -26,6 +26,7 @@ struct Assignments;
 struct PolicyStatus;
 struct SchedulerStats;
 struct TurnPayload;
+struct TurnTokens;
 struct Handoff;
 struct TurnResult;
 struct LoadBlocks;
@@ -114,4 +115,5 @@ CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::node_handles))
 CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::cluster_handles))
 // Request ids an engine's numbers count (engine -> leader, docs/design.md §7.1).
 CAF_ADD_TYPE_ID(dualpath, (std::vector<uint64_t>))
+CAF_ADD_TYPE_ID(dualpath, (dualpath::protocol::envelope<dualpath::schema::TurnTokens>))
 CAF_END_TYPE_ID_BLOCK(dualpath)

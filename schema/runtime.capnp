@@ -27,6 +27,16 @@ struct TurnPayload {
   gen @4 :UInt32;           # tokens to generate
   hitBlocks @5 :UInt32;     # leading Full Blocks the client found in the store
   times @6 :TurnTimes;
+  stream @7 :Bool;          # send each token to the client as it is made (TurnTokens), not only at the end
+  stopTokens @8 :List(Int32);  # the turn ends early after generating one of these (a served model's end ids)
+}
+
+# PE or DE -> client, for a streamed turn: generated tokens [first, first + tokens) as they are made.
+struct TurnTokens {
+  request @0 :UInt64;
+  first @1 :UInt32;
+  tokens @2 :List(Int32);
+  validHitBlocks @3 :UInt32;  # hit blocks the PE loaded intact: the answer's cached prompt tokens
 }
 
 # PE -> DE: the prompt is prefilled; its KV sits in the DE node's buffer slots (one per block).

@@ -44,6 +44,8 @@ served_model load_served_model(const std::string& model, const std::string& chat
     throw user_error(tokenizer_origin + ": " + std::to_string(m.tokenizer.vocab_size()) +
                      " token ids, but the model has " + std::to_string(vocab) +
                      " (its vocabulary must hold every id the tokenizer gives)");
+  for (uint32_t id = 0; id < m.tokenizer.vocab_size(); ++id)
+    if (m.tokenizer.is_special(int32_t(id))) m.stop_ids.push_back(int32_t(id));
   return m;
 }
 

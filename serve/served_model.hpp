@@ -14,6 +14,7 @@ struct served_model {
   text::tokenizer tokenizer;
   text::chat_family family = text::chat_family::chatml_qwen;
   std::string bos_token;
+  std::vector<int32_t> stop_ids;  // the special tokens: a turn ends after generating one (the end of a turn)
 };
 
 // `model` is the cluster file's model.name (a catalog name or a directory); `chat_template` a family name to

@@ -18,13 +18,16 @@ struct serve_options {
   uint16_t port = 8000;            // 0: any free port
   std::string chat_template;       // a family name (text/chat_template.hpp); "" = the model directory's
   uint32_t clients = 8;            // requests served at once; one more is answered 429
-  double request_timeout_s = 300;  // a request not answered by then is 503
+  double request_timeout_s = 300;  // a request not answered by then is cancelled and answered 503
+  double drain_s = 6;              // on SIGTERM, how long requests in flight may still take
+  std::string api_key;             // required (Bearer) on every request when set; needed beyond loopback
   uint32_t max_tokens_default = 16, max_tokens_limit = 1024;
   std::function<void(uint16_t)> on_listening;  // the bound port, once requests are taken
 };
 
-// Serves until SIGTERM or SIGINT (then stops taking requests, answers those in flight and returns).
-// user_error on a bad cluster file, model directory or address.
+// Serves until SIGTERM or SIGINT, then stops taking requests (503), answers those in flight within `drain_s`
+// and returns. user_error on a bad cluster file, model directory or address, or a non-loopback address
+// without an API key.
 void run_server(const serve_options& options);
 
 }  // namespace dualpath::serve

@@ -212,6 +212,8 @@ struct recorder {
   std::vector<uint64_t> turn_asks;
   std::vector<turn_result> results;
   std::vector<handoff_info> handoffs;
+  std::vector<turn_tokens> streamed;  // tokens of streamed turns, as they came
+  std::vector<uint64_t> cancels;      // cancellations a fake engine was sent
 };
 
 inline leader_actor::behavior_type fake_leader(std::shared_ptr<recorder> r) {
@@ -232,6 +234,7 @@ inline client_actor::behavior_type fake_client(std::shared_ptr<recorder> r) {
         return make_failure(errc::not_found, "no such turn");
       },
       [=](atom::result, const envelope<schema::TurnResult>& e) { r->results.push_back(decode(e)); },
+      [=](atom::tokens, const envelope<schema::TurnTokens>& e) { r->streamed.push_back(decode(e)); },
       [](atom::start) {},
       [](atom::lost, uint32_t, const std::vector<uint64_t>&) {},
       [](atom::expire, uint64_t) {},
@@ -243,6 +246,7 @@ inline decode_engine_actor::behavior_type fake_decode_engine(std::shared_ptr<rec
       [=](atom::handoff, const envelope<schema::Handoff>& e) { r->handoffs.push_back(decode(e)); },
       [](atom::tick) {},
       [](atom::persisted, uint64_t) {},
+      [=](atom::cancel, uint64_t id) { r->cancels.push_back(id); },
   };
 }
 

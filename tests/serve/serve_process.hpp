@@ -29,7 +29,8 @@ struct serve_process {
     // Up once /health answers: the cluster is wired (bounded; a loaded machine takes longer).
     for (int i = 0; i < 1200; ++i) {
       httplib::Client c("127.0.0.1", port);
-      if (auto r = c.Get("/health"); r && r->status == 200) return;
+      // 401: up, behind an API key
+      if (auto r = c.Get("/health"); r && (r->status == 200 || r->status == 401)) return;
       usleep(100000);
     }
     FAIL("serve did not answer /health within 120 s: " << slurp(dir.path / "serve.log"));

@@ -1,0 +1,58 @@
+#pragma once
+// A request's turn, run and answered (docs/design.md §18): its prompt checked, a serving client taken from the
+// pool (429 when none is free), its tokens turned into text as the engines make them, written as one JSON
+// answer or as a stream of events, and cancelled when the client hangs up or the deadline passes.
+#include <httplib.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/cluster_view.hpp"
+#include "api/chat_request.hpp"
+#include "serve/client_pool.hpp"
+#include "serve/served_model.hpp"
+
+namespace caf {
+class actor_system;
+}
+
+namespace dualpath::observe {
+class serve_metrics;
+}
+
+namespace dualpath::serve {
+
+enum class api_kind { chat, text, responses };
+
+// What one request asks of the cluster.
+struct turn_ask {
+  api_kind kind = api_kind::chat;
+  std::string model;  // as the request named it
+  std::vector<int32_t> ids;
+  api::generation gen;
+  bool tools = false;  // tool calls are parsed out of the answer, so its text is not streamed before the end
+};
+
+// What every request's handler shares.
+struct serving_context {
+  caf::actor_system& sys;
+  const served_model& model;
+  const actors::cluster_view& view;
+  std::vector<actors::serve_client_actor> clients;
+  client_pool pool;
+  double request_timeout_s = 300;
+  int64_t started = 0;  // Unix seconds: the answers' ids
+  std::atomic<uint64_t> serial{0};
+  std::atomic<bool> draining{false};
+  observe::serve_metrics* metrics = nullptr;
+};
+
+void answer_turn(serving_context& ctx, const httplib::Request& req, httplib::Response& res, turn_ask ask);
+
+// JSON answers and errors in the API's shape.
+void send_json(httplib::Response& res, int status, const nlohmann::ordered_json& body);
+void send_error(httplib::Response& res, const api::api_error& e);
+
+}  // namespace dualpath::serve
