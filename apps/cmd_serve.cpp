@@ -20,7 +20,7 @@ struct serve_args {
   std::string listen = "127.0.0.1:8000";
   std::string policy;
   std::string chat_template;
-  uint32_t clients = 8;
+  uint32_t clients = 0;
   double request_timeout_s = 300;
   double drain_s = 6;
   std::string api_key;
@@ -35,7 +35,9 @@ void setup(CLI::App& root) {
   cmd->add_option("--policy", a->policy, "Run policy (default: the cluster file's schedule.policy)");
   cmd->add_option("--chat-template", a->chat_template,
                   "Chat template family instead of the model directory's: " + join_names(text::chat_family_names()));
-  cmd->add_option("--clients", a->clients, "Requests served at once (one more is answered 429)")->capture_default_str();
+  cmd->add_option("--clients", a->clients,
+                  "Requests served at once, one more is answered 429 (default: the cluster file's serve.max_requests)")
+      ->check(CLI::Range(1u, 1024u));
   cmd->add_option("--request-timeout", a->request_timeout_s, "Seconds a request may take before it is answered 503")
       ->capture_default_str();
   cmd->add_option("--drain", a->drain_s, "Seconds requests in flight may still take after SIGTERM (at most 7)")
@@ -44,7 +46,6 @@ void setup(CLI::App& root) {
                   "Key every request must bear (Authorization: Bearer KEY); needed beyond loopback")
       ->envname("DUALPATH_API_KEY");
   cmd->callback([a] {
-    if (a->clients < 1 || a->clients > 1024) throw user_error("serve: --clients must be in 1..1024");
     if (!(a->request_timeout_s > 0)) throw user_error("serve: --request-timeout must be positive");
     // The stop-signal watcher ends a process 8 s after SIGTERM (apps/main.cpp): the drain fits within it.
     if (!(a->drain_s >= 0 && a->drain_s <= 7)) throw user_error("serve: --drain must be in 0..7 seconds");

@@ -155,12 +155,20 @@ const key_def plain_keys[] = {
     {"runtime", "max_decode_batch", &C::max_decode_batch},
     {"runtime", "timeout_s", &C::timeout_s},
     {"runtime", "model_traffic_kb", &C::model_traffic_kb},
+    {"serve", "max_requests", &C::serve_max_requests},
+    {"serve", "max_waiting", &C::serve_max_waiting},
+    {"serve", "max_queued_tokens", &C::serve_max_queued_tokens},
 };
 // Every section of a cluster file, with its keys read by hand below: an enum, another name of a key, an array
 // of tables, and the secret, which is never written back.
 const std::pair<const char*, std::vector<const char*>> special_keys[] = {
-    {"model", {"backend"}}, {"cluster", {"gpus_per_node"}}, {"schedule", {"quota_scope", "switch"}}, {"hardware", {}},
-    {"storage", {}},        {"runtime", {"secret"}},
+    {"model", {"backend"}},
+    {"cluster", {"gpus_per_node"}},
+    {"schedule", {"quota_scope", "switch"}},
+    {"hardware", {}},
+    {"storage", {}},
+    {"runtime", {"secret"}},
+    {"serve", {}},
 };
 
 std::set<std::string> known_keys(const std::string& section) {
@@ -245,6 +253,9 @@ void validate_cluster_config(const cluster_config& c, const std::string& origin)
   };
   if (c.mfu <= 0 || c.mfu > 1) fail("model.mfu", "must be in (0, 1]");
   if (c.prefill_nodes < 1) fail("cluster.prefill_nodes", "must be at least 1");
+  if (c.serve_max_requests < 1 || c.serve_max_requests > 1024) fail("serve.max_requests", "must be in 1..1024");
+  if (c.serve_max_waiting > c.serve_max_requests)
+    fail("serve.max_waiting", "must be at most serve.max_requests (0: as many)");
   if (c.decode_nodes < 1) fail("cluster.decode_nodes", "must be at least 1");
   if (c.engines_per_node < 1 || c.engines_per_node > 64) fail("cluster.engines_per_node", "must be in 1..64");
   // A group is whole nodes of one role (docs/design.md §7.2, §7.3): a remainder would be a group of another size.

@@ -75,6 +75,10 @@ struct cluster_config {
   // The cluster's secret for the registry and the control port (docs/design.md §13); "" = DUALPATH_SECRET or
   // generated. Never written back by format_cluster_config: node processes get it in their environment.
   std::string secret;
+  // [serve] admission of `dualpath serve` (docs/design.md §18): past these a request is answered 429.
+  uint32_t serve_max_requests = 8;       // requests in the cluster at once (its serving clients)
+  uint32_t serve_max_waiting = 0;        // of them, not yet at their first token; 0 = max_requests
+  uint64_t serve_max_queued_tokens = 0;  // prompt tokens of the waiting ones; 0 = unbounded
 
   uint32_t total_nodes() const { return prefill_nodes + decode_nodes; }
   double prefill_hbm() const { return prefill_hbm_gb > 0 ? prefill_hbm_gb : hbm_gb; }

@@ -45,7 +45,7 @@ api::api_error unavailable(const std::string& why) { return {503, why, std::null
 struct live_answer {
   serving_context& ctx;
   turn_ask ask;
-  uint32_t slot;
+  admission::ticket ticket;
   std::unique_ptr<served_turn> turn;
   peer_watch watch;
   api::answer_text text;
@@ -54,10 +54,10 @@ struct live_answer {
   std::vector<double> gaps;  // between tokens as they arrived, seconds
   bool cancelled = false;
 
-  live_answer(serving_context& c, const httplib::Request& req, turn_ask a, uint32_t s)
+  live_answer(serving_context& c, const httplib::Request& req, turn_ask a, admission::ticket t)
       : ctx(c),
         ask(std::move(a)),
-        slot(s),
+        ticket(t),
         watch(req.local_port, req.remote_addr, req.remote_port),
         text([&m = c.model](const std::vector<int32_t>& ids) { return m.tokenizer.decode(ids); },
              [&m = c.model](int32_t id) { return m.tokenizer.is_special(id); }, ask.gen.stop, !ask.gen.ignore_eos) {
@@ -70,11 +70,11 @@ struct live_answer {
     p.gen = ask.gen.max_tokens;
     p.stream = true;  // tokens come as they are made: for the stream, a stop string, and the times
     if (!ask.gen.ignore_eos) p.stop_tokens = c.model.stop_ids;
-    turn = std::make_unique<served_turn>(c.sys, c.clients[slot], std::move(p));
+    turn = std::make_unique<served_turn>(c.sys, c.clients[ticket.client], std::move(p));
   }
   ~live_answer() {
     turn.reset();  // cancels a turn not done
-    ctx.pool.give(slot);
+    ctx.admit.release(ticket);
   }
 
   // Takes the news of up to `wait`: the text that became final.
@@ -83,8 +83,10 @@ struct live_answer {
     const auto ids = turn->take_tokens();
     if (!ids.empty()) {
       const auto now = clock::now();
-      if (first_token == clock::time_point{}) first_token = now;
-      else gaps.push_back(seconds(now - last_token) / double(ids.size()));
+      if (first_token == clock::time_point{}) {
+        first_token = now;
+        ctx.admit.started(ticket);
+      } else gaps.push_back(seconds(now - last_token) / double(ids.size()));
       last_token = now;
     }
     std::string out = text.push(ids);
@@ -226,9 +228,16 @@ void answer_turn(serving_context& ctx, const httplib::Request& req, httplib::Res
                                                       "decode engine holds",
                                                       ask.ids.size(), ask.gen.max_tokens),
                                           "context_length_exceeded"));
-  const auto slot = ctx.pool.take();
-  if (!slot) return send_error(res, {429, "every serving client is busy; retry", std::nullopt, "busy"});
-  auto la = std::make_shared<live_answer>(ctx, req, std::move(ask), *slot);
+  if (!ctx.admit.could_queue(ask.ids.size()))
+    return send_error(res, api::bad_field("messages",
+                                          fmt::format("the prompt ({} tokens) is longer than the server queues "
+                                                      "(serve.max_queued_tokens = {})",
+                                                      ask.ids.size(), ctx.admit.queued_tokens_limit()),
+                                          "context_length_exceeded"));
+  auto admitted = ctx.admit.admit(ask.ids.size());
+  if (auto* full = std::get_if<std::string>(&admitted))
+    return send_error(res, {429, "the server is at its bound of " + *full + "; retry", std::nullopt, "busy"});
+  auto la = std::make_shared<live_answer>(ctx, req, std::move(ask), std::get<admission::ticket>(admitted));
   // Nothing is sent before the first token (or the end): a failure until then is still an HTTP status.
   std::string text;
   while (!(la->ask.gen.stream ? la->turn->started() : la->over()) && !la->text.stopped_by_string()) {

@@ -11,7 +11,7 @@
 
 #include "actors/cluster_view.hpp"
 #include "api/chat_request.hpp"
-#include "serve/client_pool.hpp"
+#include "serve/admission.hpp"
 #include "serve/served_model.hpp"
 
 namespace caf {
@@ -41,7 +41,7 @@ struct serving_context {
   const served_model& model;
   const actors::cluster_view& view;
   std::vector<actors::serve_client_actor> clients;
-  client_pool pool;
+  admission admit;
   double request_timeout_s = 300;
   int64_t started = 0;  // Unix seconds: the answers' ids
   std::atomic<uint64_t> serial{0};

@@ -88,11 +88,13 @@ void run_server(const serve_options& o) {
   view->scheduler = actors::spawn_scheduler(sys, sched);
   std::vector<caf::actor> all{caf::actor_cast<caf::actor>(view->scheduler)};
   observe::serve_metrics metrics;
-  serving_context ctx{sys, model, *view, {}, client_pool(o.clients)};
+  const uint32_t clients = o.clients ? o.clients : c.serve_max_requests;
+  const uint32_t waiting = std::min(clients, c.serve_max_waiting ? c.serve_max_waiting : clients);
+  serving_context ctx{sys, model, *view, {}, admission({clients, waiting, c.serve_max_queued_tokens})};
   ctx.request_timeout_s = o.request_timeout_s;
   ctx.started = int64_t(std::time(nullptr));
   ctx.metrics = &metrics;
-  for (uint32_t i = 0; i < o.clients; ++i) {
+  for (uint32_t i = 0; i < clients; ++i) {
     ctx.clients.push_back(actors::spawn_serve_client(sys, view, i));
     view->clients.push_back(caf::actor_cast<actors::client_actor>(ctx.clients.back()));
     all.push_back(caf::actor_cast<caf::actor>(ctx.clients.back()));
@@ -105,7 +107,7 @@ void run_server(const serve_options& o) {
 
   const api::request_limits limits{o.max_tokens_default, o.max_tokens_limit};
   httplib::Server http;
-  http.new_task_queue = [n = o.clients + 4] { return new httplib::ThreadPool(n); };
+  http.new_task_queue = [n = clients + 4] { return new httplib::ThreadPool(n); };
   http.set_payload_max_length(4 << 20);
   http.set_read_timeout(10, 0);
   http.set_write_timeout(10, 0);
@@ -123,7 +125,7 @@ void run_server(const serve_options& o) {
     else send_json(res, 200, {{"status", "ok"}});
   });
   http.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-    metrics.set_running(o.clients - ctx.pool.free(), o.clients);
+    metrics.set_running(ctx.admit.running(), clients);
     sample_buffers(metrics, ios, *view);
     res.set_content(metrics.text(), "text/plain; version=0.0.4");
   });
@@ -176,7 +178,7 @@ void run_server(const serve_options& o) {
 
   std::optional<observe::http_listener> listener;
   listener.emplace(http, o.host, o.port, "serve --listen", "the OpenAI API");
-  spdlog::info("serve: {} on http://{}:{}/v1 ({} clients, policy {})", model.name, o.host, listener->port(), o.clients,
+  spdlog::info("serve: {} on http://{}:{}/v1 ({} clients, policy {})", model.name, o.host, listener->port(), clients,
                o.policy);
   if (o.on_listening) o.on_listening(listener->port());
   while (!stop_requested()) sleep_unless_stopped(std::chrono::milliseconds(200));
@@ -184,10 +186,10 @@ void run_server(const serve_options& o) {
   ctx.draining = true;
   spdlog::info("serve: stopping (signal {}): no new requests, answering those in flight", stop_requested());
   const auto drain_until = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.drain_s);
-  while (ctx.pool.free() < o.clients && std::chrono::steady_clock::now() < drain_until)
+  while (ctx.admit.running() > 0 && std::chrono::steady_clock::now() < drain_until)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  if (ctx.pool.free() < o.clients)
-    spdlog::warn("serve: {} requests still in flight after {} s; cancelled", o.clients - ctx.pool.free(), o.drain_s);
+  if (ctx.admit.running() > 0)
+    spdlog::warn("serve: {} requests still in flight after {} s; cancelled", ctx.admit.running(), o.drain_s);
   listener.reset();
 }
 

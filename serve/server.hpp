@@ -17,7 +17,7 @@ struct serve_options {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;            // 0: any free port
   std::string chat_template;       // a family name (text/chat_template.hpp); "" = the model directory's
-  uint32_t clients = 8;            // requests served at once; one more is answered 429
+  uint32_t clients = 0;            // requests served at once (0: the cluster file's serve.max_requests)
   double request_timeout_s = 300;  // a request not answered by then is cancelled and answered 503
   double drain_s = 6;              // on SIGTERM, how long requests in flight may still take
   std::string api_key;             // required (Bearer) on every request when set; needed beyond loopback

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -161,4 +162,24 @@ TEST_CASE("serve: with --api-key every request needs it; beyond loopback one is 
                                     (dir.path / "err").string());
   CHECK(hand_nodes::exit_status(pid, 30) == 2);
   CHECK(dualpath::test::slurp(dir.path / "err").find("needs an API key") != std::string::npos);
+}
+
+TEST_CASE("serve: the cluster file's [serve] bounds: a prompt past the queue's tokens is a 400 naming the key") {
+  dualpath::test::scratch_dir files;
+  const auto cluster = files.path / "bounded.toml";
+  std::ofstream(cluster) << "[model]\nname = \"tiny\"\nseed = 7\n[cluster]\nblock_tokens = 16\n"
+                            "[hardware]\ndram_buffer_gb = 0.064\nhbm_gb = 0.064\n"
+                            "[serve]\nmax_requests = 2\nmax_queued_tokens = 120\n";
+  server s({"--cluster", cluster.string()});
+  auto small = s.chat(ask("A short prompt.", 4, false));
+  REQUIRE(small);
+  CHECK(small->status == 200);
+  auto large = s.chat(ask(std::string(300, 'x'), 4, false));  // 300 byte-level tokens: never queued, no retry helps
+  REQUIRE(large);
+  CHECK(large->status == 400);
+  CHECK(json::parse(large->body)["error"]["message"].get<std::string>().find("serve.max_queued_tokens") !=
+        std::string::npos);
+  auto models = s.client().Get("/metrics");
+  REQUIRE(models);
+  CHECK(total(models->body, "dualpath_serve_requests", "state=\"capacity\"") == 2);
 }
