@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <memory>
@@ -124,8 +125,14 @@ struct live_answer {
     return a;
   }
 
-  // The answer is given: logged and counted.
+  // The answer is given: logged and counted, and its text's ids remembered for the conversation's next turn
+  // (not where the text is not what the ids say: tool calls taken out, cut at a stop string, ignore_eos).
   void record(const api::chat_answer& a) {
+    if (turn->done() && a.tool_calls.empty() && !text.stopped_by_string() && !ask.gen.ignore_eos) {
+      const auto& g = turn->result().generated;
+      const auto end = std::find_if(g.begin(), g.end(), [&](int32_t id) { return ctx.model.tokenizer.is_special(id); });
+      ctx.answers.remember(ask.ids, a.content, {g.begin(), end});
+    }
     const auto path = turn->done() ? schedule::to_string(turn->result().path) : "cancelled";
     spdlog::info("serve: {} prompt {} cached {} generated {} ({} path) ttft {:.1f} ms e2e {:.1f} ms", a.id,
                  a.prompt_tokens, a.cached_tokens, a.completion_tokens, path, 1e3 * seconds(first_token - began),

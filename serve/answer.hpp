@@ -12,6 +12,7 @@
 #include "actors/cluster_view.hpp"
 #include "api/chat_request.hpp"
 #include "serve/admission.hpp"
+#include "serve/generated_ids.hpp"
 #include "serve/served_model.hpp"
 
 namespace caf {
@@ -47,6 +48,7 @@ struct serving_context {
   std::atomic<uint64_t> serial{0};
   std::atomic<bool> draining{false};
   observe::serve_metrics* metrics = nullptr;
+  generated_ids answers;  // the ids behind recent answers' text, for the conversations' next turns
 };
 
 void answer_turn(serving_context& ctx, const httplib::Request& req, httplib::Response& res, turn_ask ask);

@@ -144,7 +144,7 @@ void run_server(const serve_options& o) {
     auto& chat = std::get<api::chat_request>(parsed);
     if (chat.model != model.name) return send_error(res, model_not_found(chat.model, model.name));
     chat.prompt.bos_token = model.bos_token;
-    const auto ids = model.tokenizer.encode(text::render_chat(model.family, chat.prompt));
+    const auto ids = encode_conversation(model, chat.prompt, ctx.answers);
     const char* field = kind == api_kind::responses ? "input" : "messages";
     if (!ids) return send_error(res, api::bad_field(field, ids.error().message()));
     answer_turn(ctx, req, res, {kind, chat.model, ids.value(), chat.gen, !chat.prompt.tools.empty()});

@@ -148,6 +148,10 @@ std::string render_llama3(const chat_prompt& p) {
 }  // namespace
 
 const char* to_string(chat_family f) { return families[int(f)]; }
+
+std::string_view assistant_header(chat_family f) {
+  return f == chat_family::llama3 ? "<|start_header_id|>assistant<|end_header_id|>\n\n" : "<|im_start|>assistant\n";
+}
 const std::vector<std::string>& chat_family_names() { return name_list<families>(); }
 result<chat_family> parse_chat_family(std::string_view name) {
   return parse_enum<chat_family, families>(name, "chat template");

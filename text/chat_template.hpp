@@ -48,6 +48,8 @@ struct chat_prompt {
 
 // The prompt text of `p` in family `f`.
 std::string render_chat(chat_family f, const chat_prompt& p);
+// What family `f` writes before an assistant's content, in the generation prompt and in the history alike.
+std::string_view assistant_header(chat_family f);
 
 // A model's answer in family `f`, its tool calls taken out (Qwen: <tool_call>{"name", "arguments"}</tool_call>).
 struct parsed_answer {

@@ -26,7 +26,7 @@ TEST_CASE("serve: the openai SDK's streamed conversations, 8 at once for 20 turn
   json j;
   std::ifstream(out) >> j;
   REQUIRE(j["conversations"].size() == conversations);
-  uint64_t cached = 0, prompt_ideal = 0, prompts = 0;
+  uint64_t cached = 0, prompt_ideal = 0, prompts = 0, answer_ideal = 0;
   for (const auto& c : j["conversations"]) {
     REQUIRE(c.size() == turns);
     for (int t = 0; t < turns; ++t) {
@@ -38,14 +38,22 @@ TEST_CASE("serve: the openai SDK's streamed conversations, 8 at once for 20 turn
       const uint64_t before = c[t - 1]["usage"]["prompt_tokens"].get<uint64_t>();
       const uint64_t got = u["prompt_tokens_details"]["cached_tokens"].get<uint64_t>();
       const uint64_t ideal = before / block_tokens * block_tokens;  // the turn before's full prompt blocks
+      // ... and its answer's: the KV of every generated token but the last was computed and persisted.
+      const uint64_t with_answer =
+          (before + c[t - 1]["usage"]["completion_tokens"].get<uint64_t>() - 1) / block_tokens * block_tokens;
       CAPTURE(t);
       CHECK(got >= ideal);
       cached += got;
       prompt_ideal += ideal;
+      answer_ideal += with_answer;
       prompts += u["prompt_tokens"].get<uint64_t>();
     }
   }
   MESSAGE("cached " << cached << " of " << prompts << " prompt tokens in turns 2-20 ("
-                    << 100.0 * double(cached) / double(prompts)
-                    << "%); the turns before's full prompt blocks: " << prompt_ideal);
+                    << 100.0 * double(cached) / double(prompts) << "%); the turns before's full prompt blocks: "
+                    << prompt_ideal << "; with their answers' blocks: " << answer_ideal << " (cached "
+                    << 100.0 * double(cached) / double(answer_ideal) << "% of it)");
+  // The answers come back as text, and are encoded to the ids they were generated from: the blocks that hold
+  // them are loaded too, not only the prompts' (docs/design.md §18).
+  CHECK(cached > prompt_ideal);
 }
