@@ -261,6 +261,7 @@ struct decode_state : engine_base {
       item.request_id = id;
       item.token = r.sequence.back();
       item.position = r.position;
+      item.sample = r.info.payload.sampling();
       item.kv.resize(g.layers);
       for (uint32_t l = 0; l < g.layers; ++l) {
         for (uint32_t b = 0; b < g.blocks_for(r.position); ++b) {

@@ -63,6 +63,7 @@ void prefill_state::try_pass() {
     item.cached = uint32_t(e.cached);
     item.tokens.assign(e.req->payload.tokens.begin() + e.cached, e.req->payload.tokens.begin() + e.cached + e.bsz);
     item.emit_token = e.cached + e.bsz == e.req->prompt();
+    item.sample = e.req->payload.sampling();
     p->job->items.push_back(std::move(item));
     pass_s += fit.seconds(prefill_flops(m, e.cached, e.bsz));
   }

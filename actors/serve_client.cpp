@@ -38,6 +38,9 @@ struct serve_client_state {
     current.gen = std::max<uint32_t>(1, asked.gen);
     current.stream = asked.stream;
     current.stop_tokens = std::move(asked.stop_tokens);
+    current.temperature = asked.temperature;
+    current.top_p = asked.top_p;
+    current.seed = asked.seed;
     current.times.submitted = now_ns();
     asker = std::move(from);
     in_flight = true;

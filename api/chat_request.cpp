@@ -96,17 +96,28 @@ void read_generation(const json& body, const request_limits& limits, generation&
   gen.max_tokens = limits.max_tokens_default;
   for (const char* key : {"max_tokens", "max_completion_tokens"})
     if (body.contains(key) && !body[key].is_null()) gen.max_tokens = positive(body[key], key, limits.max_tokens_limit);
-  const std::string greedy = "decoding is greedy";
-  neutral_only(body, "temperature", 0, greedy);
-  neutral_only(body, "top_p", 1, greedy);
+  // Sampling (gpu/sampling.hpp): a temperature in [0, 2] (0 is greedy), a nucleus in (0, 1], a seed that makes
+  // a sampled answer reproducible.
+  if (body.contains("temperature") && !body["temperature"].is_null()) {
+    const json& t = body["temperature"];
+    if (!t.is_number() || !(t.get<double>() >= 0 && t.get<double>() <= 2)) refuse("temperature", "must be in 0..2");
+    gen.temperature = t.get<float>();
+  }
+  if (body.contains("top_p") && !body["top_p"].is_null()) {
+    const json& p = body["top_p"];
+    if (!p.is_number() || !(p.get<double>() > 0 && p.get<double>() <= 1)) refuse("top_p", "must be in (0, 1]");
+    gen.top_p = p.get<float>();
+  }
   neutral_only(body, "frequency_penalty", 0, "no penalties");
   neutral_only(body, "presence_penalty", 0, "no penalties");
   if (body.contains("n") && !body["n"].is_null() && body["n"] != 1)
     refuse("n", "only 1 is supported", "unsupported_value");
   if (body.contains("logprobs") && body["logprobs"].is_boolean() && body["logprobs"].get<bool>())
     refuse("logprobs", "is not supported", "unsupported_value");
-  if (body.contains("seed") && !body["seed"].is_null() && !body["seed"].is_number_integer())
-    refuse("seed", "must be an integer");  // greedy answers are the same under any seed
+  if (body.contains("seed") && !body["seed"].is_null()) {
+    if (!body["seed"].is_number_integer()) refuse("seed", "must be an integer");
+    gen.seed = uint64_t(body["seed"].get<int64_t>());
+  }
   if (body.contains("stop") && !body["stop"].is_null()) {
     const json& s = body["stop"];
     if (s.is_string()) gen.stop.push_back(s.get<std::string>());

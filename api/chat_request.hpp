@@ -21,6 +21,9 @@ struct generation {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
   bool ignore_eos = false;     // generate max_tokens whatever comes (load tests): special tokens are not text
+  float temperature = 0;       // 0: greedy
+  float top_p = 1;
+  std::optional<uint64_t> seed;  // none: the server draws one (the answer is then not reproducible)
 };
 
 struct chat_request {

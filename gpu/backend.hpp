@@ -15,6 +15,7 @@
 
 #include "core/model_catalog.hpp"
 #include "core/modes.hpp"
+#include "gpu/sampling.hpp"
 
 namespace dualpath::gpu {
 
@@ -42,9 +43,12 @@ struct prefill_item {
   uint64_t request_id = 0;
   uint32_t cached = 0;                   // tokens whose KV is supplied per layer (hits + earlier chunks)
   std::vector<int32_t> tokens;           // new tokens computed in this pass (positions cached .. cached+size-1)
-  bool emit_token = false;               // prompt complete after this chunk: produce the greedy next token
+  bool emit_token = false;               // prompt complete after this chunk: produce the next token
   std::vector<float>* logits = nullptr;  // optional, emit_token only: receives the last position's logits
                                          // (cpu/cuda; left untouched by `modeled`)
+  sampling sample{};                     // how the next token is picked (cpu/cuda; `modeled` makes its own)
+  // The position of the token emitted: what the sampling draw depends on.
+  uint64_t next_position() const { return uint64_t(cached) + tokens.size(); }
 };
 
 // One forward pass over a batch, driven layer by layer: run_layer(0), run_layer(1), ..., then finish().
@@ -68,6 +72,7 @@ struct decode_item {
   std::vector<std::vector<kv_span>> kv;  // per layer: spans covering exactly `position` tokens
   std::byte* new_kv = nullptr;           // out: [layers][kv_bytes_per_token_layer], the KV of `token`
   std::vector<float>* logits = nullptr;  // optional out (cpu/cuda): logits of this step
+  sampling sample{};                     // how the step's token is picked
 };
 
 // FLOPs -> seconds for a forward pass: seconds = fixed_s + flops * seconds_per_flop.

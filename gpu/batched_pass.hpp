@@ -56,7 +56,7 @@ std::vector<int32_t> decode_as_prefill(const model_spec& m, std::vector<decode_i
     if (it.kv.size() != m.layers)
       throw std::invalid_argument(
           fmt::format("decode request {}: kv has {} layers, model has {}", it.request_id, it.kv.size(), m.layers));
-    pitems.push_back(prefill_item{it.request_id, it.position, {it.token}, true, it.logits});
+    pitems.push_back(prefill_item{it.request_id, it.position, {it.token}, true, it.logits, it.sample});
   }
   Batch batch(args..., std::move(pitems));
   std::vector<const std::vector<kv_span>*> cached(items.size());

@@ -125,7 +125,8 @@ class cpu_batch {
     linear(normed.data(), d_.lm_head.data(), logits.data(), emit.size(), H, V, 0.0f);
     for (size_t e = 0; e < emit.size(); ++e) {
       const float* lg = &logits[e * V];
-      out[emit[e]] = cpu::argmax(lg, V);
+      const auto& item = items_[emit[e]];
+      out[emit[e]] = pick_token(lg, V, item.sample, item.next_position());
       if (auto* dst = items_[emit[e]].logits) dst->assign(lg, lg + V);
     }
     return out;

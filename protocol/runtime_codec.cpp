@@ -21,7 +21,8 @@ struct payload_fields {
   using S = schema::TurnPayload;
   static inline const auto all =
       std::make_tuple(DP_FIELD(request, Request), DP_FIELD(agent, Agent), DP_FIELD(turn, Turn), DP_FIELD(gen, Gen),
-                      DP_FIELD(hit_blocks, HitBlocks), DP_FIELD(stream, Stream));
+                      DP_FIELD(hit_blocks, HitBlocks), DP_FIELD(stream, Stream), DP_FIELD(temperature, Temperature),
+                      DP_FIELD(top_p, TopP), DP_FIELD(seed, Seed));
 };
 
 struct handoff_fields {

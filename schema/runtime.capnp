@@ -29,6 +29,9 @@ struct TurnPayload {
   times @6 :TurnTimes;
   stream @7 :Bool;          # send each token to the client as it is made (TurnTokens), not only at the end
   stopTokens @8 :List(Int32);  # the turn ends early after generating one of these (a served model's end ids)
+  temperature @9 :Float32;  # 0: greedy; else tokens are drawn (gpu/sampling.hpp)
+  topP @10 :Float32 = 1;
+  seed @11 :UInt64;         # the draws depend on it and the token's position only
 }
 
 # PE or DE -> client, for a streamed turn: generated tokens [first, first + tokens) as they are made.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <ctime>
 #include <memory>
+#include <random>
 
 #include "api/answer_text.hpp"
 #include "api/chat_response.hpp"
@@ -71,6 +72,9 @@ struct live_answer {
     p.gen = ask.gen.max_tokens;
     p.stream = true;  // tokens come as they are made: for the stream, a stop string, and the times
     if (!ask.gen.ignore_eos) p.stop_tokens = c.model.stop_ids;
+    p.temperature = ask.gen.temperature;
+    p.top_p = ask.gen.top_p;
+    p.seed = ask.gen.seed ? *ask.gen.seed : std::random_device{}();
     turn = std::make_unique<served_turn>(c.sys, c.clients[ticket.client], std::move(p));
   }
   ~live_answer() {

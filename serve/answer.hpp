@@ -38,6 +38,8 @@ struct turn_ask {
 
 // What every request's handler shares.
 struct serving_context {
+  serving_context(caf::actor_system& s, const served_model& m, const actors::cluster_view& v, admission_limits a)
+      : sys(s), model(m), view(v), admit(a) {}
   caf::actor_system& sys;
   const served_model& model;
   const actors::cluster_view& view;

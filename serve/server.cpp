@@ -90,7 +90,7 @@ void run_server(const serve_options& o) {
   observe::serve_metrics metrics;
   const uint32_t clients = o.clients ? o.clients : c.serve_max_requests;
   const uint32_t waiting = std::min(clients, c.serve_max_waiting ? c.serve_max_waiting : clients);
-  serving_context ctx{sys, model, *view, {}, admission({clients, waiting, c.serve_max_queued_tokens})};
+  serving_context ctx(sys, model, *view, {clients, waiting, c.serve_max_queued_tokens});
   ctx.request_timeout_s = o.request_timeout_s;
   ctx.started = int64_t(std::time(nullptr));
   ctx.metrics = &metrics;

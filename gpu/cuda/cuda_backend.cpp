@@ -239,10 +239,8 @@ class cuda_batch {
     CK(cudaStreamSynchronize(s));
     for (size_t e = 0; e < emit.size(); ++e) {
       const float* lg = &host[e * V];
-      uint32_t best = 0;
-      for (uint32_t i = 1; i < V; ++i)
-        if (lg[i] > lg[best]) best = i;
-      out[emit[e]] = int32_t(best);
+      const auto& item = items_[emit[e]];
+      out[emit[e]] = pick_token(lg, V, item.sample, item.next_position());
       if (auto* dst = items_[emit[e]].logits) dst->assign(lg, lg + V);
     }
     return out;

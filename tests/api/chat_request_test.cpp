@@ -54,6 +54,12 @@ TEST_CASE("chat request: messages of every role, content parts, tool calls, tool
   CHECK(r.gen.include_usage);
   CHECK(r.prompt.tools.size() == 1);
   CHECK(r.prompt.enable_thinking == false);
+  CHECK(r.gen.seed == 7u);
+  const auto hot = ok(R"({"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.7,
+    "top_p": 0.9})");
+  CHECK(hot.gen.temperature == doctest::Approx(0.7));
+  CHECK(hot.gen.top_p == doctest::Approx(0.9));
+  CHECK(!hot.gen.seed);  // the server draws one
   CHECK(ok(R"({"model": "m", "messages": [{"role": "user", "content": "hi"}]})").gen.max_tokens == 16);
   CHECK(ok(R"({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function",
       "function": {"name": "f"}}], "tool_choice": "none"})")
@@ -63,8 +69,8 @@ TEST_CASE("chat request: messages of every role, content parts, tool calls, tool
 TEST_CASE("chat request: what would change the answer and is not done here is a 400 naming the field") {
   const std::string m = R"("model": "m", "messages": [{"role": "user", "content": "hi"}])";
   const std::pair<std::string, std::string> cases[] = {
-      {"{" + m + ", \"temperature\": 0.7}", "temperature"},
-      {"{" + m + ", \"top_p\": 0.9}", "top_p"},
+      {"{" + m + ", \"temperature\": 2.5}", "temperature"},
+      {"{" + m + ", \"top_p\": 0}", "top_p"},
       {"{" + m + ", \"n\": 2}", "n"},
       {"{" + m + ", \"logprobs\": true}", "logprobs"},
       {"{" + m + ", \"max_tokens\": 0}", "max_tokens"},
@@ -146,7 +152,7 @@ TEST_CASE("completion request: a prompt as text, as ids, or a list of one; sever
                               {R"({"model": "m", "prompt": "x", "echo": true})", "echo"},
                               {R"({"model": "m", "prompt": "x", "logprobs": 2})", "logprobs"},
                               {R"({"model": "m", "prompt": "x", "suffix": "y"})", "suffix"},
-                              {R"({"model": "m", "prompt": "x", "temperature": 1})", "temperature"}},
+                              {R"({"model": "m", "prompt": "x", "temperature": -1})", "temperature"}},
                              parse);
 }
 

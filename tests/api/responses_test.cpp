@@ -42,7 +42,7 @@ TEST_CASE("responses request: instructions, message items, function calls and ou
   test::check_refused_fields({{R"({"model": "m", "input": "hi", "store": true})", "store"},
                               {R"({"model": "m", "input": [{"type": "image", "url": "x"}]})", "input[0].type"},
                               {R"({"model": "m", "input": "hi", "tools": [{"type": "web_search"}]})", "tools[0]"},
-                              {R"({"model": "m", "input": "hi", "temperature": 0.5})", "temperature"},
+                              {R"({"model": "m", "input": "hi", "temperature": 3})", "temperature"},
                               {R"({"model": "m", "input": "hi", "background": true})", "background"},
                               {R"({"model": "m"})", "input"}},
                              [](const std::string& body) {

@@ -183,3 +183,21 @@ TEST_CASE("serve: the cluster file's [serve] bounds: a prompt past the queue's t
   REQUIRE(models);
   CHECK(total(models->body, "dualpath_serve_requests", "state=\"capacity\"") == 2);
 }
+
+TEST_CASE("serve: a sampled answer with a seed is the same every time; another seed draws another") {
+  server s;
+  const auto answer = [&](double temperature, int seed) {
+    auto body = ask("Tell me a story about a compiler.", 12, false);
+    body["temperature"] = temperature;
+    body["top_p"] = 0.95;
+    body["seed"] = seed;
+    auto r = s.chat(body);
+    REQUIRE(r);
+    REQUIRE_MESSAGE(r->status == 200, r->body);
+    return json::parse(r->body)["choices"][0]["message"]["content"].get<std::string>();
+  };
+  const std::string first = answer(1.0, 11);
+  CHECK(answer(1.0, 11) == first);  // the second loads the prompt's KV from storage and draws the same
+  CHECK(answer(1.0, 12) != first);
+  CHECK(answer(0.0, 11) == answer(0.0, 12));  // temperature 0 is greedy: the seed changes nothing
+}

@@ -137,7 +137,7 @@ TEST_CASE("serve: errors are the API's JSON with 400, 404 and 429, and SIGTERM e
   REQUIRE(unknown);
   CHECK(unknown->status == 404);
   CHECK(error_of(unknown)["param"] == "model");
-  auto hot = s.chat({{"model", "tiny"}, {"messages", conversation({{"user", "hi"}})}, {"temperature", 0.7}});
+  auto hot = s.chat({{"model", "tiny"}, {"messages", conversation({{"user", "hi"}})}, {"temperature", 2.5}});
   REQUIRE(hot);
   CHECK(hot->status == 400);
   CHECK(error_of(hot)["param"] == "temperature");

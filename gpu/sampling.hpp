@@ -1,0 +1,63 @@
+#pragma once
+// How a backend turns a position's logits into its token (docs/design.md §10, §18): greedy, or drawn with a
+// temperature and nucleus (top-p) cut. The draw depends only on the request's seed and the token's position in
+// the sequence, never on the batch or on earlier draws, so a full recompute of a sampled answer (`--verify`)
+// draws the same tokens from the same logits.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+namespace dualpath::gpu {
+
+struct sampling {
+  float temperature = 0;  // 0: greedy
+  float top_p = 1;        // (0, 1]: the smallest set of most likely tokens whose probability reaches it
+  uint64_t seed = 0;
+  bool greedy() const { return !(temperature > 0); }
+};
+
+namespace detail {
+
+// SplitMix64's finalizer: a well-mixed 64-bit value of (seed, position), the same on every machine.
+inline uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace detail
+
+// The token at sequence position `position` (the prompt and the tokens before it) from `n` logits: with
+// greedy sampling the largest (the lowest index among ties), otherwise drawn from softmax(logits / T)
+// restricted to the top-p nucleus by a uniform number derived from (seed, position). Inline: the cuda
+// backend's library picks with it too.
+inline int32_t pick_token(const float* logits, uint64_t n, const sampling& s, uint64_t position) {
+  uint64_t best = 0;
+  for (uint64_t i = 1; i < n; ++i)
+    if (logits[i] > logits[best]) best = i;
+  if (s.greedy() || n < 2) return int32_t(best);
+  const double top = logits[best], t = s.temperature;
+  std::vector<double> p(n);
+  for (uint64_t i = 0; i < n; ++i) p[i] = std::exp((double(logits[i]) - top) / t);
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  // Most likely first (ties by index): the nucleus is a prefix of this order.
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return p[a] > p[b]; });
+  const double total = std::accumulate(p.begin(), p.end(), 0.0);
+  const double cut = std::clamp(double(s.top_p), 0.0, 1.0) * total;
+  size_t kept = 0;
+  double mass = 0;
+  while (kept < n && (kept == 0 || mass < cut)) mass += p[order[kept++]];
+  const double u = double(detail::mix(s.seed ^ detail::mix(position)) >> 11) * 0x1.0p-53 * mass;  // in [0, mass)
+  double acc = 0;
+  for (size_t k = 0; k < kept; ++k) {
+    acc += p[order[k]];
+    if (u < acc) return int32_t(order[k]);
+  }
+  return int32_t(order[kept - 1]);
+}
+
+}  // namespace dualpath::gpu
