@@ -26,9 +26,9 @@ struct turn_payload {
   uint32_t gen = 0;
   uint32_t hit_blocks = 0;
   turn_times times;
-  bool stream = false;               // tokens go to the client as they are made (turn_tokens)
+  bool stream = false;                 // tokens go to the client as they are made (turn_tokens)
   std::vector<int32_t> stop_tokens{};  // the turn ends after generating one of these
-  float temperature = 0, top_p = 1;  // how its tokens are picked (gpu/sampling.hpp)
+  float temperature = 0, top_p = 1;    // how its tokens are picked (gpu/sampling.hpp)
   uint64_t seed = 0;
   gpu::sampling sampling() const { return {temperature, top_p, seed}; }
 };
