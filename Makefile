@@ -21,8 +21,9 @@ build: configure
 run: build
 	$(BUILD)/apps/dualpath run
 
+# Two entries at a time, except those that start and kill node processes (RUN_SERIAL in tests/cluster).
 test: build
-	ctest --test-dir $(BUILD) --output-on-failure
+	ctest --test-dir $(BUILD) --output-on-failure -j2
 
 # Long campaigns, not part of `make test` (docs/design.md §16).
 sanitize: deps

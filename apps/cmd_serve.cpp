@@ -17,6 +17,7 @@ using namespace dualpath;
 
 struct serve_args {
   std::string cluster_file;
+  std::string model_dir;
   std::string listen = "127.0.0.1:8000";
   std::string policy;
   std::string chat_template;
@@ -30,6 +31,9 @@ void setup(CLI::App& root) {
   auto a = std::make_shared<serve_args>();
   auto* cmd = root.add_subcommand("serve", "Serve the cluster's model over the OpenAI API (chat completions)");
   cmd->add_option("--cluster", a->cluster_file, "Cluster file (default: the embedded default cluster)");
+  cmd->add_option("--model-dir", a->model_dir,
+                  "Model directory to serve (dualpath model init), instead of the cluster file's model.name")
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--listen", a->listen, "HOST:PORT to serve on (port 0: any free port, printed)")
       ->capture_default_str();
   cmd->add_option("--policy", a->policy, "Run policy (default: the cluster file's schedule.policy)");
@@ -54,6 +58,7 @@ void setup(CLI::App& root) {
     o.config = a->cluster_file.empty() ? parse_cluster_config(cli::default_cluster, "embedded default cluster")
                                        : load_cluster_config(a->cluster_file);
     if (a->cluster_file.empty()) o.config.store_dir = "dualpath-data/serve";
+    if (!a->model_dir.empty()) o.config.model = a->model_dir;
     o.policy = a->policy.empty() ? o.config.policy : a->policy;
     value_or_throw(parse_run_mode(o.policy));
     const auto [host, port] = cluster::parse_host_port(a->listen, "serve --listen", true);
