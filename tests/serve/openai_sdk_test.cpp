@@ -53,6 +53,17 @@ TEST_CASE("serve: the openai SDK's streamed conversations, 8 at once for 20 turn
                     << 100.0 * double(cached) / double(prompts) << "%); the turns before's full prompt blocks: "
                     << prompt_ideal << "; with their answers' blocks: " << answer_ideal << " (cached "
                     << 100.0 * double(cached) / double(answer_ideal) << "% of it)");
+  // Both read paths carried turns: the scheduler put some conversations' KV through a decode node's SNIC.
+  const auto metrics = s.client().Get("/metrics");
+  REQUIRE(metrics);
+  const auto paths = [&](const std::string& path) {
+    const std::string series = "dualpath_serve_read_path_requests_total{path=\"" + path + "\"} ";
+    const size_t at = metrics->body.find(series);
+    return at == std::string::npos ? 0.0 : std::stod(metrics->body.substr(at + series.size()));
+  };
+  MESSAGE("read paths: pe " << paths("pe") << ", de " << paths("de"));
+  CHECK(paths("pe") > 0);
+  CHECK(paths("de") > 0);
   // The answers come back as text, and are encoded to the ids they were generated from: the blocks that hold
   // them are loaded too, not only the prompts' (docs/design.md §18).
   CHECK(cached > prompt_ideal);
