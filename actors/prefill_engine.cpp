@@ -224,9 +224,13 @@ void prefill_state::cancel(uint64_t id) {
   try_pass();
 }
 
+void prefill_state::unqueue(uint64_t id) {
+  ready.erase(std::remove_if(ready.begin(), ready.end(), [&](const auto& w) { return w.request == id; }), ready.end());
+}
+
 void prefill_state::drop_cancelled(pe_request& r) {
   const uint64_t id = r.payload.request;
-  ready.erase(std::remove_if(ready.begin(), ready.end(), [&](const auto& w) { return w.request == id; }), ready.end());
+  unqueue(id);
   cleanup(r);
   requests.erase(id);
   report();

@@ -340,9 +340,7 @@ void prefill_state::abort_pass(const std::string& why, failure_kind kind) {
   for (auto& e : pass->entries) {
     auto it = requests.find(e.req->payload.request);
     if (it == requests.end()) continue;
-    // The batcher may still hold the request (chunked): drop it from the queue too.
-    ready.erase(std::remove_if(ready.begin(), ready.end(), [&](auto& w) { return w.request == it->first; }),
-                ready.end());
+    unqueue(it->first);  // the batcher may still hold it (chunked)
     answer_failure(self, it->second.payload, why, kind);
   }
   settle();

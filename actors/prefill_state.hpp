@@ -109,6 +109,8 @@ struct prefill_state : engine_base {
   void cancel(uint64_t id);
   // A request cancelled within the pass that just ended: removed without a hand-off.
   void drop_cancelled(pe_request& r);
+  // Takes the request out of the queue of ready work (where a chunked one stays between passes).
+  void unqueue(uint64_t id);
 
   // ---- forward passes (prefill_pass.cpp) ----
   void try_pass();

@@ -30,17 +30,12 @@ struct serve_client_state {
       return caf::anon_send(from, atom::result_v,
                             encode(failed_turn(asked, in_flight ? "serve client busy" : "empty prompt")));
     }
-    current = {};
+    // The asked turn whole (prompt, generation, stream, stop tokens, sampling); who it is, is the client's.
+    current = std::move(asked);
     current.agent = agent;
     current.turn = turns++;
     current.request = request_id(agent, current.turn);
-    current.tokens = std::move(asked.tokens);
-    current.gen = std::max<uint32_t>(1, asked.gen);
-    current.stream = asked.stream;
-    current.stop_tokens = std::move(asked.stop_tokens);
-    current.temperature = asked.temperature;
-    current.top_p = asked.top_p;
-    current.seed = asked.seed;
+    current.gen = std::max<uint32_t>(1, current.gen);
     current.times.submitted = now_ns();
     asker = std::move(from);
     in_flight = true;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "api/chat_response.hpp"
+
 namespace dualpath::api {
 
 answer_text::answer_text(decode_fn decode, special_fn special, std::vector<std::string> stops, bool end_at_special)
@@ -34,14 +36,11 @@ std::string answer_text::finish() {
 
 std::string answer_text::release(bool all) {
   // A stop string lies wholly in held_: text_ is only given bytes no stop string can begin in (see below).
-  size_t at = std::string::npos;
-  for (const auto& s : stops_) at = std::min(at, held_.find(s));
-  if (at != std::string::npos) {
-    std::string out = held_.substr(0, at);
-    text_ += out;
+  if (auto [before, stopped] = cut_at_stop(held_, stops_); stopped) {
+    text_ += before;
     held_.clear();
     ended_ = by_stop_ = true;
-    return out;
+    return before;
   }
   // The last longest_stop_ - 1 bytes may begin a stop string the next token completes: held back.
   size_t keep = all ? 0 : std::min(held_.size(), longest_stop_ > 0 ? longest_stop_ - 1 : 0);

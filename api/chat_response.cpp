@@ -27,9 +27,10 @@ json tool_calls_json(const chat_answer& a, bool with_index) {
   return calls;
 }
 
-json chunk(const chat_answer& a, json choices) {
+// A stream's event body: a chat chunk, or with `text` a text completion's piece.
+json chunk(const chat_answer& a, json choices, bool text = false) {
   return {{"id", a.id},
-          {"object", "chat.completion.chunk"},
+          {"object", text ? "text_completion" : "chat.completion.chunk"},
           {"created", a.created},
           {"model", a.model},
           {"choices", std::move(choices)}};
@@ -74,14 +75,6 @@ json choice_of(bool text, json delta_or_text, json finish) {
   return json::array({{{"index", 0}, {"delta", std::move(delta_or_text)}, {"finish_reason", std::move(finish)}}});
 }
 
-json text_chunk(const chat_answer& a, json choices) {
-  return {{"id", a.id},
-          {"object", "text_completion"},
-          {"created", a.created},
-          {"model", a.model},
-          {"choices", std::move(choices)}};
-}
-
 }  // namespace
 
 std::vector<std::string> chat_stream::begin() {
@@ -92,18 +85,16 @@ std::vector<std::string> chat_stream::begin() {
 std::vector<std::string> chat_stream::delta(const std::string& text) {
   if (text.empty()) return {};
   sent_ += text.size();
-  if (text_) return {event(text_chunk(head_, choice_of(true, text, nullptr)))};
-  return {event(chunk(head_, choice_of(false, {{"content", text}}, nullptr)))};
+  return {event(chunk(head_, choice_of(text_, text_ ? json(text) : json{{"content", text}}, nullptr), text_))};
 }
 
 std::vector<std::string> chat_stream::end(const chat_answer& whole) {
   auto out = delta(whole.content.size() > sent_ ? whole.content.substr(sent_) : std::string());
-  const auto with_head = [&](json choices) { return text_ ? text_chunk(head_, choices) : chunk(head_, choices); };
   if (!text_ && !whole.tool_calls.empty())
     out.push_back(event(chunk(head_, choice_of(false, {{"tool_calls", tool_calls_json(whole, true)}}, nullptr))));
-  out.push_back(event(with_head(choice_of(text_, text_ ? json("") : json::object(), whole.finish_reason))));
+  out.push_back(event(chunk(head_, choice_of(text_, text_ ? json("") : json::object(), whole.finish_reason), text_)));
   if (usage_) {
-    json last = with_head(json::array());
+    json last = chunk(head_, json::array(), text_);
     last["usage"] = usage_json(whole);
     out.push_back(event(last));
   }

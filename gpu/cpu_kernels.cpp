@@ -179,11 +179,4 @@ void bf16_weighted_values(const float* s, uint32_t kv_heads, uint64_t rq, uint64
   }
 }
 
-int32_t argmax(const float* x, uint64_t n) {
-  uint64_t best = 0;
-  for (uint64_t i = 1; i < n; ++i)
-    if (x[i] > x[best]) best = i;
-  return int32_t(best);
-}
-
 }  // namespace dualpath::gpu::cpu

@@ -34,6 +34,4 @@ void bf16_weighted_values(const float* s, uint32_t kv_heads, uint64_t rq, uint64
                           const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd,
                           float* og);
 
-int32_t argmax(const float* x, uint64_t n);  // lowest index among ties
-
 }  // namespace dualpath::gpu::cpu

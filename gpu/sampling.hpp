@@ -30,27 +30,37 @@ inline uint64_t mix(uint64_t x) {
 
 }  // namespace detail
 
+// The largest of `n` logits, the lowest index among ties: the greedy token.
+inline int32_t argmax(const float* x, uint64_t n) {
+  uint64_t best = 0;
+  for (uint64_t i = 1; i < n; ++i)
+    if (x[i] > x[best]) best = i;
+  return int32_t(best);
+}
+
 // The token at sequence position `position` (the prompt and the tokens before it) from `n` logits: with
 // greedy sampling the largest (the lowest index among ties), otherwise drawn from softmax(logits / T)
 // restricted to the top-p nucleus by a uniform number derived from (seed, position). Inline: the cuda
 // backend's library picks with it too.
 inline int32_t pick_token(const float* logits, uint64_t n, const sampling& s, uint64_t position) {
-  uint64_t best = 0;
-  for (uint64_t i = 1; i < n; ++i)
-    if (logits[i] > logits[best]) best = i;
-  if (s.greedy() || n < 2) return int32_t(best);
+  const int32_t best = argmax(logits, n);
+  if (s.greedy() || n < 2) return best;
   const double top = logits[best], t = s.temperature;
   std::vector<double> p(n);
   for (uint64_t i = 0; i < n; ++i) p[i] = std::exp((double(logits[i]) - top) / t);
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);
-  // Most likely first (ties by index): the nucleus is a prefix of this order.
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return p[a] > p[b]; });
-  const double total = std::accumulate(p.begin(), p.end(), 0.0);
-  const double cut = std::clamp(double(s.top_p), 0.0, 1.0) * total;
-  size_t kept = 0;
-  double mass = 0;
-  while (kept < n && (kept == 0 || mass < cut)) mass += p[order[kept++]];
+  size_t kept = n;
+  double mass = std::accumulate(p.begin(), p.end(), 0.0);
+  if (s.top_p < 1) {
+    // Most likely first (ties by index): the nucleus is a prefix of this order. Without a cut every token is
+    // in it, and the draw needs no order: a vocabulary is not sorted per token for nothing.
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return p[a] > p[b]; });
+    const double cut = std::max(double(s.top_p), 0.0) * mass;
+    kept = 0;
+    mass = 0;
+    while (kept < n && (kept == 0 || mass < cut)) mass += p[order[kept++]];
+  }
   const double u = double(detail::mix(s.seed ^ detail::mix(position)) >> 11) * 0x1.0p-53 * mass;  // in [0, mass)
   double acc = 0;
   for (size_t k = 0; k < kept; ++k) {

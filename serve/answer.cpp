@@ -137,10 +137,11 @@ struct live_answer {
       const auto end = std::find_if(g.begin(), g.end(), [&](int32_t id) { return ctx.model.tokenizer.is_special(id); });
       ctx.answers.remember(ask.ids, a.content, {g.begin(), end});
     }
-    const auto path = turn->done() ? schedule::to_string(turn->result().path) : "cancelled";
+    // Cut short by a stop string, the turn never came back: its read path is not known here.
+    const std::string path = turn->done() ? schedule::to_string(turn->result().path) : "";
     spdlog::info("serve: {} prompt {} cached {} generated {} ({} path) ttft {:.1f} ms e2e {:.1f} ms", a.id,
-                 a.prompt_tokens, a.cached_tokens, a.completion_tokens, path, 1e3 * seconds(first_token - began),
-                 1e3 * seconds(clock::now() - began));
+                 a.prompt_tokens, a.cached_tokens, a.completion_tokens, path.empty() ? "cancelled" : path,
+                 1e3 * seconds(first_token - began), 1e3 * seconds(clock::now() - began));
     if (!ctx.metrics) return;
     observe::served_request r{endpoint_of(ask.kind),
                               a.prompt_tokens,
@@ -149,7 +150,7 @@ struct live_answer {
                               seconds(first_token - began),
                               seconds(clock::now() - began),
                               gaps,
-                              turn->done() ? std::string(schedule::to_string(turn->result().path)) : ""};
+                              path};
     ctx.metrics->request_done(r);
   }
 };

@@ -6,46 +6,54 @@ namespace dualpath::serve {
 
 namespace {
 
-std::string key_of(const std::vector<int32_t>& prompt, const std::string& text) {
-  const uint64_t h = XXH3_64bits(prompt.data(), prompt.size() * sizeof(int32_t));
-  return std::string(reinterpret_cast<const char*>(&h), sizeof h) + text;
+uint64_t hash_of(const std::vector<int32_t>& prompt) {
+  return XXH3_64bits(prompt.data(), prompt.size() * sizeof(int32_t));
 }
 
 }  // namespace
 
-void generated_ids::remember(const std::vector<int32_t>& prompt, const std::string& content, std::vector<int32_t> ids) {
-  if (content.empty() || ids.empty()) return;
-  const std::string text = key_of(prompt, content);
-  std::lock_guard lock(mutex_);
-  if (const auto it = by_text_.find(text); it != by_text_.end()) {
-    recent_.erase(it->second);
-    by_text_.erase(it);
-  }
-  recent_.emplace_front(text, std::move(ids));
-  by_text_[text] = recent_.begin();
-  if (recent_.size() > capacity_) {
-    by_text_.erase(recent_.back().first);
-    recent_.pop_back();
-  }
+generated_ids::entry generated_ids::locate(const std::string& text, uint64_t prompt) {
+  const auto [first, last] = by_text_.equal_range(text);
+  for (auto it = first; it != last; ++it)
+    if (it->second->prompt == prompt) return it->second;
+  return recent_.end();
 }
 
-std::optional<std::vector<int32_t>> generated_ids::find(const std::vector<int32_t>& prompt,
-                                                        const std::string& content) {
-  const std::string text = key_of(prompt, content);
+void generated_ids::remember(const std::vector<int32_t>& prompt, const std::string& text, std::vector<int32_t> ids) {
+  if (text.empty() || ids.empty()) return;
+  const uint64_t h = hash_of(prompt);
   std::lock_guard lock(mutex_);
-  const auto it = by_text_.find(text);
-  if (it == by_text_.end()) return std::nullopt;
-  recent_.splice(recent_.begin(), recent_, it->second);
-  return it->second->second;
+  const auto forget = [&](entry e) {
+    const auto [first, last] = by_text_.equal_range(e->text);
+    for (auto it = first; it != last; ++it)
+      if (it->second == e) {
+        by_text_.erase(it);
+        break;
+      }
+    recent_.erase(e);
+  };
+  if (const auto known = locate(text, h); known != recent_.end()) forget(known);
+  recent_.push_front({text, h, std::move(ids)});
+  by_text_.emplace(text, recent_.begin());
+  if (recent_.size() > capacity_) forget(std::prev(recent_.end()));
 }
 
-size_t generated_ids::size() const {
+bool generated_ids::knows(const std::string& text) const {
   std::lock_guard lock(mutex_);
-  return recent_.size();
+  return by_text_.count(text) > 0;
+}
+
+std::optional<std::vector<int32_t>> generated_ids::find(const std::vector<int32_t>& prompt, const std::string& text) {
+  const uint64_t h = hash_of(prompt);
+  std::lock_guard lock(mutex_);
+  const auto known = locate(text, h);
+  if (known == recent_.end()) return std::nullopt;
+  recent_.splice(recent_.begin(), recent_, known);
+  return known->ids;
 }
 
 result<std::vector<int32_t>> encode_conversation(const served_model& model, const text::chat_prompt& prompt,
-                                                 generated_ids& answers, uint32_t* spliced) {
+                                                 generated_ids& answers) {
   const std::string rendered = text::render_chat(model.family, prompt);
   const std::string header(text::assistant_header(model.family));
   std::vector<int32_t> ids;
@@ -60,7 +68,9 @@ result<std::vector<int32_t>> encode_conversation(const served_model& model, cons
     return {};
   };
   for (const auto& m : prompt.messages) {
-    if (m.role != "assistant" || m.content.empty() || !m.tool_calls.empty()) continue;
+    // An answer this server never gave is not looked up: encoding the text before it just to find that out
+    // would encode a long conversation's history once per unknown answer.
+    if (m.role != "assistant" || m.content.empty() || !m.tool_calls.empty() || !answers.knows(m.content)) continue;
     const size_t at = rendered.find(header + m.content, cursor);
     if (at == std::string::npos) continue;  // the template wrote it otherwise (trimmed, thinking removed)
     const size_t before = ids.size();
@@ -72,7 +82,6 @@ result<std::vector<int32_t>> encode_conversation(const served_model& model, cons
     }
     ids.insert(ids.end(), known->begin(), known->end());
     cursor = at + header.size() + m.content.size();
-    if (spliced) ++*spliced;
   }
   if (auto s = encode_piece(rendered.size()); !s.ok()) return s;
   return ids;

@@ -25,21 +25,28 @@ class generated_ids {
   explicit generated_ids(size_t capacity = 4096) : capacity_(capacity) {}
   // `text` was answered to `prompt` from `ids` (the content's ids, without the token that ended the turn).
   void remember(const std::vector<int32_t>& prompt, const std::string& text, std::vector<int32_t> ids);
+  // Whether some answer had this text: only then is the prompt before it worth encoding to look it up.
+  bool knows(const std::string& text) const;
   std::optional<std::vector<int32_t>> find(const std::vector<int32_t>& prompt, const std::string& text);
-  size_t size() const;
 
  private:
-  using entry = std::pair<std::string, std::vector<int32_t>>;
+  struct answer {
+    std::string text;
+    uint64_t prompt = 0;  // hash of the prompt's ids
+    std::vector<int32_t> ids;
+  };
+  using entry = std::list<answer>::iterator;
+  entry locate(const std::string& text, uint64_t prompt);  // recent_.end() when unknown
   size_t capacity_;
   mutable std::mutex mutex_;
-  std::list<entry> recent_;                                              // most recently used first
-  std::unordered_map<std::string, std::list<entry>::iterator> by_text_;  // key: the prompt's hash, the text
+  std::list<answer> recent_;  // most recently used first
+  std::unordered_multimap<std::string, entry> by_text_;
 };
 
 // The ids of `prompt` in `model`'s template: its text encoded piece by piece, with each assistant content that
 // `answers` knows spliced in as the ids it was generated from (right after the family's assistant header).
-// `spliced` (optional) counts the contents spliced. bad_input as the tokenizer's.
+// bad_input as the tokenizer's.
 result<std::vector<int32_t>> encode_conversation(const served_model& model, const text::chat_prompt& prompt,
-                                                 generated_ids& answers, uint32_t* spliced = nullptr);
+                                                 generated_ids& answers);
 
 }  // namespace dualpath::serve

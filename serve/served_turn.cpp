@@ -34,7 +34,7 @@ bool served_turn::next(std::chrono::milliseconds wait) {
     const auto& all = result_->generated;
     if (!std::equal(got_.begin(), got_.begin() + std::min(got_.size(), all.size()), all.begin()))
       spdlog::error("serve: request {:x}: streamed tokens differ from its result", result_->request);
-    if (all.size() > got_.size()) got_.insert(got_.end(), all.begin() + got_.size(), all.end());
+    extend(0, all);
   }
   return news;
 }
@@ -47,13 +47,14 @@ void served_turn::on_tokens(const protocol::turn_tokens& t) {
     ahead_[t.first] = t.tokens;
     return;
   }
-  const size_t skip = got_.size() - t.first;
-  if (skip < t.tokens.size()) got_.insert(got_.end(), t.tokens.begin() + skip, t.tokens.end());
-  for (auto it = ahead_.begin(); it != ahead_.end() && it->first <= got_.size();) {
-    const size_t s = got_.size() - it->first;
-    if (s < it->second.size()) got_.insert(got_.end(), it->second.begin() + s, it->second.end());
-    it = ahead_.erase(it);
-  }
+  extend(t.first, t.tokens);
+  for (auto it = ahead_.begin(); it != ahead_.end() && it->first <= got_.size(); it = ahead_.erase(it))
+    extend(it->first, it->second);
+}
+
+void served_turn::extend(uint32_t first, const std::vector<int32_t>& tokens) {
+  const size_t skip = got_.size() - first;
+  if (skip < tokens.size()) got_.insert(got_.end(), tokens.begin() + ptrdiff_t(skip), tokens.end());
 }
 
 std::vector<int32_t> served_turn::take_tokens() {

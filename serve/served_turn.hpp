@@ -36,6 +36,8 @@ class served_turn {
 
  private:
   void on_tokens(const protocol::turn_tokens& t);
+  // Takes tokens [first, first + tokens.size()) where they extend got_ (first <= got_.size()).
+  void extend(uint32_t first, const std::vector<int32_t>& tokens);
   caf::scoped_actor self_;
   actors::serve_client_actor client_;
   std::vector<int32_t> got_;  // tokens [0, got_.size()) in order

@@ -40,7 +40,7 @@ TEST_CASE("cpu backend matches the plain reference implementation (Llama and Qwe
     request req{&kv, 0, tokens};
     const auto next = prefill(*be, {&req});
     CHECK(rel_error(req.logits, ref.logits) < 1e-4);
-    CHECK(next[0] == cpu::argmax(ref.logits.data(), ref.logits.size()));
+    CHECK(next[0] == argmax(ref.logits.data(), ref.logits.size()));
     // The stored KV is the reference's K and V (bf16), layer by layer.
     const uint32_t kvw = spec.kv_heads * spec.head_dim;
     double worst = 0;
