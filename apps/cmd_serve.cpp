@@ -2,6 +2,8 @@
 // serves the embedded default cluster's tiny model on 127.0.0.1:8000.
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "apps/command_registry.hpp"
 #include "apps/default_cluster.hpp"
 #include "cluster/control_client.hpp"
@@ -25,6 +27,8 @@ struct serve_args {
   double request_timeout_s = 300;
   double drain_s = 6;
   std::string api_key;
+  bool verify = false, processes = false;
+  std::string node_registry, report_file;
 };
 
 void setup(CLI::App& root) {
@@ -49,15 +53,29 @@ void setup(CLI::App& root) {
   cmd->add_option("--api-key", a->api_key,
                   "Key every request must bear (Authorization: Bearer KEY); needed beyond loopback")
       ->envname("DUALPATH_API_KEY");
+  cmd->add_flag("--verify", a->verify,
+                "Recompute every answer from scratch on the cpu backend and compare (metrics and the log say how many "
+                "matched)");
+  cmd->add_option("--report", a->report_file,
+                  "Write what the clients saw (TTFT, inter-token, end-to-end latency, cached tokens, read paths) as "
+                  "a run report JSON when the server stops");
+  cmd->add_flag("--processes", a->processes, "One process per node on this host, each started by the server");
+  cmd->add_option("--node-registry", a->node_registry,
+                  "One process per node, started by hand (any host): publish the registry on HOST:PORT (0: any "
+                  "free port) and wait for `dualpath node --registry HOST:PORT --node N`");
   cmd->callback([a] {
     if (!(a->request_timeout_s > 0)) throw user_error("serve: --request-timeout must be positive");
     // The stop-signal watcher ends a process 8 s after SIGTERM (apps/main.cpp): the drain fits within it.
     if (!(a->drain_s >= 0 && a->drain_s <= 7)) throw user_error("serve: --drain must be in 0..7 seconds");
     if (!a->chat_template.empty()) value_or_throw(text::parse_chat_family(a->chat_template));
+    if (const auto dir = std::filesystem::path(a->report_file).parent_path(); !dir.empty() && !is_directory(dir))
+      throw user_error("serve --report " + a->report_file + ": no directory " + dir.string() + " to write it in");
     serve::serve_options o;
     o.config = a->cluster_file.empty() ? parse_cluster_config(cli::default_cluster, "embedded default cluster")
                                        : load_cluster_config(a->cluster_file);
     if (a->cluster_file.empty()) o.config.store_dir = "dualpath-data/serve";
+    // Node processes started by hand elsewhere find the store where this process does (a shared filesystem).
+    o.config.store_dir = std::filesystem::absolute(o.config.store_dir).string();
     if (!a->model_dir.empty()) o.config.model = a->model_dir;
     o.policy = a->policy.empty() ? o.config.policy : a->policy;
     value_or_throw(parse_run_mode(o.policy));
@@ -69,6 +87,19 @@ void setup(CLI::App& root) {
     o.request_timeout_s = a->request_timeout_s;
     o.drain_s = a->drain_s;
     o.api_key = a->api_key;
+    o.verify = a->verify;
+    o.report_file = a->report_file;
+    o.processes = a->processes || !a->node_registry.empty();
+    if (a->node_registry.empty() && a->processes)
+      o.node_program = std::filesystem::read_symlink("/proc/self/exe").string();
+    o.node_registry = a->node_registry;
+    o.on_registry = [nodes = o.config.total_nodes()](const std::string& at) {
+      fmt::print(
+          "node registry at {}: start `dualpath node --registry {} --node N` for N = 0..{} (with the cluster "
+          "secret in DUALPATH_SECRET)\n",
+          at, at, nodes - 1);
+      std::fflush(stdout);
+    };
     o.on_listening = [host = o.host](uint16_t bound) {
       fmt::print("serving on http://{}:{}/v1\n", host, bound);
       std::fflush(stdout);

@@ -34,39 +34,41 @@
 
 namespace dualpath::cluster {
 
-namespace {
-
 // The cluster's secret for the registry and the control port (docs/design.md §13): the cluster file's, else
 // DUALPATH_SECRET, else one generated for this run, which only the node processes this launcher starts can
 // know; nodes started by hand and `dualpath ctl` need a given one.
-std::string run_secret(const run_options& o) {
-  if (!o.processes && !o.control_port) return "";
-  std::string secret = given_secret(o.config.secret);
+std::string launch_secret(const cluster_config& c, bool processes, const std::string& node_registry,
+                          bool control_port) {
+  if (!processes && !control_port) return "";
+  std::string secret = given_secret(c.secret);
   if (!secret.empty()) return secret;
-  if (!o.node_registry.empty() || o.control_port)
+  if (!node_registry.empty() || control_port)
     throw user_error(
         fmt::format("{} needs the cluster's secret, to give to the {} too: set [runtime] secret in the "
                     "cluster file or {}",
-                    o.node_registry.empty() ? "--control-port" : "--node-registry",
-                    o.node_registry.empty() ? "`dualpath ctl` commands" : "nodes you start", secret_env));
+                    node_registry.empty() ? "--control-port" : "--node-registry",
+                    node_registry.empty() ? "`dualpath ctl` commands" : "nodes you start", secret_env));
   return generate_secret();
 }
 
-}  // namespace
+void check_processes(const cluster_config& c, const run_mode& mode, const std::string& node_program,
+                     const std::string& node_registry) {
+  if (mode.bypass())
+    throw user_error("the oracle policy copies KV with memcpy inside one process; run it without --processes");
+  // docs/design.md §7.6: the EP lockstep's group actor and its engines share one process.
+  if (c.ep_sync)
+    throw user_error(
+        "cluster.ep_sync runs a PE group's engines in lockstep inside one process; run it without "
+        "--processes");
+  if (node_program.empty() && node_registry.empty())
+    throw user_error("a multi-process run needs the dualpath executable or a node registry address");
+}
 
 run_summary run_cluster(const run_options& o) {
   const run_mode mode = run_mode_of(o.policy);
   const auto& c = o.config;
-  if (o.processes && mode.bypass())
-    throw user_error("the oracle policy copies KV with memcpy inside one process; run it without --processes");
-  // docs/design.md §7.6: the EP lockstep's group actor and its engines share one process.
-  if (o.processes && c.ep_sync)
-    throw user_error(
-        "cluster.ep_sync runs a PE group's engines in lockstep inside one process; run it without "
-        "--processes");
-  if (o.processes && o.node_program.empty() && o.node_registry.empty())
-    throw user_error("a multi-process run needs the dualpath executable or a node registry address");
-  const std::string secret = run_secret(o);
+  if (o.processes) check_processes(c, mode, o.node_program, o.node_registry);
+  const std::string secret = launch_secret(c, o.processes, o.node_registry, o.control_port.has_value());
   auto refused = std::make_shared<refused_peers>();
   const run_base base = prepare_run(c, "cluster configuration");
   std::vector<std::unique_ptr<runtime::node_io>> ios;  // node processes build their own

@@ -12,6 +12,7 @@
 #include "report/run_progress.hpp"
 #include "report/run_report.hpp"
 #include "core/cluster_config.hpp"
+#include "core/modes.hpp"
 
 namespace dualpath::observe {
 class metrics_endpoint;
@@ -49,6 +50,16 @@ struct run_options {
   // The live cluster page (observe/ui_page.hpp), fed where the metrics are and switching the policy; not owned.
   observe::ui_page* ui = nullptr;
 };
+
+// The cluster's secret for node processes and the control port (docs/design.md §13): "" when neither is
+// used; the cluster file's or DUALPATH_SECRET's; else, for nodes this launcher spawns, one generated now.
+// user_error when nodes started by hand or a control port need a given one and none is.
+std::string launch_secret(const cluster_config& c, bool processes, const std::string& node_registry, bool control_port);
+
+// user_error unless the cluster can run one process per node under `mode`, with nodes spawned from
+// `node_program` or joining at `node_registry`.
+void check_processes(const cluster_config& c, const run_mode& mode, const std::string& node_program,
+                     const std::string& node_registry);
 
 // Runs the cluster until every script finished; throws user_error on bad configuration, or when the run
 // makes no progress for config.timeout_s.

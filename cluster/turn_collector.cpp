@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "actors/engines.hpp"
+#include "cluster/node_events.hpp"
 #include "observe/metrics.hpp"
 #include "core/stop_signals.hpp"
 #include "protocol/errors.hpp"
@@ -180,8 +181,6 @@ void turn_collector::check_stall(caf::scoped_actor& self) {
                         progress.turns_done, progress.turns_total, waiting_hint(self, view));
 }
 
-caf::timespan turn_collector::scheduler_wait() const { return waits_of(view.config).request(); }
-
 void turn_collector::on_lost(caf::scoped_actor& self, uint32_t node, const std::string& how) {
   spdlog::warn("launcher: {}; going on without node {}", how, node);
   lost.emplace_back(node, how);
@@ -195,34 +194,15 @@ void turn_collector::on_lost(caf::scoped_actor& self, uint32_t node, const std::
   // a turn re-run after such a wait can meet a second one (a chaos run once sat silent 34 s after losing
   // a decode node with timeout_s 10, then finished nothing more in the old 30 s bound).
   last_event = std::max(last_event, now_ns() + int64_t(4 * view.config.timeout_s * 1e9));
-  const auto& c = view.config;
-  uint32_t prefill_lost = 0;
-  for (const auto& l : lost) prefill_lost += view.is_prefill_node(l.first) ? 1 : 0;
-  const bool no_prefill = prefill_lost == c.prefill_nodes;
-  const bool no_decode = lost.size() - prefill_lost == c.decode_nodes;
-  if (no_prefill || no_decode) {
-    std::string names;
-    for (const auto& l : lost) names += (names.empty() ? "" : "; ") + l.second;
-    stall = fmt::format("no {} engine remains (lost: {})", no_prefill ? "prefill" : "decode", names);
-    return;
-  }
-  std::vector<uint64_t> turns;
-  self->request(view.scheduler, scheduler_wait(), atom::lost_v, node)
-      .receive([&](const std::vector<uint64_t>& t) { turns = t; },
-               [&](const caf::error& e) {
-                 stall = "the scheduler did not drop node " + std::to_string(node) + ": " + describe(e);
-               });
-  for (const auto& client : view.clients) caf::anon_send(client, atom::lost_v, uint32_t(lost_total), turns);
+  stall = without_nodes(view, lost);
+  if (!stall.empty()) return;
+  if (auto s = tell_lost(self, view, node, uint32_t(lost_total)); !s) stall = s.message();
 }
 
 void turn_collector::on_rejoined(caf::scoped_actor& self, uint32_t node) {
   lost.erase(std::remove_if(lost.begin(), lost.end(), [&](const auto& l) { return l.first == node; }), lost.end());
   ++rejoined;
-  self->request(view.scheduler, scheduler_wait(), atom::rejoin_v, node)
-      .receive([](uint32_t) {},
-               [&](const caf::error& e) {
-                 stall = "the scheduler did not take node " + std::to_string(node) + " back: " + describe(e);
-               });
+  if (auto s = tell_rejoined(self, view, node); !s) stall = s.message();
   spdlog::info("launcher: node {} rejoined the run", node);
   if (options.metrics) options.metrics->count_rejoined_node();
   if (options.on_node_rejoined) options.on_node_rejoined(node);

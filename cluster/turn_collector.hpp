@@ -58,9 +58,6 @@ struct turn_collector {
 
   void check_stall(caf::scoped_actor& self);
 
-  // How long the launcher waits for the scheduler to drop or take back a node.
-  caf::timespan scheduler_wait() const;
-
   // docs/design.md §13: the scheduler drops the node and names its turns in flight; every client hears of
   // the loss (the named turns, and those that failed meanwhile, are re-run). With no prefill or no decode
   // node left the run ends, naming every lost node.

@@ -2,7 +2,8 @@
 
 namespace dualpath::cluster {
 
-std::vector<int32_t> recompute_turn(gpu::compute_backend& backend, const std::vector<int32_t>& prompt, uint32_t gen) {
+std::vector<int32_t> recompute_turn(gpu::compute_backend& backend, const std::vector<int32_t>& prompt, uint32_t gen,
+                                    const gpu::sampling& sample) {
   const auto& m = backend.model();
   const uint64_t bytes = m.kv_bytes_per_token_layer;
   std::vector<std::vector<std::byte>> kv(m.layers, std::vector<std::byte>(prompt.size() * bytes));
@@ -10,6 +11,7 @@ std::vector<int32_t> recompute_turn(gpu::compute_backend& backend, const std::ve
   item.cached = 0;
   item.tokens = prompt;
   item.emit_token = true;
+  item.sample = sample;
   auto pass = backend.begin_prefill({item});
   for (uint32_t l = 0; l < m.layers; ++l) pass->run_layer(l, {{}}, {kv[l].data()});
   std::vector<int32_t> out{pass->finish().at(0)};
@@ -21,6 +23,7 @@ std::vector<int32_t> recompute_turn(gpu::compute_backend& backend, const std::ve
     d.position = uint32_t(kv[0].size() / bytes);
     for (uint32_t l = 0; l < m.layers; ++l) d.kv.push_back({{kv[l].data(), d.position}});
     d.new_kv = fresh.data();
+    d.sample = sample;
     out.push_back(backend.decode_step(items).at(0));
     for (uint32_t l = 0; l < m.layers; ++l)
       kv[l].insert(kv[l].end(), fresh.begin() + l * bytes, fresh.begin() + (l + 1) * bytes);

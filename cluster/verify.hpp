@@ -11,8 +11,10 @@
 
 namespace dualpath::cluster {
 
-// Recomputes a turn from scratch (full prefill of `prompt`, then decode): the correctness reference.
-std::vector<int32_t> recompute_turn(gpu::compute_backend& backend, const std::vector<int32_t>& prompt, uint32_t gen);
+// Recomputes a turn from scratch (full prefill of `prompt`, then decode, each token picked as `sample` says):
+// the correctness reference.
+std::vector<int32_t> recompute_turn(gpu::compute_backend& backend, const std::vector<int32_t>& prompt, uint32_t gen,
+                                    const gpu::sampling& sample = {});
 
 // (prompt, generated) of every turn sent for verification.
 using turns_to_verify = std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>>;

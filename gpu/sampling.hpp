@@ -60,6 +60,16 @@ inline int32_t pick_token(const float* logits, uint64_t n, const sampling& s, ui
     kept = 0;
     mass = 0;
     while (kept < n && (kept == 0 || mass < cut)) mass += p[order[kept++]];
+    // Tokens within a hair (relative 1e-4) of the last one kept are kept too, so that last-bit differences
+    // (below) do not move a token in or out of the nucleus, which would change the mass every draw scales to.
+    const double edge = p[order[kept - 1]] * (1 - 1e-4);
+    while (kept < n && p[order[kept]] >= edge) mass += p[order[kept++]];
+    // The draw walks the nucleus in vocabulary order, not by probability: two tokens of nearly equal
+    // probability swap places under the last bits of difference between a pass over loaded KV and a full
+    // recompute (another batch shape, another summation order), and a walk in probability order would then
+    // hand the same uniform number to the other token. In vocabulary order only a number within that
+    // difference of a boundary can change its token.
+    std::sort(order.begin(), order.begin() + std::ptrdiff_t(kept));
   }
   const double u = double(detail::mix(s.seed ^ detail::mix(position)) >> 11) * 0x1.0p-53 * mass;  // in [0, mass)
   double acc = 0;

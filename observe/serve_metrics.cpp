@@ -50,6 +50,8 @@ struct serve_metrics::impl {
       family(pm::BuildGauge(), "dualpath_serve_buffer_slots", "A node's DRAM buffer slots: free and total", *registry);
   pm::Family<pm::Gauge>& hbm =
       family(pm::BuildGauge(), "dualpath_serve_hbm_free_bytes", "Free KV bytes in an engine's HBM", *registry);
+  pm::Family<pm::Gauge>& verified = family(pm::BuildGauge(), "dualpath_serve_verified_answers",
+                                           "serve --verify: answers recomputed from scratch, by result", *registry);
 };
 
 serve_metrics::serve_metrics() : impl_(std::make_unique<impl>()) {}
@@ -86,6 +88,12 @@ void serve_metrics::set_free_slots(uint32_t node, uint32_t free, uint32_t total)
 
 void serve_metrics::set_free_hbm(uint32_t engine, uint64_t bytes) {
   impl_->hbm.Add({{"engine", std::to_string(engine)}}).Set(double(bytes));
+}
+
+void serve_metrics::set_verified(uint64_t verified, uint64_t mismatched, uint64_t skipped) {
+  impl_->verified.Add({{"result", "equal"}}).Set(double(verified));
+  impl_->verified.Add({{"result", "different"}}).Set(double(mismatched));
+  impl_->verified.Add({{"result", "unchecked"}}).Set(double(skipped));
 }
 
 std::string serve_metrics::text() const { return pm::TextSerializer().Serialize(impl_->registry->Collect()); }

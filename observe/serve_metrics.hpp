@@ -5,6 +5,7 @@
 // stays behind this interface.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,9 @@ struct served_request {
   uint32_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
   double ttft_s = 0, e2e_s = 0;
   std::vector<double> inter_token_s;
-  std::string path;  // the read path of its hit KV ("" when unknown: cut short by a stop string)
+  std::string path;      // the read path of its hit KV ("" when unknown: cut short by a stop string)
+  double arrived_s = 0;  // since the server started
+  std::optional<double> second_token_s, last_token_s;  // since arrival
 };
 
 class serve_metrics {
@@ -32,6 +35,8 @@ class serve_metrics {
   void set_running(uint32_t running, uint32_t capacity);
   void set_free_slots(uint32_t node, uint32_t free, uint32_t total);
   void set_free_hbm(uint32_t engine, uint64_t bytes);
+  // serve --verify: answers equal to a full recompute, different, and not checked, so far.
+  void set_verified(uint64_t verified, uint64_t mismatched, uint64_t skipped);
   // Every metric in Prometheus' text format.
   std::string text() const;
 

@@ -38,7 +38,7 @@ double peak_window_mean_ttft(const std::vector<turn_record>& records, double win
 
 void summarize_turns(run_summary& s, const std::vector<turn_record>& records) {
   s.ttft_peak_window_s = peak_window_mean_ttft(records);
-  std::vector<double> ttft, ttst, gap, tpot, queue, assign, kv_read, prefill;
+  std::vector<double> ttft, ttst, gap, tpot, e2e, queue, assign, kv_read, prefill;
   std::map<uint32_t, std::pair<double, double>> agents;  // agent -> (first submission, last answer)
   uint64_t prompt_tokens = 0, hit_tokens = 0;
   for (const auto& r : records) {
@@ -52,6 +52,7 @@ void summarize_turns(run_summary& s, const std::vector<turn_record>& records) {
     auto [span, fresh] = agents.try_emplace(r.agent, r.start_s, r.done_s);
     if (!fresh) span->second = {std::min(span->second.first, r.start_s), std::max(span->second.second, r.done_s)};
     ttft.push_back(r.ttft_s);
+    e2e.push_back(r.done_s - r.start_s);
     if (r.has_ttst) {
       ttst.push_back(r.ttst_s);
       gap.push_back(r.second_token_gap_s);
@@ -82,6 +83,7 @@ void summarize_turns(run_summary& s, const std::vector<turn_record>& records) {
   for (const auto& [agent, span] : agents) agent_sum += span.second - span.first;
   s.agent_jct_mean_s = agents.empty() ? 0 : agent_sum / double(agents.size());
   s.tpot = summarize(tpot);
+  s.e2e = summarize(e2e);
   s.queue = summarize(queue);
   s.assign = summarize(assign);
   s.kv_read = summarize(kv_read);
@@ -110,6 +112,8 @@ nlohmann::json to_json(const run_summary& s) {
   j["ttst_s"] = dist(s.ttst);
   j["second_token_gap_s"] = dist(s.second_token_gap);
   j["tpot_s"] = dist(s.tpot);
+  j["e2e_s"] = dist(s.e2e);
+  if (s.inter_token.p99 > 0) j["inter_token_s"] = dist(s.inter_token);
   j["prompt_tps"] = s.prompt_tps;
   j["agent_jct_mean_s"] = s.agent_jct_mean_s;
   j["ttft_breakdown_s"] = {

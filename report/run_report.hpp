@@ -51,6 +51,8 @@ struct run_summary {
   double jct_s = 0;
   uint64_t turns = 0, failed_turns = 0;
   distribution ttft, ttst, second_token_gap, tpot;
+  distribution e2e;               // a turn's submission to its answer's end
+  distribution inter_token;       // between tokens as a streaming client got them (served runs; empty otherwise)
   double prompt_tps = 0;          // every prompt token (hit ones included) of the answered turns / JCT
   double agent_jct_mean_s = 0;    // per agent: its last turn's answer minus its first turn's submission
   double ttft_peak_window_s = 0;  // peak_window_mean_ttft

@@ -14,6 +14,8 @@
 #include "api/responses.hpp"
 #include "observe/serve_metrics.hpp"
 #include "schedule/policy.hpp"
+#include "serve/answer_check.hpp"
+#include "serve/served_report.hpp"
 #include "serve/peer_watch.hpp"
 #include "serve/served_turn.hpp"
 
@@ -52,8 +54,9 @@ struct live_answer {
   peer_watch watch;
   api::answer_text text;
   api::chat_answer head;  // id, model, created
-  clock::time_point began = clock::now(), deadline, first_token{}, last_token{};
+  clock::time_point began = clock::now(), deadline, first_token{}, second_token{}, last_token{};
   std::vector<double> gaps;  // between tokens as they arrived, seconds
+  gpu::sampling sample;      // as the engines pick its tokens (the seed drawn here when the request gave none)
   bool cancelled = false;
 
   live_answer(serving_context& c, const httplib::Request& req, turn_ask a, admission::ticket t)
@@ -75,6 +78,7 @@ struct live_answer {
     p.temperature = ask.gen.temperature;
     p.top_p = ask.gen.top_p;
     p.seed = ask.gen.seed ? *ask.gen.seed : std::random_device{}();
+    sample = p.sampling();
     turn = std::make_unique<served_turn>(c.sys, c.clients[ticket.client], std::move(p));
   }
   ~live_answer() {
@@ -92,6 +96,7 @@ struct live_answer {
         first_token = now;
         ctx.admit.started(ticket);
       } else gaps.push_back(seconds(now - last_token) / double(ids.size()));
+      if (second_token == clock::time_point{} && text.tokens() + ids.size() >= 2) second_token = now;
       last_token = now;
     }
     std::string out = text.push(ids);
@@ -129,6 +134,14 @@ struct live_answer {
     return a;
   }
 
+  // The cluster failed the turn or did not finish it in time: the client is answered 503, the report counts it.
+  api::api_error failure() {
+    const std::string why =
+        failed() ? "the cluster did not answer: " + turn->result().error : "the request was not answered in time";
+    if (ctx.report) ctx.report->count_failed(why);
+    return unavailable(why);
+  }
+
   // The answer is given: logged and counted, and its text's ids remembered for the conversation's next turn
   // (not where the text is not what the ids say: tool calls taken out, cut at a stop string, ignore_eos).
   void record(const api::chat_answer& a) {
@@ -137,12 +150,14 @@ struct live_answer {
       const auto end = std::find_if(g.begin(), g.end(), [&](int32_t id) { return ctx.model.tokenizer.is_special(id); });
       ctx.answers.remember(ask.ids, a.content, {g.begin(), end});
     }
+    // A turn the engines finished is checked against a full recompute; one cut short is not whole.
+    if (ctx.checker && !cancelled && turn->done() && !failed())
+      ctx.checker->submit({a.id, ask.ids, turn->result().generated, sample});
     // Cut short by a stop string, the turn never came back: its read path is not known here.
     const std::string path = turn->done() ? schedule::to_string(turn->result().path) : "";
     spdlog::info("serve: {} prompt {} cached {} generated {} ({} path) ttft {:.1f} ms e2e {:.1f} ms", a.id,
                  a.prompt_tokens, a.cached_tokens, a.completion_tokens, path.empty() ? "cancelled" : path,
                  1e3 * seconds(first_token - began), 1e3 * seconds(clock::now() - began));
-    if (!ctx.metrics) return;
     observe::served_request r{endpoint_of(ask.kind),
                               a.prompt_tokens,
                               a.cached_tokens,
@@ -150,7 +165,14 @@ struct live_answer {
                               seconds(first_token - began),
                               seconds(clock::now() - began),
                               gaps,
-                              path};
+                              path,
+                              seconds(began - ctx.up_since)};
+    if (second_token != clock::time_point{}) r.second_token_s = seconds(second_token - began);
+    if (last_token != clock::time_point{}) r.last_token_s = seconds(last_token - began);
+    if (ctx.report)
+      ctx.report->add(r, turn->done() ? std::optional(turn->result().path) : std::nullopt,
+                      ctx.view.geometry.block_tokens);
+    if (!ctx.metrics) return;
     ctx.metrics->request_done(r);
   }
 };
@@ -179,48 +201,47 @@ void stream_answer(httplib::Response& res, std::shared_ptr<live_answer> la, std:
   auto stream = std::shared_ptr<api::answer_stream>(stream_of(*la));
   auto begun = std::make_shared<bool>(false);
   auto quiet_since = std::make_shared<clock::time_point>(clock::now());
-  res.set_chunked_content_provider(
-      "text/event-stream", [la, stream, begun, quiet_since, first_text](size_t, httplib::DataSink& sink) {
-        std::vector<std::string> events;
-        if (!*begun) {
-          *begun = true;
-          events = stream->begin();
-          if (!la->ask.tools) events += stream->delta(first_text);
-        } else {
-          const std::string d = la->pump(milliseconds(100));
-          if (!la->ask.tools) events += stream->delta(d);
-        }
-        bool finished = false;
-        if (la->failed() || (!la->over() && la->expired())) {
-          if (!la->failed()) la->cancel("deadline");
-          const auto e = unavailable(la->failed() ? "the cluster did not answer: " + la->turn->result().error
-                                                  : "the request was not answered in time");
-          events.push_back("data: " + ojson(e.body()).dump() + "\n\n");
-          events.emplace_back("data: [DONE]\n\n");
-          finished = true;
-        } else if (la->over()) {
-          const auto a = la->whole();
-          events += stream->end(a);
-          la->record(a);
-          finished = true;
-        }
-        if (la->watch.hung_up()) {
-          la->cancel("hung_up");
-          return false;
-        }
-        if (events.empty() && clock::now() - *quiet_since > std::chrono::seconds(2))
-          events.emplace_back(": keep-alive\n\n");
-        if (!events.empty()) {
-          *quiet_since = clock::now();
-          const std::string out = joined(events);
-          if (!sink.write(out.data(), out.size())) {
-            la->cancel("hung_up");
-            return false;
-          }
-        }
-        if (finished) sink.done();
-        return true;
-      });
+  res.set_chunked_content_provider("text/event-stream",
+                                   [la, stream, begun, quiet_since, first_text](size_t, httplib::DataSink& sink) {
+                                     std::vector<std::string> events;
+                                     if (!*begun) {
+                                       *begun = true;
+                                       events = stream->begin();
+                                       if (!la->ask.tools) events += stream->delta(first_text);
+                                     } else {
+                                       const std::string d = la->pump(milliseconds(100));
+                                       if (!la->ask.tools) events += stream->delta(d);
+                                     }
+                                     bool finished = false;
+                                     if (la->failed() || (!la->over() && la->expired())) {
+                                       if (!la->failed()) la->cancel("deadline");
+                                       const auto e = la->failure();
+                                       events.push_back("data: " + ojson(e.body()).dump() + "\n\n");
+                                       events.emplace_back("data: [DONE]\n\n");
+                                       finished = true;
+                                     } else if (la->over()) {
+                                       const auto a = la->whole();
+                                       events += stream->end(a);
+                                       la->record(a);
+                                       finished = true;
+                                     }
+                                     if (la->watch.hung_up()) {
+                                       la->cancel("hung_up");
+                                       return false;
+                                     }
+                                     if (events.empty() && clock::now() - *quiet_since > std::chrono::seconds(2))
+                                       events.emplace_back(": keep-alive\n\n");
+                                     if (!events.empty()) {
+                                       *quiet_since = clock::now();
+                                       const std::string out = joined(events);
+                                       if (!sink.write(out.data(), out.size())) {
+                                         la->cancel("hung_up");
+                                         return false;
+                                       }
+                                     }
+                                     if (finished) sink.done();
+                                     return true;
+                                   });
 }
 
 }  // namespace
@@ -257,10 +278,10 @@ void answer_turn(serving_context& ctx, const httplib::Request& req, httplib::Res
     if (la->watch.hung_up()) return la->cancel("hung_up");
     if (la->expired()) {
       la->cancel("deadline");
-      return send_error(res, unavailable("the request was not answered in time"));
+      return send_error(res, la->failure());
     }
   }
-  if (la->failed()) return send_error(res, unavailable("the cluster did not answer: " + la->turn->result().error));
+  if (la->failed()) return send_error(res, la->failure());
   if (la->ask.gen.stream) return stream_answer(res, std::move(la), std::move(text));
   const auto a = la->whole();
   la->record(a);

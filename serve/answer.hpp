@@ -5,6 +5,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +25,9 @@ class serve_metrics;
 }
 
 namespace dualpath::serve {
+
+class answer_checker;
+class served_report;
 
 enum class api_kind { chat, text, responses };
 
@@ -50,7 +54,10 @@ struct serving_context {
   std::atomic<uint64_t> serial{0};
   std::atomic<bool> draining{false};
   observe::serve_metrics* metrics = nullptr;
-  generated_ids answers;  // the ids behind recent answers' text, for the conversations' next turns
+  generated_ids answers;              // the ids behind recent answers' text, for the conversations' next turns
+  answer_checker* checker = nullptr;  // serve --verify: every whole answer is recomputed (serve/answer_check.hpp)
+  served_report* report = nullptr;    // serve --report: every answer as a turn of a run (serve/served_report.hpp)
+  std::chrono::steady_clock::time_point up_since = std::chrono::steady_clock::now();  // the report's clock
 };
 
 void answer_turn(serving_context& ctx, const httplib::Request& req, httplib::Response& res, turn_ask ask);

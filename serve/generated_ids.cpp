@@ -2,6 +2,10 @@
 
 #include <xxhash.h>
 
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 namespace dualpath::serve {
 
 namespace {
@@ -21,7 +25,10 @@ generated_ids::entry generated_ids::locate(const std::string& text, uint64_t pro
 
 void generated_ids::remember(const std::vector<int32_t>& prompt, const std::string& text, std::vector<int32_t> ids) {
   if (text.empty() || ids.empty()) return;
-  const uint64_t h = hash_of(prompt);
+  remember_hashed(hash_of(prompt), text, std::move(ids));
+}
+
+void generated_ids::remember_hashed(uint64_t h, const std::string& text, std::vector<int32_t> ids) {
   std::lock_guard lock(mutex_);
   const auto forget = [&](entry e) {
     const auto [first, last] = by_text_.equal_range(e->text);
@@ -36,6 +43,41 @@ void generated_ids::remember(const std::vector<int32_t>& prompt, const std::stri
   recent_.push_front({text, h, std::move(ids)});
   by_text_.emplace(text, recent_.begin());
   if (recent_.size() > capacity_) forget(std::prev(recent_.end()));
+}
+
+status generated_ids::save(const std::string& path) const {
+  nlohmann::json all = nlohmann::json::array();
+  {
+    std::lock_guard lock(mutex_);
+    for (auto it = recent_.rbegin(); it != recent_.rend(); ++it)  // oldest first: a load keeps the order
+      all.push_back({{"prompt", it->prompt}, {"text", it->text}, {"ids", it->ids}});
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << all.dump();
+    if (!out.flush()) return {errc::io, "cannot write the answers' ids to " + tmp};
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);  // whole or not at all
+  if (ec) return {errc::io, "cannot rename " + tmp + " to " + path + ": " + ec.message()};
+  return {};
+}
+
+status generated_ids::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return {errc::not_found, path + ": no answers' ids saved"};
+  try {
+    const auto all = nlohmann::json::parse(in);
+    for (const auto& a : all) {
+      auto ids = a.at("ids").get<std::vector<int32_t>>();
+      const auto text = a.at("text").get<std::string>();
+      if (!text.empty() && !ids.empty()) remember_hashed(a.at("prompt").get<uint64_t>(), text, std::move(ids));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return {errc::corrupt, path + ": " + e.what()};
+  }
+  return {};
 }
 
 bool generated_ids::knows(const std::string& text) const {

@@ -28,6 +28,11 @@ class generated_ids {
   // Whether some answer had this text: only then is the prompt before it worth encoding to look it up.
   bool knows(const std::string& text) const;
   std::optional<std::vector<int32_t>> find(const std::vector<int32_t>& prompt, const std::string& text);
+  // The answers outlive the server with its store (docs/design.md §18): written as one JSON file (whole, by
+  // a rename) when it stops, read back when it starts. load: not_found without a file, corrupt for a file
+  // that is not one of these (nothing is taken from it then but what came before the fault).
+  status save(const std::string& path) const;
+  status load(const std::string& path);
 
  private:
   struct answer {
@@ -37,6 +42,7 @@ class generated_ids {
   };
   using entry = std::list<answer>::iterator;
   entry locate(const std::string& text, uint64_t prompt);  // recent_.end() when unknown
+  void remember_hashed(uint64_t prompt, const std::string& text, std::vector<int32_t> ids);
   size_t capacity_;
   mutable std::mutex mutex_;
   std::list<answer> recent_;  // most recently used first

@@ -5,19 +5,26 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <fstream>
 #include <optional>
 #include <thread>
 
 #include "actors/serve_client.hpp"
 #include "observe/serve_metrics.hpp"
 #include "serve/answer.hpp"
+#include "serve/answer_check.hpp"
+#include "serve/served_report.hpp"
 #include "api/chat_request.hpp"
 #include "api/completion_request.hpp"
 #include "api/responses.hpp"
 #include "cluster/calibration.hpp"
+#include "cluster/cluster.hpp"
 #include "cluster/embedded.hpp"
+#include "cluster/node_events.hpp"
+#include "cluster/node_processes.hpp"
 #include "core/stop_signals.hpp"
 #include "observe/http_listener.hpp"
 #include "protocol/errors.hpp"
@@ -62,6 +69,35 @@ void sample_buffers(observe::serve_metrics& m, const std::vector<std::unique_ptr
   }
 }
 
+// Node processes lost and joined again while serving (docs/design.md §13): the scheduler stops sending work to
+// a lost node and takes it back once it rejoins.
+struct node_watch {
+  caf::scoped_actor self;
+  const actors::cluster_view& view;
+  cluster::node_processes* nodes;  // none: an embedded cluster
+  std::vector<std::pair<uint32_t, std::string>> lost;
+  uint32_t losses = 0;
+  node_watch(caf::actor_system& sys, const actors::cluster_view& v, cluster::node_processes* n)
+      : self(sys), view(v), nodes(n) {}
+
+  void poll() {
+    if (!nodes) return;
+    for (auto& [node, how] : nodes->poll_lost()) {
+      spdlog::warn("serve: {}; going on without node {}", how, node);
+      lost.emplace_back(node, how);
+      nodes->announce_lost(node);
+      if (const auto why = cluster::without_nodes(view, lost); !why.empty())
+        spdlog::error("serve: {}: requests fail until a node of that role rejoins", why);
+      if (auto s = cluster::tell_lost(self, view, node, ++losses); !s) spdlog::error("serve: {}", s.message());
+    }
+    for (const uint32_t node : nodes->poll_rejoined()) {
+      lost.erase(std::remove_if(lost.begin(), lost.end(), [&](const auto& l) { return l.first == node; }), lost.end());
+      if (auto s = cluster::tell_rejoined(self, view, node); !s) spdlog::error("serve: {}", s.message());
+      else spdlog::info("serve: node {} rejoined", node);
+    }
+  }
+};
+
 }  // namespace
 
 void run_server(const serve_options& o) {
@@ -72,15 +108,21 @@ void run_server(const serve_options& o) {
     throw user_error("serve --listen " + o.host + ": serving beyond loopback needs an API key (--api-key or " +
                      "DUALPATH_API_KEY)");
   const auto& c = o.config;
+  if (o.processes) cluster::check_processes(c, mode, o.node_program, o.node_registry);
+  const std::string secret = cluster::launch_secret(c, o.processes, o.node_registry, false);
   const cluster::run_base base = cluster::prepare_run(c, "cluster configuration");
   const served_model model = load_served_model(c.model, o.chat_template, base.spec.vocab);
-  auto ios = cluster::embedded_data_planes(base, c, mode);
+  std::optional<answer_checker> checker;
+  if (o.verify) checker.emplace(base.backend_options);
+  std::vector<std::unique_ptr<runtime::node_io>> ios;  // node processes build their own
+  if (!o.processes) ios = cluster::embedded_data_planes(base, c, mode);
   const cluster::on_exit stop_nodes_first{[&] {
     for (auto& io : ios) io->stop();
   }};
   protocol::system_config cfg;
   caf::actor_system sys{cfg};
   auto view = cluster::make_view(base, c, mode);
+  if (o.processes) view->node_loss_grace_s = 6.0;  // as a run's: a turn's failure may be a loss not yet seen
   actors::scheduler_options sched;
   sched.policy = mode.scheduler_policy;
   sched.params = cluster::scheduler_params(base, c, mean_turn{}, mode);
@@ -94,6 +136,13 @@ void run_server(const serve_options& o) {
   ctx.request_timeout_s = o.request_timeout_s;
   ctx.started = int64_t(std::time(nullptr));
   ctx.metrics = &metrics;
+  if (checker) ctx.checker = &*checker;
+  // The answers' ids live beside the blocks they keyed, so a server started again on this store finds both.
+  const std::string answers_file = c.store_dir + "/serve-answers.json";
+  if (const auto loaded = ctx.answers.load(answers_file); !loaded && loaded.code() != errc::not_found)
+    spdlog::warn("serve: the answers' ids are not taken from {}", loaded.message());
+  served_report report;
+  if (!o.report_file.empty()) ctx.report = &report;
   for (uint32_t i = 0; i < clients; ++i) {
     ctx.clients.push_back(actors::spawn_serve_client(sys, view, i));
     view->clients.push_back(caf::actor_cast<actors::client_actor>(ctx.clients.back()));
@@ -103,7 +152,12 @@ void run_server(const serve_options& o) {
     for (auto& a : all) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   }};
   std::vector<std::shared_ptr<runtime::ep_rounds>> ep;
-  cluster::spawn_embedded_nodes(sys, base, view, ios, ep, all);
+  std::unique_ptr<cluster::node_processes> nodes;  // stopped before the actors above
+  if (o.processes)
+    nodes = std::make_unique<cluster::node_processes>(
+        sys, *view, cluster::node_launch{o.node_program, o.node_registry, o.on_registry, secret});
+  else cluster::spawn_embedded_nodes(sys, base, view, ios, ep, all);
+  node_watch watch{sys, *view, nodes.get()};
 
   const api::request_limits limits{o.max_tokens_default, o.max_tokens_limit};
   httplib::Server http;
@@ -127,6 +181,10 @@ void run_server(const serve_options& o) {
   http.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
     metrics.set_running(ctx.admit.running(), clients);
     sample_buffers(metrics, ios, *view);
+    if (checker) {
+      const auto n = checker->counts();
+      metrics.set_verified(n.verified, n.mismatched, n.skipped);
+    }
     res.set_content(metrics.text(), "text/plain; version=0.0.4");
   });
   http.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
@@ -181,7 +239,10 @@ void run_server(const serve_options& o) {
   spdlog::info("serve: {} on http://{}:{}/v1 ({} clients, policy {})", model.name, o.host, listener->port(), clients,
                o.policy);
   if (o.on_listening) o.on_listening(listener->port());
-  while (!stop_requested()) sleep_unless_stopped(std::chrono::milliseconds(200));
+  while (!stop_requested()) {
+    sleep_unless_stopped(std::chrono::milliseconds(200));
+    watch.poll();
+  }
   // docs/design.md §18: no new requests (503), those in flight answered within the drain bound, then exit.
   ctx.draining = true;
   spdlog::info("serve: stopping (signal {}): no new requests, answering those in flight", stop_requested());
@@ -191,6 +252,28 @@ void run_server(const serve_options& o) {
   if (ctx.admit.running() > 0)
     spdlog::warn("serve: {} requests still in flight after {} s; cancelled", ctx.admit.running(), o.drain_s);
   listener.reset();
+  if (const auto saved = ctx.answers.save(answers_file); !saved) spdlog::warn("serve: {}", saved.message());
+  if (nodes)
+    if (const auto stopped = nodes->stop(); !stopped) spdlog::warn("serve: {}", stopped.message());
+  if (checker) {
+    checker->settle(std::chrono::milliseconds(500));
+    const auto n = checker->counts();
+    spdlog::log(n.mismatched ? spdlog::level::err : spdlog::level::info,
+                "serve --verify: {} answers equal a full recompute, {} differ, {} not checked", n.verified,
+                n.mismatched, n.skipped);
+  }
+  if (!o.report_file.empty()) {
+    auto j = report.json(o.policy, c.prefill_nodes);
+    if (checker) {
+      const auto n = checker->counts();
+      j["runs"][0]["verified_turns"] = n.verified + n.mismatched;
+      j["runs"][0]["mismatched_turns"] = n.mismatched;
+    }
+    std::ofstream out(o.report_file, std::ios::trunc);
+    out << j.dump(2) << "\n";
+    if (!out) spdlog::error("serve --report {}: cannot write the report", o.report_file);
+    else spdlog::info("serve: report of {} requests in {}", j["requests"].get<uint64_t>(), o.report_file);
+  }
 }
 
 }  // namespace dualpath::serve

@@ -21,6 +21,13 @@ struct serve_options {
   double request_timeout_s = 300;  // a request not answered by then is cancelled and answered 503
   double drain_s = 6;              // on SIGTERM, how long requests in flight may still take
   std::string api_key;             // required (Bearer) on every request when set; needed beyond loopback
+  bool verify = false;             // recompute every answer from scratch and compare (serve/answer_check.hpp)
+  std::string report_file;         // written when the server stops: the answers as a run (serve/served_report.hpp)
+  // One process per node (docs/design.md §13), as `run --processes`: spawned from `node_program`, or, with
+  // node_registry set, joining by hand at that HOST:PORT (on_registry: where they must connect).
+  bool processes = false;
+  std::string node_program, node_registry;
+  std::function<void(const std::string&)> on_registry;
   uint32_t max_tokens_default = 16, max_tokens_limit = 1024;
   std::function<void(uint16_t)> on_listening;  // the bound port, once requests are taken
 };

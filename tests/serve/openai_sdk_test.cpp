@@ -16,7 +16,7 @@ TEST_CASE("serve: the openai SDK's streamed conversations, 8 at once for 20 turn
   const fs::path clients = fs::path(DUALPATH_SOURCE_DIR) / "tests" / "clients";
   REQUIRE_MESSAGE(fs::exists(clients / "node_modules" / "openai"),
                   "run scripts/install-deps.sh (npm ci in tests/clients)");
-  dualpath::test::serve_process s;
+  dualpath::test::serve_process s({"--verify"});
   const auto out = s.dir.path / "conversations.json";
   constexpr int conversations = 8, turns = 20, block_tokens = 16;  // the embedded default cluster's blocks
   const std::string cmd = "timeout 600 node '" + (clients / "openai_conversations.js").string() +
@@ -57,9 +57,7 @@ TEST_CASE("serve: the openai SDK's streamed conversations, 8 at once for 20 turn
   const auto metrics = s.client().Get("/metrics");
   REQUIRE(metrics);
   const auto paths = [&](const std::string& path) {
-    const std::string series = "dualpath_serve_read_path_requests_total{path=\"" + path + "\"} ";
-    const size_t at = metrics->body.find(series);
-    return at == std::string::npos ? 0.0 : std::stod(metrics->body.substr(at + series.size()));
+    return s.metric(metrics->body, "dualpath_serve_read_path_requests_total{path=\"" + path + "\"}");
   };
   MESSAGE("read paths: pe " << paths("pe") << ", de " << paths("de"));
   CHECK(paths("pe") > 0);
@@ -67,4 +65,11 @@ TEST_CASE("serve: the openai SDK's streamed conversations, 8 at once for 20 turn
   // The answers come back as text, and are encoded to the ids they were generated from: the blocks that hold
   // them are loaded too, not only the prompts' (docs/design.md §18).
   CHECK(cached > prompt_ideal);
+  // --verify: every answer equals a full recompute of its prompt (bounded wait for the checker's queue).
+  auto n = s.verified_answers(conversations * turns, 60);
+  MESSAGE("verified: " << n["equal"] << " equal to a full recompute, " << n["different"] << " different, "
+                       << n["unchecked"] << " not checked");
+  CHECK(n["equal"] >= conversations * turns);
+  CHECK(n["different"] == 0);
+  CHECK(n["unchecked"] == 0);
 }

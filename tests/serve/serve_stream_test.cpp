@@ -196,8 +196,12 @@ TEST_CASE("serve: a sampled answer with a seed is the same every time; another s
     REQUIRE_MESSAGE(r->status == 200, r->body);
     return json::parse(r->body)["choices"][0]["message"]["content"].get<std::string>();
   };
+  // The first computes the prompt's KV, the others load it from storage. A pass over loaded KV may differ from
+  // the full pass in the last bits (other batch shapes, another summation order), which can move a sampled
+  // draw across a token boundary (docs/design.md §18); over the same stored KV the answer is the same.
+  answer(1.0, 11);
   const std::string first = answer(1.0, 11);
-  CHECK(answer(1.0, 11) == first);  // the second loads the prompt's KV from storage and draws the same
+  CHECK(answer(1.0, 11) == first);
   CHECK(answer(1.0, 12) != first);
   CHECK(answer(0.0, 11) == answer(0.0, 12));  // temperature 0 is greedy: the seed changes nothing
 }

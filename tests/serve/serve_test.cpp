@@ -25,8 +25,10 @@ json conversation(const std::vector<std::pair<std::string, std::string>>& turns)
 
 }  // namespace
 
-TEST_CASE("serve: health, models, and a conversation whose turns load the KV of the turns before") {
-  server s;
+TEST_CASE(
+    "serve: health, models, and a conversation whose turns load the KV of the turns before, also after a "
+    "restart on the same store; --verify recomputes every answer") {
+  server s({"--verify", "--report", "report.json"});
   auto health = s.client().Get("/health");
   REQUIRE(health);
   CHECK(json::parse(health->body)["status"] == "ok");
@@ -55,6 +57,38 @@ TEST_CASE("serve: health, models, and a conversation whose turns load the KV of 
     turns.emplace_back("assistant", j["choices"][0]["message"]["content"].get<std::string>());
     turns.emplace_back("user", "Now explain turn " + std::to_string(t + 1) + " again, with the error handling.");
   }
+  // A fourth turn, whose prompt the server started again below is sent once more.
+  auto last = s.chat({{"model", "tiny"}, {"messages", conversation(turns)}, {"max_tokens", 12}});
+  REQUIRE(last);
+  REQUIRE(last->status == 200);
+  const auto n = s.verified_answers(4, 30);
+  CHECK(n.at("equal") == 4);
+  CHECK(n.at("different") == 0);
+  CHECK(n.at("unchecked") == 0);
+
+  // The store outlives the server: the conversation resumed by a new server process on the same store loads
+  // every full block of its prompt, which the old one persisted. The answers in it are encoded to their own
+  // generated ids again (saved beside the store), else the blocks after the first answer would miss.
+  const uint32_t prompt_before = json::parse(last->body)["usage"]["prompt_tokens"].get<uint32_t>();
+  CHECK(s.stop() == 0);
+  // serve --report: the four answers as the turns of a run, with the latencies their client saw.
+  const auto report = json::parse(dualpath::test::slurp(s.dir.path / "report.json"));
+  const auto& run = report["runs"][0];
+  CHECK(report["requests"] == 4);
+  CHECK(run["turns"] == 4);
+  CHECK(run["verified_turns"] == 4);
+  CHECK(run["mismatched_turns"] == 0);
+  CHECK(run["ttft_s"]["p50"].get<double>() > 0);
+  CHECK(run["e2e_s"]["p50"].get<double>() >= run["ttft_s"]["p50"].get<double>());
+  CHECK(run["inter_token_s"]["p50"].get<double>() > 0);
+  const auto& paths = run["path_requests"];
+  CHECK(paths["pe"].get<int>() + paths["de"].get<int>() + paths["split"].get<int>() == 4);
+  s.start();
+  auto resumed = s.chat({{"model", "tiny"}, {"messages", conversation(turns)}, {"max_tokens", 4}});
+  REQUIRE(resumed);
+  REQUIRE_MESSAGE(resumed->status == 200, resumed->body);
+  const uint32_t cached = json::parse(resumed->body)["usage"]["prompt_tokens_details"]["cached_tokens"].get<uint32_t>();
+  CHECK(cached >= prompt_before / 16 * 16);  // the embedded default cluster's 16-token blocks
 }
 
 TEST_CASE("serve: a stream is Server-Sent Events in the chunk format, usage last, then [DONE]") {
@@ -171,8 +205,5 @@ TEST_CASE("serve: errors are the API's JSON with 400, 404 and 429, and SIGTERM e
   CHECK(busy >= 1);
   CHECK(other == 0);
 
-  kill(s.pid, SIGTERM);
-  const int code = hand_nodes::exit_status(s.pid, 10);
-  s.pid = -1;
-  CHECK(code == 0);  // drained: a stop asked for and done (docs/design.md §18)
+  CHECK(s.stop() == 0);  // drained: a stop asked for and done (docs/design.md §18)
 }
