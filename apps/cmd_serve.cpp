@@ -104,7 +104,14 @@ void setup(CLI::App& root) {
       fmt::print("serving on http://{}:{}/v1\n", host, bound);
       std::fflush(stdout);
     };
-    serve::run_server(o);
+    const auto done = serve::run_server(o);
+    fmt::print("stopped: {} requests answered", done.requests);
+    if (a->verify)
+      fmt::print("; verified: {} equal to a full recompute, {} different, {} not checked", done.verified,
+                 done.mismatched, done.unchecked);
+    if (!a->report_file.empty()) fmt::print("; report in {}", a->report_file);
+    fmt::print("\n");
+    std::fflush(stdout);
     // Drained after SIGTERM or SIGINT: a stop asked for and done is a success (docs/design.md §18).
     end_process(0);
   });

@@ -20,6 +20,7 @@ void served_report::add(const observe::served_request& r, std::optional<schedule
   if (r.last_token_s) t.last_token = r.arrived_s + *r.last_token_s;
   t.done = r.arrived_s + r.e2e_s;
   std::lock_guard lock(mu_);
+  ++answered_;
   if (records_.size() >= max_requests_) {
     ++dropped_;
     return;
@@ -41,6 +42,11 @@ void served_report::count_failed(const std::string& why) {
   r.agent = uint32_t(records_.size());
   r.error = why;
   records_.push_back(std::move(r));
+}
+
+uint64_t served_report::answered() const {
+  std::lock_guard lock(mu_);
+  return answered_;
 }
 
 report::run_summary served_report::summary(const std::string& policy, uint32_t prefill_nodes) const {

@@ -100,7 +100,7 @@ struct node_watch {
 
 }  // namespace
 
-void run_server(const serve_options& o) {
+serve_summary run_server(const serve_options& o) {
   const run_mode mode = run_mode_of(o.policy);
   if (mode.bypass()) throw user_error("serve: the oracle policy is for experiments; serve with another policy");
   observe::check_ipv4(o.host, "serve --listen");  // before the cluster is built, not after
@@ -141,8 +141,8 @@ void run_server(const serve_options& o) {
   const std::string answers_file = c.store_dir + "/serve-answers.json";
   if (const auto loaded = ctx.answers.load(answers_file); !loaded && loaded.code() != errc::not_found)
     spdlog::warn("serve: the answers' ids are not taken from {}", loaded.message());
-  served_report report;
-  if (!o.report_file.empty()) ctx.report = &report;
+  served_report report(o.report_file.empty() ? 0 : 1'000'000);  // without --report, only the count
+  ctx.report = &report;
   for (uint32_t i = 0; i < clients; ++i) {
     ctx.clients.push_back(actors::spawn_serve_client(sys, view, i));
     view->clients.push_back(caf::actor_cast<actors::client_actor>(ctx.clients.back()));
@@ -255,25 +255,26 @@ void run_server(const serve_options& o) {
   if (const auto saved = ctx.answers.save(answers_file); !saved) spdlog::warn("serve: {}", saved.message());
   if (nodes)
     if (const auto stopped = nodes->stop(); !stopped) spdlog::warn("serve: {}", stopped.message());
+  serve_summary out;
   if (checker) {
     checker->settle(std::chrono::milliseconds(500));
     const auto n = checker->counts();
-    spdlog::log(n.mismatched ? spdlog::level::err : spdlog::level::info,
-                "serve --verify: {} answers equal a full recompute, {} differ, {} not checked", n.verified,
-                n.mismatched, n.skipped);
+    out.verified = n.verified;
+    out.mismatched = n.mismatched;
+    out.unchecked = n.skipped;
   }
+  out.requests = report.answered();
   if (!o.report_file.empty()) {
     auto j = report.json(o.policy, c.prefill_nodes);
     if (checker) {
-      const auto n = checker->counts();
-      j["runs"][0]["verified_turns"] = n.verified + n.mismatched;
-      j["runs"][0]["mismatched_turns"] = n.mismatched;
+      j["runs"][0]["verified_turns"] = out.verified + out.mismatched;
+      j["runs"][0]["mismatched_turns"] = out.mismatched;
     }
-    std::ofstream out(o.report_file, std::ios::trunc);
-    out << j.dump(2) << "\n";
-    if (!out) spdlog::error("serve --report {}: cannot write the report", o.report_file);
-    else spdlog::info("serve: report of {} requests in {}", j["requests"].get<uint64_t>(), o.report_file);
+    std::ofstream file(o.report_file, std::ios::trunc);
+    file << j.dump(2) << "\n";
+    if (!file) spdlog::error("serve --report {}: cannot write the report", o.report_file);
   }
+  return out;
 }
 
 }  // namespace dualpath::serve

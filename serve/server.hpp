@@ -32,9 +32,15 @@ struct serve_options {
   std::function<void(uint16_t)> on_listening;  // the bound port, once requests are taken
 };
 
+// What the server did, once it has stopped.
+struct serve_summary {
+  uint64_t requests = 0;                                 // answered whole
+  uint64_t verified = 0, mismatched = 0, unchecked = 0;  // with `verify`: answers equal to a full recompute, ...
+};
+
 // Serves until SIGTERM or SIGINT, then stops taking requests (503), answers those in flight within `drain_s`
 // and returns. user_error on a bad cluster file, model directory or address, or a non-loopback address
 // without an API key.
-void run_server(const serve_options& options);
+serve_summary run_server(const serve_options& options);
 
 }  // namespace dualpath::serve
