@@ -1,5 +1,7 @@
 #include "protocol/request_ids.hpp"
 #include "actors/agent_client.hpp"
+
+#include "core/turn_tokens.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/waits.hpp"
 
@@ -43,11 +45,7 @@ struct client_state {
     if (script.fixed_prompt) {
       prompt = *script.fixed_prompt;
     } else {
-      prompt = context;
-      if (prompt.size() > shape.hit_candidates) prompt.resize(shape.hit_candidates);
-      std::mt19937_64 rng(script.seed * 0x9e3779b97f4a7c15ull ^ (uint64_t(script.agent) << 32) ^ turn);
-      std::uniform_int_distribution<int32_t> pick(0, int32_t(view->vocab) - 1);
-      while (prompt.size() < shape.prompt) prompt.push_back(pick(rng));
+      prompt = turn_prompt(context, shape, script.seed, script.agent, turn, view->vocab);
     }
     current = {};
     current.request = request_id(script.agent, turn);
@@ -135,9 +133,7 @@ struct client_state {
     turn_payload sent = current;
     if (!verify) sent.tokens.clear();
     caf::anon_send(collector, atom::result_v, e, encode(sent));
-    context = std::move(current.tokens);
-    const size_t keep = std::min<size_t>(shape.keep, r.generated.size());
-    context.insert(context.end(), r.generated.begin(), r.generated.begin() + keep);
+    context = next_context(std::move(current.tokens), shape, r.generated);
     ++turn;
     if (!r.error.empty()) {
       caf::anon_send(collector, atom::finish_v, script.agent);

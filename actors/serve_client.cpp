@@ -3,7 +3,12 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
 #include "actors/engines.hpp"
+#include "actors/turn_retry.hpp"
 #include "actors/turn_submit.hpp"
 #include "protocol/request_ids.hpp"
 #include "protocol/runtime_codec.hpp"
@@ -21,6 +26,8 @@ struct serve_client_state {
   turn_payload current;
   caf::actor asker;  // the front end's request, told of tokens and the result
   bool in_flight = false;
+  turn_retry retry;  // attempts of the current turn when nodes are lost (docs/design.md §13, §18)
+  std::optional<envelope<schema::TurnResult>> held;  // a failed attempt waiting for news of a lost node
 
   void on_ask(const envelope<schema::TurnPayload>& e) {
     auto from = caf::actor_cast<caf::actor>(self->current_sender());
@@ -39,7 +46,20 @@ struct serve_client_state {
     current.times.submitted = now_ns();
     asker = std::move(from);
     in_flight = true;
+    retry.new_turn();
+    held.reset();
     if (const auto why = submit_turn(self, *view, current)) finish(encode(failed_turn(current, *why)));
+  }
+
+  // docs/design.md §18: the turn again under the next attempt, from its first token; the front end takes the
+  // tokens it has not sent yet and checks the ones it has against them. Late news of the old attempt names
+  // an id no one waits for.
+  void rerun(const std::string& why) {
+    retry.rerun();
+    held.reset();
+    current.request = request_id(agent, current.turn, retry.attempt);
+    spdlog::info("serve client {}: turn {} re-run as attempt {} ({})", agent, current.turn, retry.attempt, why);
+    if (const auto failed = submit_turn(self, *view, current)) finish(encode(failed_turn(current, *failed)));
   }
 
   caf::result<envelope<schema::TurnPayload>> serve(uint64_t request) {
@@ -53,12 +73,43 @@ struct serve_client_state {
   }
 
   void on_result(const envelope<schema::TurnResult>& e) {
-    if (!in_flight || decode(e).request != current.request) return;  // late news of an earlier request
+    const auto r = decode(e);
+    if (!in_flight || r.request != current.request) return;  // late news of an earlier request
+    if (!r.error.empty()) {
+      switch (retry.failed(view->node_loss_grace_s, r.failure == failure_kind::transient)) {
+        case turn_retry::verdict::rerun: return rerun("failed after a node was lost: " + r.error);
+        case turn_retry::verdict::retry: return rerun("a transient fault: " + r.error);
+        case turn_retry::verdict::hold: {
+          held = e;
+          const auto grace =
+              std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view->node_loss_grace_s));
+          self->delayed_send(self, grace, atom::expire_v, current.request);
+          return;
+        }
+        case turn_retry::verdict::fail: break;
+      }
+    }
+    finish(e);
+  }
+
+  void on_lost(uint32_t losses, const std::vector<uint64_t>& requests) {
+    const bool named = in_flight && std::binary_search(requests.begin(), requests.end(), current.request);
+    if (retry.lost(losses, named) && in_flight) rerun(named ? "in flight on a lost node" : "failed as a node was lost");
+  }
+
+  void on_expire(uint64_t request) {
+    if (!in_flight || request != current.request || !retry.holding || !held) return;
+    const auto e = std::move(*held);
+    held.reset();
+    const auto r = decode(e);
+    if (retry.expired(r.failure == failure_kind::transient) == turn_retry::verdict::retry)
+      return rerun("a transient fault: " + r.error);
     finish(e);
   }
 
   void finish(const envelope<schema::TurnResult>& e) {
     in_flight = false;
+    held.reset();
     caf::anon_send(asker, atom::result_v, e);
     asker = nullptr;
   }
@@ -68,6 +119,7 @@ struct serve_client_state {
   void cancel() {
     if (!in_flight) return;
     in_flight = false;
+    held.reset();
     asker = nullptr;
     const uint64_t id = current.request;
     auto v = view;
@@ -93,9 +145,10 @@ serve_client_actor::behavior_type serve_client(serve_client_actor::stateful_poin
       [=](atom::result, const envelope<schema::TurnResult>& e) { self->state.on_result(e); },
       [=](atom::tokens, const envelope<schema::TurnTokens>& e) { self->state.on_tokens(e); },
       [](atom::start) {},  // turns start when asked
-      // An embedded cluster loses no node; the multi-process front end re-runs turns (docs/design.md §18).
-      [](atom::lost, uint32_t, const std::vector<uint64_t>&) {},
-      [](atom::expire, uint64_t) {},
+      [=](atom::lost, uint32_t losses, const std::vector<uint64_t>& requests) {
+        self->state.on_lost(losses, requests);
+      },
+      [=](atom::expire, uint64_t request) { self->state.on_expire(request); },
   };
 }
 

@@ -52,14 +52,14 @@ json completion_json(const chat_answer& a) {
 }
 
 json text_completion_json(const chat_answer& a) {
-  return {
-      {"id", a.id},
-      {"object", "text_completion"},
-      {"created", a.created},
-      {"model", a.model},
-      {"choices",
-       json::array({{{"index", 0}, {"text", a.content}, {"logprobs", nullptr}, {"finish_reason", a.finish_reason}}})},
-      {"usage", usage_json(a)}};
+  json choice{{"index", 0}, {"text", a.content}, {"logprobs", nullptr}, {"finish_reason", a.finish_reason}};
+  if (a.token_ids) choice["token_ids"] = *a.token_ids;
+  return {{"id", a.id},
+          {"object", "text_completion"},
+          {"created", a.created},
+          {"model", a.model},
+          {"choices", json::array({std::move(choice)})},
+          {"usage", usage_json(a)}};
 }
 
 chat_stream::chat_stream(chat_answer head, bool include_usage, bool text_completion)
@@ -92,7 +92,9 @@ std::vector<std::string> chat_stream::end(const chat_answer& whole) {
   auto out = delta(whole.content.size() > sent_ ? whole.content.substr(sent_) : std::string());
   if (!text_ && !whole.tool_calls.empty())
     out.push_back(event(chunk(head_, choice_of(false, {{"tool_calls", tool_calls_json(whole, true)}}, nullptr))));
-  out.push_back(event(chunk(head_, choice_of(text_, text_ ? json("") : json::object(), whole.finish_reason), text_)));
+  json last_choice = choice_of(text_, text_ ? json("") : json::object(), whole.finish_reason);
+  if (text_ && whole.token_ids) last_choice[0]["token_ids"] = *whole.token_ids;
+  out.push_back(event(chunk(head_, std::move(last_choice), text_)));
   if (usage_) {
     json last = chunk(head_, json::array(), text_);
     last["usage"] = usage_json(whole);

@@ -3,6 +3,7 @@
 // Server-Sent Events of a stream (a role chunk, content, the finish reason, usage when asked, [DONE]).
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct chat_answer {
   std::string finish_reason = "length";  // length, stop or tool_calls
   uint32_t prompt_tokens = 0, completion_tokens = 0;
   uint32_t cached_tokens = 0;  // prompt tokens whose KV was loaded from storage, not recomputed
+  // Text completions asked with `return_token_ids`: the generated ids, in the choice (whole) or in the stream's
+  // last choice, so a client can carry them into its next prompt exactly (as `bench serve` does).
+  std::optional<std::vector<int32_t>> token_ids;
 };
 
 nlohmann::ordered_json completion_json(const chat_answer& a);

@@ -12,7 +12,7 @@ completion_request parse(const json& body, const request_limits& limits) {
   detail::refuse_unknown(
       body, "",
       {"model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "n", "stream", "stream_options", "user",
-       "frequency_penalty", "presence_penalty", "logprobs", "echo", "ignore_eos"});
+       "frequency_penalty", "presence_penalty", "logprobs", "echo", "ignore_eos", "return_token_ids"});
   completion_request r;
   if (!body.contains("model") || !body["model"].is_string()) refuse("model", "is required");
   r.model = body["model"].get<std::string>();
@@ -44,6 +44,10 @@ completion_request parse(const json& body, const request_limits& limits) {
     refuse("echo", "is not supported", "unsupported_value");
   if (body.contains("logprobs") && !body["logprobs"].is_null())
     refuse("logprobs", "is not supported", "unsupported_value");
+  if (body.contains("return_token_ids") && !body["return_token_ids"].is_null()) {
+    if (!body["return_token_ids"].is_boolean()) refuse("return_token_ids", "must be true or false");
+    r.return_token_ids = body["return_token_ids"].get<bool>();
+  }
   detail::read_generation_fields(body, limits, r.gen);
   return r;
 }

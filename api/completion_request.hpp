@@ -15,6 +15,7 @@ struct completion_request {
   std::string text;          // the prompt as text, or
   std::vector<int32_t> ids;  // as token ids (then `text` is empty)
   bool given_as_ids = false;
+  bool return_token_ids = false;  // the answer carries its generated ids (vLLM's field of the same name)
   generation gen;
 };
 

@@ -22,6 +22,33 @@ std::string item_text(const json& content, const std::string& where) {
   return text;
 }
 
+// Tools the server runs itself in OpenAI's service (web search, file search, ...): this server runs none, so
+// they are not offered to the model; a client that sends them (Codex sends web_search) still gets an answer.
+bool hosted_tool(const std::string& type) {
+  for (const char* t : {"web_search", "web_search_preview", "file_search", "code_interpreter", "image_generation",
+                        "computer_use_preview", "mcp"})
+    if (type == t) return true;
+  return false;
+}
+
+// One Responses tool as the chat API writes tools: a function as it is, a namespace as the functions in it.
+void read_tool(const json& t, const std::string& where, json& tools) {
+  const std::string type = t.is_object() ? t.value("type", "") : "";
+  if (type == "namespace") {
+    if (!t.contains("tools") || !t["tools"].is_array()) refuse(where + ".tools", "a namespace needs a list of tools");
+    for (size_t i = 0; i < t["tools"].size(); ++i)
+      read_tool(t["tools"][i], where + ".tools[" + std::to_string(i) + "]", tools);
+    return;
+  }
+  if (hosted_tool(type)) return;
+  if (type != "function" || !t.contains("name") || !t["name"].is_string())
+    refuse(where, "only function tools (and namespaces of them) are supported; hosted tools are left out");
+  json fn{{"name", t["name"]}};
+  if (t.contains("description")) fn["description"] = t["description"];
+  if (t.contains("parameters")) fn["parameters"] = t["parameters"];
+  tools.push_back({{"type", "function"}, {"function", fn}});
+}
+
 void read_input(const json& input, text::chat_prompt& prompt) {
   if (input.is_string()) {
     prompt.messages.push_back({"user", input.get<std::string>(), std::nullopt, {}, ""});
@@ -66,9 +93,10 @@ void read_input(const json& input, text::chat_prompt& prompt) {
 chat_request parse(const json& body, const request_limits& limits) {
   if (!body.is_object()) refuse("body", "must be a JSON object");
   detail::refuse_unknown(body, "",
-                         {"model", "instructions", "input", "tools", "tool_choice", "parallel_tool_calls", "reasoning",
-                          "store", "stream", "include", "prompt_cache_key", "max_output_tokens", "temperature", "top_p",
-                          "text", "user", "metadata", "truncation", "service_tier"});
+                         {"model",       "instructions", "input",  "tools",   "tool_choice",      "parallel_tool_calls",
+                          "reasoning",   "store",        "stream", "include", "prompt_cache_key", "max_output_tokens",
+                          "temperature", "top_p",        "text",   "user",    "metadata",         "client_metadata",
+                          "truncation",  "service_tier"});
   chat_request r;
   if (!body.contains("model") || !body["model"].is_string()) refuse("model", "is required");
   r.model = body["model"].get<std::string>();
@@ -89,15 +117,8 @@ chat_request parse(const json& body, const request_limits& limits) {
     refuse("text.format", "only text is supported", "unsupported_value");
   if (body.contains("tools") && !body["tools"].is_null()) {
     if (!body["tools"].is_array()) refuse("tools", "must be a list");
-    for (size_t i = 0; i < body["tools"].size(); ++i) {
-      const json& t = body["tools"][i];
-      if (!t.is_object() || t.value("type", "") != "function" || !t.contains("name"))
-        refuse("tools[" + std::to_string(i) + "]", "only function tools are supported");
-      json fn{{"name", t["name"]}};
-      if (t.contains("description")) fn["description"] = t["description"];
-      if (t.contains("parameters")) fn["parameters"] = t["parameters"];
-      r.prompt.tools.push_back({{"type", "function"}, {"function", fn}});  // as the chat API writes tools
-    }
+    for (size_t i = 0; i < body["tools"].size(); ++i)
+      read_tool(body["tools"][i], "tools[" + std::to_string(i) + "]", r.prompt.tools);
   }
   if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
     const json& c = body["tool_choice"];

@@ -29,6 +29,7 @@ struct serve_args {
   std::string api_key;
   bool verify = false, processes = false;
   std::string node_registry, report_file;
+  uint32_t max_tokens = 0;
 };
 
 void setup(CLI::App& root) {
@@ -53,6 +54,10 @@ void setup(CLI::App& root) {
   cmd->add_option("--api-key", a->api_key,
                   "Key every request must bear (Authorization: Bearer KEY); needed beyond loopback")
       ->envname("DUALPATH_API_KEY");
+  cmd->add_option("--max-tokens", a->max_tokens,
+                  "The most tokens one answer generates: a request asking more is answered up to this many "
+                  "(finish_reason length); default: what it asks, as far as a decode engine holds it")
+      ->check(CLI::Range(1u, 131072u));
   cmd->add_flag("--verify", a->verify,
                 "Recompute every answer from scratch on the cpu backend and compare (metrics and the log say how many "
                 "matched)");
@@ -88,6 +93,7 @@ void setup(CLI::App& root) {
     o.drain_s = a->drain_s;
     o.api_key = a->api_key;
     o.verify = a->verify;
+    o.max_tokens_cap = a->max_tokens;
     o.report_file = a->report_file;
     o.processes = a->processes || !a->node_registry.empty();
     if (a->node_registry.empty() && a->processes)

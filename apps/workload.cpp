@@ -104,6 +104,10 @@ void add_serving_options(CLI::App* cmd, serving_options& s) {
   for (const auto& n : run_policy_names()) names += (names.empty() ? "" : " | ") + n;
   cmd->add_option("--policy", s.policy, "Run policy: " + names);
   cmd->add_option("--compare", s.compare, "Comma-separated policies to run one after another");
+  add_report_options(cmd, s);
+}
+
+void add_report_options(CLI::App* cmd, serving_options& s) {
   cmd->add_option("--aps-sweep", s.aps_sweep,
                   "Online capacity: run every policy at each of these arrival rates (comma-separated APS) and "
                   "report the highest that meets the SLO (a policy stops at the first rate it fails)");

@@ -47,6 +47,8 @@ struct serving_options {
   bool quiet = false;
 };
 void add_serving_options(CLI::App* cmd, serving_options& s);
+// Only --aps-sweep, --slo-ttft, --slo-tpot, --report and --quiet (a command whose policy is not its own).
+void add_report_options(CLI::App* cmd, serving_options& s);
 
 std::vector<std::string> split_list(const std::string& s);
 // The policies to run: --compare, else --policy, else `fallback`; every name checked before any run.

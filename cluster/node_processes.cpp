@@ -240,13 +240,21 @@ std::vector<std::pair<uint32_t, std::string>> node_processes::poll_lost() {
     self->request(s.control, heartbeat_deadline, atom::ping_v)
         .receive([](uint32_t) {}, [&](const caf::error& e) { failure = describe(e); });
     if (failure.empty()) continue;
-    if (s.running_child()) {  // a hung process of ours must not come back with late answers
-      kill(s.pid, SIGKILL);
+    if (s.running_child()) {
+      // A process that died while its ping waited (on a loaded machine a killed process can outlast one pass
+      // of the reaper above) is named by how it ended, not as a hang.
+      int status = 0;
+      if (waitpid(s.pid, &status, WNOHANG) == s.pid) {
+        s.reaped = true;
+        lose(n, describe_exit(uint32_t(n), s.pid, status));
+        continue;
+      }
+      kill(s.pid, SIGKILL);  // a hung process of ours must not come back with late answers
       waitpid(s.pid, nullptr, 0);
       s.reaped = true;
     }
-    lose(n,
-         fmt::format("node {} did not answer the heartbeat within {} ms ({})", n, heartbeat_deadline.count(), failure));
+    lose(n, fmt::format("node {}{} did not answer the heartbeat within {} ms ({})", n,
+                        s.pid ? fmt::format(" (pid {})", s.pid) : std::string(), heartbeat_deadline.count(), failure));
   }
   return out;
 }

@@ -10,6 +10,7 @@ packages=(
   liburing-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libxxhash-dev libcpp-httplib-dev libssl-dev libopenblas-dev
   libboost-context-dev libpcre2-dev libutf8proc-dev
   fio
+  iproute2  # the agent CLI tests bring up loopback in a network namespace of their own
   python3-matplotlib prometheus-cpp-dev
   chromium  # headless, for the live cluster page's browser test (tests/cluster/ui_test.cpp)
 )
@@ -36,7 +37,16 @@ fi
 clients="$(dirname "$0")/../tests/clients"
 stamp="$clients/node_modules/.installed-from-lock"
 if ! cmp -s "$clients/package-lock.json" "$stamp"; then
-  echo "install-deps: npm ci in tests/clients"
-  (cd "$clients" && npm ci --no-audit --no-fund --loglevel=error)
+  # `npm install` from the lock (it installs the locked versions and leaves the lock as it is), not `npm ci`:
+  # Qwen Code lists optional per-platform packages that were never published (@teddyzhu/clipboard-darwin-*),
+  # which `npm ci` refuses as a lock out of sync. A fresh node_modules, as `npm ci` would make.
+  echo "install-deps: npm install in tests/clients (from its lock file)"
+  rm -rf "$clients/node_modules"
+  locked="$(mktemp)"
+  cp "$clients/package-lock.json" "$locked"
+  (cd "$clients" && npm install --no-save --no-audit --no-fund --loglevel=error)
+  cmp -s "$locked" "$clients/package-lock.json" ||
+    { echo "install-deps: npm changed tests/clients/package-lock.json" >&2; rm -f "$locked"; exit 1; }
+  rm -f "$locked"
   cp "$clients/package-lock.json" "$stamp"
 fi

@@ -55,9 +55,11 @@ struct live_answer {
   api::answer_text text;
   api::chat_answer head;  // id, model, created
   clock::time_point began = clock::now(), deadline, first_token{}, second_token{}, last_token{};
-  std::vector<double> gaps;  // between tokens as they arrived, seconds
-  gpu::sampling sample;      // as the engines pick its tokens (the seed drawn here when the request gave none)
+  std::vector<double> gaps;    // between tokens as they arrived, seconds
+  std::vector<int32_t> taken;  // every generated id so far, as the engines sent them
+  gpu::sampling sample;        // as the engines pick its tokens (the seed drawn here when the request gave none)
   bool cancelled = false;
+  bool released = false;  // from admission
 
   live_answer(serving_context& c, const httplib::Request& req, turn_ask a, admission::ticket t)
       : ctx(c),
@@ -83,6 +85,13 @@ struct live_answer {
   }
   ~live_answer() {
     turn.reset();  // cancels a turn not done
+    release();
+  }
+  // The request leaves the admission count: at the end of its answer, before the client can read that end and
+  // send its next request (a stream's live answer outlives its last event).
+  void release() {
+    if (released) return;
+    released = true;
     ctx.admit.release(ticket);
   }
 
@@ -90,6 +99,7 @@ struct live_answer {
   std::string pump(milliseconds wait) {
     turn->next(wait);
     const auto ids = turn->take_tokens();
+    taken.insert(taken.end(), ids.begin(), ids.end());
     if (!ids.empty()) {
       const auto now = clock::now();
       if (first_token == clock::time_point{}) {
@@ -123,6 +133,7 @@ struct live_answer {
     a.completion_tokens = text.tokens();
     a.content = text.text();
     a.finish_reason = text.ended() ? "stop" : "length";
+    if (ask.return_token_ids) a.token_ids = taken;
     if (ask.tools) {
       auto parsed = text::parse_answer(ctx.model.family, a.content);
       if (!parsed.tool_calls.empty()) {
@@ -155,9 +166,10 @@ struct live_answer {
       ctx.checker->submit({a.id, ask.ids, turn->result().generated, sample});
     // Cut short by a stop string, the turn never came back: its read path is not known here.
     const std::string path = turn->done() ? schedule::to_string(turn->result().path) : "";
-    spdlog::info("serve: {} prompt {} cached {} generated {} ({} path) ttft {:.1f} ms e2e {:.1f} ms", a.id,
-                 a.prompt_tokens, a.cached_tokens, a.completion_tokens, path.empty() ? "cancelled" : path,
-                 1e3 * seconds(first_token - began), 1e3 * seconds(clock::now() - began));
+    spdlog::info("serve: {} {} prompt {} cached {} generated {} tools {} ({} path) ttft {:.1f} ms e2e {:.1f} ms", a.id,
+                 endpoint_of(ask.kind), a.prompt_tokens, a.cached_tokens, a.completion_tokens, ask.tools,
+                 path.empty() ? "cancelled" : path, 1e3 * seconds(first_token - began),
+                 1e3 * seconds(clock::now() - began));
     observe::served_request r{endpoint_of(ask.kind),
                               a.prompt_tokens,
                               a.cached_tokens,
@@ -166,13 +178,16 @@ struct live_answer {
                               seconds(clock::now() - began),
                               gaps,
                               path,
-                              seconds(began - ctx.up_since)};
+                              seconds(began - ctx.up_since),
+                              std::nullopt,
+                              std::nullopt};
     if (second_token != clock::time_point{}) r.second_token_s = seconds(second_token - began);
     if (last_token != clock::time_point{}) r.last_token_s = seconds(last_token - began);
     if (ctx.report)
       ctx.report->add(r, turn->done() ? std::optional(turn->result().path) : std::nullopt,
                       ctx.view.geometry.block_tokens);
     if (!ctx.metrics) return;
+    if (turn->rechecked() > 0) ctx.metrics->count_resumed(turn->rechecked(), turn->recheck_differed());
     ctx.metrics->request_done(r);
   }
 };
@@ -225,6 +240,7 @@ void stream_answer(httplib::Response& res, std::shared_ptr<live_answer> la, std:
                                        la->record(a);
                                        finished = true;
                                      }
+                                     if (finished) la->release();  // before the client can read the end
                                      if (la->watch.hung_up()) {
                                        la->cancel("hung_up");
                                        return false;
@@ -247,6 +263,8 @@ void stream_answer(httplib::Response& res, std::shared_ptr<live_answer> la, std:
 }  // namespace
 
 void answer_turn(serving_context& ctx, const httplib::Request& req, httplib::Response& res, turn_ask ask) {
+  // The operator's cap: the answer ends at it with finish_reason "length", as at any max_tokens.
+  if (ctx.max_tokens_cap) ask.gen.max_tokens = std::min(ask.gen.max_tokens, ctx.max_tokens_cap);
   if (ctx.draining) return send_error(res, {503, "the server is shutting down", std::nullopt, "draining"});
   const auto& view = ctx.view;
   for (const int32_t id : ask.ids)

@@ -37,7 +37,10 @@ struct turn_ask {
   std::string model;  // as the request named it
   std::vector<int32_t> ids;
   api::generation gen;
-  bool tools = false;  // tool calls are parsed out of the answer, so its text is not streamed before the end
+  // Tools offered to the model: with any, tool calls are parsed out of the answer, so its text is not
+  // streamed before the end.
+  uint32_t tools = 0;
+  bool return_token_ids = false;  // text completions: the answer carries its generated ids
 };
 
 // What every request's handler shares.
@@ -50,7 +53,8 @@ struct serving_context {
   std::vector<actors::serve_client_actor> clients;
   admission admit;
   double request_timeout_s = 300;
-  int64_t started = 0;  // Unix seconds: the answers' ids
+  uint32_t max_tokens_cap = 0;  // serve --max-tokens: a request asking more is served this many (0: no cap)
+  int64_t started = 0;          // Unix seconds: the answers' ids
   std::atomic<uint64_t> serial{0};
   std::atomic<bool> draining{false};
   observe::serve_metrics* metrics = nullptr;

@@ -47,6 +47,11 @@ void served_turn::on_tokens(const protocol::turn_tokens& t) {
     ahead_[t.first] = t.tokens;
     return;
   }
+  // A range that starts inside what arrived is a re-run's (docs/design.md §18): its overlap is compared.
+  for (size_t i = t.first; i < std::min<size_t>(got_.size(), t.first + t.tokens.size()); ++i) {
+    ++rechecked_;
+    if (got_[i] != t.tokens[i - t.first]) ++recheck_differed_;
+  }
   extend(t.first, t.tokens);
   for (auto it = ahead_.begin(); it != ahead_.end() && it->first <= got_.size(); it = ahead_.erase(it))
     extend(it->first, it->second);

@@ -33,6 +33,10 @@ class served_turn {
   bool started() const { return !got_.empty() || done(); }
   // The client gave up: the turn is cancelled wherever it is (its buffer slots and HBM go back).
   void cancel();
+  // A turn run again after a node was lost (docs/design.md §18) sends its tokens from the first: those the
+  // client already has are compared, not taken again. How many were, and how many differed.
+  uint64_t rechecked() const { return rechecked_; }
+  uint64_t recheck_differed() const { return recheck_differed_; }
 
  private:
   void on_tokens(const protocol::turn_tokens& t);
@@ -46,6 +50,7 @@ class served_turn {
   std::optional<protocol::turn_result> result_;
   bool cancelled_ = false;
   uint32_t valid_hit_blocks_ = 0;
+  uint64_t rechecked_ = 0, recheck_differed_ = 0;
 };
 
 }  // namespace dualpath::serve

@@ -134,6 +134,7 @@ serve_summary run_server(const serve_options& o) {
   const uint32_t waiting = std::min(clients, c.serve_max_waiting ? c.serve_max_waiting : clients);
   serving_context ctx(sys, model, *view, {clients, waiting, c.serve_max_queued_tokens});
   ctx.request_timeout_s = o.request_timeout_s;
+  ctx.max_tokens_cap = o.max_tokens_cap;
   ctx.started = int64_t(std::time(nullptr));
   ctx.metrics = &metrics;
   if (checker) ctx.checker = &*checker;
@@ -190,9 +191,11 @@ serve_summary run_server(const serve_options& o) {
   http.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200,
               {{"object", "list"},
-               {"data",
-                ojson::array(
-                    {{{"id", model.name}, {"object", "model"}, {"created", ctx.started}, {"owned_by", "dualpath"}}})}});
+               {"data", ojson::array({{{"id", model.name},
+                                       {"object", "model"},
+                                       {"created", ctx.started},
+                                       {"owned_by", "dualpath"},
+                                       {"vocab_size", view->vocab}}})}});
   });
 
   // A conversation (chat completions, or responses): rendered by the family's template and answered.
@@ -205,7 +208,7 @@ serve_summary run_server(const serve_options& o) {
     const auto ids = encode_conversation(model, chat.prompt, ctx.answers);
     const char* field = kind == api_kind::responses ? "input" : "messages";
     if (!ids) return send_error(res, api::bad_field(field, ids.error().message()));
-    answer_turn(ctx, req, res, {kind, chat.model, ids.value(), chat.gen, !chat.prompt.tools.empty()});
+    answer_turn(ctx, req, res, {kind, chat.model, ids.value(), chat.gen, uint32_t(chat.prompt.tools.size())});
   };
   http.Post("/v1/chat/completions", [&](const httplib::Request& req, httplib::Response& res) {
     serve_conversation(req, res, api::parse_chat_request(req.body, limits), api_kind::chat);
@@ -224,7 +227,7 @@ serve_summary run_server(const serve_options& o) {
       if (!encoded) return send_error(res, api::bad_field("prompt", encoded.error().message()));
       ids = std::move(encoded.value());
     }
-    answer_turn(ctx, req, res, {api_kind::text, cr.model, std::move(ids), cr.gen, false});
+    answer_turn(ctx, req, res, {api_kind::text, cr.model, std::move(ids), cr.gen, 0, cr.return_token_ids});
   });
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;

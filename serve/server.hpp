@@ -28,7 +28,11 @@ struct serve_options {
   bool processes = false;
   std::string node_program, node_registry;
   std::function<void(const std::string&)> on_registry;
-  uint32_t max_tokens_default = 16, max_tokens_limit = 1024;
+  // max_tokens: 16 when a request gives none; beyond the limit a 400. The real bound is a decode engine's HBM:
+  // a prompt and max_tokens whose KV does not fit one are refused as context_length_exceeded (agents such as
+  // Qwen Code ask 32,000 and stop at the end of turn).
+  uint32_t max_tokens_default = 16, max_tokens_limit = 131072;
+  uint32_t max_tokens_cap = 0;  // --max-tokens: the most a request generates, whatever it asks (0: no cap)
   std::function<void(uint16_t)> on_listening;  // the bound port, once requests are taken
 };
 

@@ -39,15 +39,19 @@ TEST_CASE("responses request: instructions, message items, function calls and ou
   CHECK(r.gen.stream);
   const auto text = parse_responses_request(R"({"model": "m", "input": "hi"})", {16, 512});
   CHECK(std::get<chat_request>(text).prompt.messages[0].content == "hi");
-  test::check_refused_fields({{R"({"model": "m", "input": "hi", "store": true})", "store"},
-                              {R"({"model": "m", "input": [{"type": "image", "url": "x"}]})", "input[0].type"},
-                              {R"({"model": "m", "input": "hi", "tools": [{"type": "web_search"}]})", "tools[0]"},
-                              {R"({"model": "m", "input": "hi", "temperature": 3})", "temperature"},
-                              {R"({"model": "m", "input": "hi", "background": true})", "background"},
-                              {R"({"model": "m"})", "input"}},
-                             [](const std::string& body) {
-                               return parse_responses_request(body, {16, 512});
-                             });
+  test::check_refused_fields(
+      {{R"({"model": "m", "input": "hi", "store": true})", "store"},
+       {R"({"model": "m", "input": [{"type": "image", "url": "x"}]})", "input[0].type"},
+       {R"({"model": "m", "input": "hi", "tools": [{"type": "custom", "name": "x"}]})", "tools[0]"},
+       {R"({"model": "m", "input": "hi", "tools": [{"type": "namespace", "name": "n", "tools": [
+                                   {"type": "function"}]}]})",
+        "tools[0].tools[0]"},
+       {R"({"model": "m", "input": "hi", "temperature": 3})", "temperature"},
+       {R"({"model": "m", "input": "hi", "background": true})", "background"},
+       {R"({"model": "m"})", "input"}},
+      [](const std::string& body) {
+        return parse_responses_request(body, {16, 512});
+      });
 }
 
 TEST_CASE("responses answer: the object, and created, deltas, done and completed with usage, numbered") {
@@ -78,4 +82,22 @@ TEST_CASE("responses answer: the object, and created, deltas, done and completed
   CHECK(std::count(names.begin(), names.end(), "response.output_item.done") == 2);
   CHECK(ojson::parse(events.back().substr(events.back().find("data: ") + 6))["response"]["usage"]["total_tokens"] ==
         12);
+}
+
+TEST_CASE("responses request: Codex's tools, a namespace of functions and a hosted search, and its metadata") {
+  const auto parsed = parse_responses_request(R"({"model": "m", "input": "hi", "stream": true,
+    "tools": [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
+              {"type": "namespace", "name": "multi_agent_v1", "description": "sub-agents",
+               "tools": [{"type": "function", "name": "close_agent", "parameters": {"type": "object"}},
+                         {"type": "function", "name": "send_input", "parameters": {"type": "object"}}]},
+              {"type": "web_search", "external_web_access": false}],
+    "client_metadata": {"turn_id": "t1"}, "include": ["reasoning.encrypted_content"], "reasoning": {"summary": "auto"}})",
+                                              {16, 512});
+  if (auto* e = std::get_if<api_error>(&parsed)) FAIL(e->message);
+  const auto& tools = std::get<chat_request>(parsed).prompt.tools;
+  // The namespace's functions by their own names; the hosted search is not offered (this server runs none).
+  REQUIRE(tools.size() == 3);
+  CHECK(tools[0]["function"]["name"] == "exec_command");
+  CHECK(tools[1]["function"]["name"] == "close_agent");
+  CHECK(tools[2]["function"]["name"] == "send_input");
 }

@@ -1,10 +1,16 @@
 // `dualpath serve` over one process per node (docs/design.md §13, §18): node processes spawned by the server,
 // or started by hand at its node registry. A conversation's turns load the blocks of the turns before across
-// processes, every answer equals a full recompute, and SIGTERM stops the node processes with the server.
+// processes, every answer equals a full recompute, and SIGTERM stops the node processes with the server. A
+// decode node killed under streaming load: every stream completes whole, its re-run tokens checked.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <filesystem>
+#include <fmt/format.h>
+
 #include <fstream>
+#include <mutex>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -90,4 +96,102 @@ TEST_CASE("serve --node-registry: nodes started by hand join, then the server an
   converse(s);
   CHECK(s.stop() == 0);
   for (const int pid : nodes) CHECK(hand_nodes::exit_status(pid, 20) == 0);  // each node stops when told
+}
+
+namespace {
+
+// The pid of node `node` among the server's children (its command line names it).
+int node_pid(const std::vector<int>& pids, uint32_t node) {
+  for (const int pid : pids) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string arg;
+    std::vector<std::string> args;
+    while (std::getline(in, arg, '\0')) args.push_back(arg);
+    for (size_t i = 0; i + 1 < args.size(); ++i)
+      if (args[i] == "--node" && args[i + 1] == std::to_string(node)) return pid;
+  }
+  return -1;
+}
+
+// One streamed text completion: the HTTP status, the usage's completion tokens and whether [DONE] came.
+struct streamed {
+  int status = 0;
+  int completion_tokens = -1;
+  bool done = false;
+};
+
+streamed stream_once(uint16_t port, const std::vector<int>& prompt, int max_tokens) {
+  streamed out;
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(120, 0);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.set_header("Content-Type", "application/json");
+  req.body = json{{"model", "tiny"},    {"prompt", prompt}, {"max_tokens", max_tokens},
+                  {"ignore_eos", true}, {"stream", true},   {"stream_options", {{"include_usage", true}}}}
+                 .dump();
+  std::string text;
+  req.response_handler = [&](const httplib::Response& r) {
+    out.status = r.status;
+    return true;
+  };
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    text.append(data, n);
+    return true;
+  };
+  c.send(req);
+  for (size_t at = 0; (at = text.find("data: ", at)) != std::string::npos; at += 6) {
+    const std::string event = text.substr(at + 6, text.find("\n\n", at) - at - 6);
+    if (event == "[DONE]") out.done = true;
+    const auto j = json::parse(event, nullptr, false);
+    if (j.is_object() && j.contains("usage") && j["usage"].is_object())
+      out.completion_tokens = j["usage"]["completion_tokens"].get<int>();
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("serve --processes: a decode node killed mid-stream; every stream completes whole and verified") {
+  server s({"--processes", "--verify", "--clients", "4"});
+  const auto nodes = children_of(s.pid);
+  const int victim = node_pid(nodes, 2);  // a decode node of the embedded default (1 prefill, 2 decode)
+  REQUIRE(victim > 0);
+  constexpr int streams = 4, each = 6, max_tokens = 120;
+  std::atomic<int> whole{0}, other{0};
+  std::mutex mu;
+  std::string failures;
+  std::vector<std::thread> load;
+  for (int c = 0; c < streams; ++c)
+    load.emplace_back([&, c] {
+      for (int i = 0; i < each; ++i) {
+        std::vector<int> prompt;
+        for (int t = 0; t < 40; ++t) prompt.push_back((c * 131 + i * 17 + t * 7) % 250 + 1);
+        const auto r = stream_once(s.port, prompt, max_tokens);
+        if (r.status == 200 && r.done && r.completion_tokens == max_tokens) ++whole;
+        else {
+          ++other;
+          std::lock_guard lock(mu);
+          failures += fmt::format("stream {}.{}: status {}, [DONE] {}, {} tokens; ", c, i, r.status, r.done,
+                                  r.completion_tokens);
+        }
+      }
+    });
+  usleep(1500000);  // mid-load: streams in flight on both decode nodes
+  kill(victim, SIGKILL);
+  for (auto& t : load) t.join();
+  CHECK(whole == streams * each);
+  CHECK_MESSAGE(other == 0, failures);
+  const auto m = s.client().Get("/metrics");
+  REQUIRE(m);
+  const double resumed = s.metric(m->body, "dualpath_serve_resumed_streams_total");
+  const double same = s.metric(m->body, "dualpath_serve_rechecked_tokens_total{result=\"equal\"}");
+  const double differed = s.metric(m->body, "dualpath_serve_rechecked_tokens_total{result=\"different\"}");
+  MESSAGE("streams resumed after the loss: " << resumed << "; tokens made again and compared: " << same + differed
+                                             << ", different: " << differed);
+  CHECK(differed == 0);
+  const auto n = s.verified_answers(streams * each, 60);
+  CHECK(n.at("equal") == streams * each);
+  CHECK(n.at("different") == 0);
 }

@@ -67,8 +67,8 @@ struct serve_process {
   }
   // A sample's value in the server's /metrics text (0 when absent); `series` is its name and labels.
   static double metric(const std::string& text, const std::string& series) {
-    const size_t at = text.find(series + " ");
-    return at == std::string::npos ? 0.0 : std::stod(text.substr(at + series.size() + 1));
+    const size_t at = text.find("\n" + series + " ");  // a sample's line, not its # HELP
+    return at == std::string::npos ? 0.0 : std::stod(text.substr(at + series.size() + 2));
   }
   // serve --verify's counts by result (equal, different, unchecked), once `answers` have been checked or
   // after `seconds` (the recompute runs behind the answers).

