@@ -12,6 +12,7 @@
 #include <optional>
 #include <random>
 
+#include "actors/client_retry.hpp"
 #include "actors/engines.hpp"
 #include "actors/turn_retry.hpp"
 #include "actors/turn_submit.hpp"
@@ -70,7 +71,6 @@ struct client_state {
 
   // The current turn again, under the next attempt; late messages of the old one name an id no one waits for.
   // The collector counts re-runs by cause: turns migrated off a lost node, turns retried after a fault.
-  enum class rerun_cause { node_lost, fault };
   void rerun(const std::string& why, rerun_cause cause = rerun_cause::node_lost) {
     retry.rerun();
     held.reset();
@@ -94,34 +94,7 @@ struct client_state {
   void on_result(const envelope<schema::TurnResult>& e) {
     auto r = decode(e);
     if (!in_flight || r.request != current.request) return;  // no answer twice, none of an earlier attempt
-    if (!r.error.empty() && !refused) {
-      switch (retry.failed(view->node_loss_grace_s, r.failure == failure_kind::transient)) {
-        case turn_retry::verdict::rerun: return rerun("failed after a node was lost: " + r.error);
-        case turn_retry::verdict::retry: return rerun("a transient fault: " + r.error, rerun_cause::fault);
-        case turn_retry::verdict::hold: {
-          held = e;
-          const auto grace =
-              std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view->node_loss_grace_s));
-          self->delayed_send(self, grace, atom::expire_v, current.request);
-          return;
-        }
-        case turn_retry::verdict::fail: break;
-      }
-    }
-    finish(e, r);
-  }
-
-  void on_lost(uint32_t losses, const std::vector<uint64_t>& requests) {
-    const bool named = in_flight && std::binary_search(requests.begin(), requests.end(), current.request);
-    if (retry.lost(losses, named) && in_flight) rerun(named ? "in flight on a lost node" : "failed as a node was lost");
-  }
-
-  void on_expire(uint64_t request) {
-    if (!in_flight || request != current.request || !retry.holding || !held) return;
-    const auto e = std::move(*held);  // finish() resets `held`: it must not answer from it
-    const auto r = decode(e);
-    if (retry.expired(r.failure == failure_kind::transient) == turn_retry::verdict::retry)
-      return rerun("a transient fault: " + r.error, rerun_cause::fault);
+    if (!r.error.empty() && !refused) return on_failed_attempt(*this, e, r);
     finish(e, r);
   }
 
@@ -158,9 +131,9 @@ client_actor::behavior_type agent_client(client_actor::stateful_pointer<client_s
       [](atom::tokens, const envelope<schema::TurnTokens>&) {},  // trace turns are not streamed
       [=](atom::start) { self->state.start_turn(); },
       [=](atom::lost, uint32_t losses, const std::vector<uint64_t>& requests) {
-        self->state.on_lost(losses, requests);
+        on_lost_nodes(self->state, losses, requests);
       },
-      [=](atom::expire, uint64_t request) { self->state.on_expire(request); },
+      [=](atom::expire, uint64_t request) { on_hold_expired(self->state, request); },
   };
 }
 

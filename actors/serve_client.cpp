@@ -3,12 +3,10 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-#include <chrono>
 #include <optional>
 
+#include "actors/client_retry.hpp"
 #include "actors/engines.hpp"
-#include "actors/turn_retry.hpp"
 #include "actors/turn_submit.hpp"
 #include "protocol/request_ids.hpp"
 #include "protocol/runtime_codec.hpp"
@@ -53,8 +51,8 @@ struct serve_client_state {
 
   // docs/design.md §18: the turn again under the next attempt, from its first token; the front end takes the
   // tokens it has not sent yet and checks the ones it has against them. Late news of the old attempt names
-  // an id no one waits for.
-  void rerun(const std::string& why) {
+  // an id no one waits for. Either cause is logged alike (a run's collector counts them apart).
+  void rerun(const std::string& why, rerun_cause) {
     retry.rerun();
     held.reset();
     current.request = request_id(agent, current.turn, retry.attempt);
@@ -75,39 +73,11 @@ struct serve_client_state {
   void on_result(const envelope<schema::TurnResult>& e) {
     const auto r = decode(e);
     if (!in_flight || r.request != current.request) return;  // late news of an earlier request
-    if (!r.error.empty()) {
-      switch (retry.failed(view->node_loss_grace_s, r.failure == failure_kind::transient)) {
-        case turn_retry::verdict::rerun: return rerun("failed after a node was lost: " + r.error);
-        case turn_retry::verdict::retry: return rerun("a transient fault: " + r.error);
-        case turn_retry::verdict::hold: {
-          held = e;
-          const auto grace =
-              std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(view->node_loss_grace_s));
-          self->delayed_send(self, grace, atom::expire_v, current.request);
-          return;
-        }
-        case turn_retry::verdict::fail: break;
-      }
-    }
+    if (!r.error.empty()) return on_failed_attempt(*this, e, r);
     finish(e);
   }
 
-  void on_lost(uint32_t losses, const std::vector<uint64_t>& requests) {
-    const bool named = in_flight && std::binary_search(requests.begin(), requests.end(), current.request);
-    if (retry.lost(losses, named) && in_flight) rerun(named ? "in flight on a lost node" : "failed as a node was lost");
-  }
-
-  void on_expire(uint64_t request) {
-    if (!in_flight || request != current.request || !retry.holding || !held) return;
-    const auto e = std::move(*held);
-    held.reset();
-    const auto r = decode(e);
-    if (retry.expired(r.failure == failure_kind::transient) == turn_retry::verdict::retry)
-      return rerun("a transient fault: " + r.error);
-    finish(e);
-  }
-
-  void finish(const envelope<schema::TurnResult>& e) {
+  void finish(const envelope<schema::TurnResult>& e, const turn_result& = {}) {
     in_flight = false;
     held.reset();
     caf::anon_send(asker, atom::result_v, e);
@@ -146,9 +116,9 @@ serve_client_actor::behavior_type serve_client(serve_client_actor::stateful_poin
       [=](atom::tokens, const envelope<schema::TurnTokens>& e) { self->state.on_tokens(e); },
       [](atom::start) {},  // turns start when asked
       [=](atom::lost, uint32_t losses, const std::vector<uint64_t>& requests) {
-        self->state.on_lost(losses, requests);
+        on_lost_nodes(self->state, losses, requests);
       },
-      [=](atom::expire, uint64_t request) { self->state.on_expire(request); },
+      [=](atom::expire, uint64_t request) { on_hold_expired(self->state, request); },
   };
 }
 

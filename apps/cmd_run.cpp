@@ -18,6 +18,7 @@
 #include "observe/ui_page.hpp"
 #include "cluster/control_client.hpp"
 #include "apps/command_registry.hpp"
+#include "apps/node_flags.hpp"
 #include "apps/workload.hpp"
 #include "core/model_catalog.hpp"
 #include "core/secret.hpp"
@@ -35,10 +36,10 @@ struct run_args {
   cli::serving_options serving;
   std::string cluster_file;
   uint32_t verify_every = 0;
-  bool keep_store = false, verify_every_set = false, processes = false;
+  bool keep_store = false, verify_every_set = false;
+  cli::node_flags nodes;
   std::optional<uint16_t> control_port;
   std::string control_host = "127.0.0.1";  // docs/design.md §13: loopback unless told otherwise
-  std::string node_registry;
   std::optional<uint16_t> metrics_port;
   std::shared_ptr<observe::metrics_endpoint> metrics;  // one for every run of the command
   std::optional<uint16_t> ui_port;
@@ -87,15 +88,11 @@ report::run_summary run_policy(const run_args& a, const cluster_config& config, 
   o.ui = a.ui.get();
   o.series_window_s = a.series_window_s;
   o.control_host = a.control_host;
-  o.processes = a.processes || !a.node_registry.empty();
-  if (a.node_registry.empty() && a.processes) o.node_program = fs::read_symlink("/proc/self/exe").string();
-  o.node_registry = a.node_registry;
-  const uint32_t node_count = config.total_nodes();
-  o.on_registry = [label, node_count](const std::string& at) {
-    fmt::print(stderr,
-               "{}: node registry at {}: start `dualpath node --registry {} --node N` for N = 0..{} (with the cluster "
-               "secret in DUALPATH_SECRET)\n",
-               label, at, at, node_count - 1);
+  o.processes = a.nodes.any();
+  o.node_program = a.nodes.program();
+  o.node_registry = a.nodes.registry;
+  o.on_registry = [label, nodes = config.total_nodes()](const std::string& at) {
+    fmt::print(stderr, "{}: {}\n", label, cli::registry_notice(at, nodes));
   };
   if (o.control_port)
     o.on_control_port = [host = a.control_host](uint16_t port) {
@@ -185,11 +182,7 @@ void setup(CLI::App& root) {
       "--ui-port", [a](const std::string& text) { std::tie(a->ui_host, a->ui_port) = listen_at(text, "--ui-port"); },
       "Serve a live page of the cluster (nodes, SNICs, loads, progress, TTFT, a policy switch) on "
       "http://[HOST:]PORT/ (HOST default 127.0.0.1; port 0: any free port, printed)");
-  cmd->add_flag("--processes", a->processes,
-                "One process per node (`dualpath node`), started and wired by this launcher; not for oracle");
-  cmd->add_option("--node-registry", a->node_registry,
-                  "One process per node, started by hand (any host): publish the registry on HOST:PORT (0: any "
-                  "free port, printed) and wait for the nodes to join");
+  cli::add_node_flags(cmd, a->nodes, "this launcher");
   cmd->add_flag("--keep-store", a->keep_store, "Do not clear the policy's store directory first");
   cmd->add_option("--series-window", a->series_window_s,
                   "Seconds per window of the report's snic_over_time and load_over_time")

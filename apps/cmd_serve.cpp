@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "apps/command_registry.hpp"
+#include "apps/node_flags.hpp"
 #include "apps/default_cluster.hpp"
 #include "cluster/control_client.hpp"
 #include "core/status.hpp"
@@ -27,8 +28,9 @@ struct serve_args {
   double request_timeout_s = 300;
   double drain_s = 6;
   std::string api_key;
-  bool verify = false, processes = false;
-  std::string node_registry, report_file;
+  bool verify = false;
+  cli::node_flags nodes;
+  std::string report_file;
   uint32_t max_tokens = 0;
 };
 
@@ -64,10 +66,7 @@ void setup(CLI::App& root) {
   cmd->add_option("--report", a->report_file,
                   "Write what the clients saw (TTFT, inter-token, end-to-end latency, cached tokens, read paths) as "
                   "a run report JSON when the server stops");
-  cmd->add_flag("--processes", a->processes, "One process per node on this host, each started by the server");
-  cmd->add_option("--node-registry", a->node_registry,
-                  "One process per node, started by hand (any host): publish the registry on HOST:PORT (0: any "
-                  "free port) and wait for `dualpath node --registry HOST:PORT --node N`");
+  cli::add_node_flags(cmd, a->nodes, "the server");
   cmd->callback([a] {
     if (!(a->request_timeout_s > 0)) throw user_error("serve: --request-timeout must be positive");
     // The stop-signal watcher ends a process 8 s after SIGTERM (apps/main.cpp): the drain fits within it.
@@ -95,15 +94,11 @@ void setup(CLI::App& root) {
     o.verify = a->verify;
     o.max_tokens_cap = a->max_tokens;
     o.report_file = a->report_file;
-    o.processes = a->processes || !a->node_registry.empty();
-    if (a->node_registry.empty() && a->processes)
-      o.node_program = std::filesystem::read_symlink("/proc/self/exe").string();
-    o.node_registry = a->node_registry;
+    o.processes = a->nodes.any();
+    o.node_program = a->nodes.program();
+    o.node_registry = a->nodes.registry;
     o.on_registry = [nodes = o.config.total_nodes()](const std::string& at) {
-      fmt::print(
-          "node registry at {}: start `dualpath node --registry {} --node N` for N = 0..{} (with the cluster "
-          "secret in DUALPATH_SECRET)\n",
-          at, at, nodes - 1);
+      fmt::print("{}\n", cli::registry_notice(at, nodes));
       std::fflush(stdout);
     };
     o.on_listening = [host = o.host](uint16_t bound) {

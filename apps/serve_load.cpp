@@ -24,13 +24,14 @@ using json = nlohmann::json;
 
 double since(clock::time_point t0, clock::time_point t) { return std::chrono::duration<double>(t - t0).count(); }
 
-// A client for one request: the read timeout bounds a silent stream (the server sends a comment every 2 s),
-// the turn's deadline bounds the whole of it.
+// A client for one request, with the server's key when there is one: the read timeout bounds a silent stream
+// (the server sends a comment every 2 s), the turn's deadline bounds the whole of it.
 std::unique_ptr<httplib::Client> client_of(const load_target& t) {
   auto c = std::make_unique<httplib::Client>(t.host, t.port);
   c->set_connection_timeout(5, 0);
   c->set_read_timeout(30, 0);
   c->set_write_timeout(10, 0);
+  if (!t.api_key.empty()) c->set_bearer_token_auth(t.api_key);
   return c;
 }
 
@@ -88,7 +89,6 @@ turn_outcome send_turn(const load_target& t, const std::string& model, const std
   req.path = "/v1/completions";
   req.body = body.dump();
   req.set_header("Content-Type", "application/json");
-  if (!t.api_key.empty()) req.set_header("Authorization", "Bearer " + t.api_key);
   std::string refused;  // a non-200 answer's body
   bool ended = false;   // data: [DONE] seen
   sse_reader sse;
@@ -155,9 +155,7 @@ double metric_value(const std::string& text, const std::string& series) {
 }
 
 std::string metrics_text(const load_target& t) {
-  auto c = client_of(t);
-  if (!t.api_key.empty()) c->set_bearer_token_auth(t.api_key);
-  const auto r = c->Get("/metrics");
+  const auto r = client_of(t)->Get("/metrics");
   return r && r->status == 200 ? r->body : std::string();
 }
 
@@ -254,9 +252,7 @@ nlohmann::json load_result::extra() const {
 }
 
 served_model_info ask_model(const load_target& t) {
-  auto c = client_of(t);
-  if (!t.api_key.empty()) c->set_bearer_token_auth(t.api_key);
-  const auto r = c->Get("/v1/models");
+  const auto r = client_of(t)->Get("/v1/models");
   const std::string where = fmt::format("bench serve: http://{}:{}/v1/models", t.host, t.port);
   if (!r) throw user_error(where + ": no answer (" + httplib::to_string(r.error()) + ")");
   if (r->status != 200) throw user_error(fmt::format("{}: HTTP {}: {}", where, r->status, error_message(r->body)));

@@ -55,9 +55,8 @@ struct live_answer {
   api::answer_text text;
   api::chat_answer head;  // id, model, created
   clock::time_point began = clock::now(), deadline, first_token{}, second_token{}, last_token{};
-  std::vector<double> gaps;    // between tokens as they arrived, seconds
-  std::vector<int32_t> taken;  // every generated id so far, as the engines sent them
-  gpu::sampling sample;        // as the engines pick its tokens (the seed drawn here when the request gave none)
+  std::vector<double> gaps;  // between tokens as they arrived, seconds
+  gpu::sampling sample;      // as the engines pick its tokens (the seed drawn here when the request gave none)
   bool cancelled = false;
   bool released = false;  // from admission
 
@@ -99,7 +98,6 @@ struct live_answer {
   std::string pump(milliseconds wait) {
     turn->next(wait);
     const auto ids = turn->take_tokens();
-    taken.insert(taken.end(), ids.begin(), ids.end());
     if (!ids.empty()) {
       const auto now = clock::now();
       if (first_token == clock::time_point{}) {
@@ -133,7 +131,7 @@ struct live_answer {
     a.completion_tokens = text.tokens();
     a.content = text.text();
     a.finish_reason = text.ended() ? "stop" : "length";
-    if (ask.return_token_ids) a.token_ids = taken;
+    if (ask.return_token_ids) a.token_ids = turn->tokens();
     if (ask.tools) {
       auto parsed = text::parse_answer(ctx.model.family, a.content);
       if (!parsed.tool_calls.empty()) {

@@ -27,6 +27,7 @@ void served_report::add(const observe::served_request& r, std::optional<schedule
   }
   f.agent = uint32_t(records_.size());  // each request its own "agent": the agent JCT is the mean request's
   records_.push_back(report::make_turn_record(f, t));
+  if (path) ++paths_[size_t(*path)];
   for (const double g : r.inter_token_s) {
     // Reservoir sampling past the bound: every gap seen has the same chance to be kept.
     if (gaps_.size() < max_gaps_) gaps_.push_back(g);
@@ -55,6 +56,10 @@ report::run_summary served_report::summary(const std::string& policy, uint32_t p
   s.policy = policy;
   s.prefill_nodes = prefill_nodes;
   report::summarize_turns(s, records_);
+  // A turn cut short by a stop string never came back with its read path: only the known ones count.
+  s.path_pe = paths_[size_t(schedule::read_path::pe)];
+  s.path_de = paths_[size_t(schedule::read_path::de)];
+  s.path_split = paths_[size_t(schedule::read_path::split)];
   s.inter_token = report::summarize(gaps_);
   return s;
 }

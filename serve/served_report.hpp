@@ -3,6 +3,7 @@
 // run report's shape (report/run_report.hpp) so that `dualpath plot` and the experiments read it as a run:
 // each answered request is a turn (TTFT, TPOT, end-to-end, read path, cached tokens), plus the inter-token
 // latency as streaming clients got it.
+#include <array>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -39,7 +40,8 @@ class served_report {
   std::vector<report::turn_record> records_;
   std::vector<double> gaps_;
   uint64_t gaps_seen_ = 0, dropped_ = 0, answered_ = 0;
-  std::mt19937_64 pick_{0x5eed};  // the sample of gaps past the bound (fixed: the same input, the same report)
+  std::array<uint64_t, 3> paths_{};  // kept requests by read path (schedule::read_path), where it is known
+  std::mt19937_64 pick_{0x5eed};     // the sample of gaps past the bound (fixed: the same input, the same report)
 };
 
 }  // namespace dualpath::serve

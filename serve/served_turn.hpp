@@ -26,6 +26,8 @@ class served_turn {
   bool next(std::chrono::milliseconds wait);
   // Generated tokens that arrived since the last call, in order (for a turn not streamed: all at the end).
   std::vector<int32_t> take_tokens();
+  // Every generated token that arrived so far, in order (taken or not).
+  const std::vector<int32_t>& tokens() const { return got_; }
   bool done() const { return result_.has_value(); }
   const protocol::turn_result& result() const { return *result_; }
   // Hit blocks the PE loaded intact, known from the first token on (the result has them too).

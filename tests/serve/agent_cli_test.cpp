@@ -55,71 +55,65 @@ struct agent_server {
     unsetenv("DUALPATH_LOG");
   }
   std::string base() const { return "http://127.0.0.1:" + std::to_string(s->port) + "/v1"; }
-  double responses(const std::string& route, int status) const {
+  fs::path file(const std::string& name) const { return s->dir.path / name; }
+
+  // Runs `command` (environment and program, bounded by `timeout`) in a fresh working directory, its output to
+  // cli.out and cli.err: exit 0, shown with the start of its answer.
+  void run_cli(const std::string& name, const std::string& command) const {
+    fs::create_directories(file("work"));
+    const int rc = run("cd '" + file("work").string() + "' && " + command + " </dev/null >'" +
+                       file("cli.out").string() + "' 2>'" + file("cli.err").string() + "'");
+    MESSAGE(name << ": exit " << rc << "; stdout: " << slurp(file("cli.out")).substr(0, 300));
+    CHECK_MESSAGE(rc == 0, slurp(file("cli.err")));
+  }
+
+  // The CLI's request was answered on `route`, and its tools reached the template: the request line of
+  // `endpoint` in serve.log names them.
+  void check_served(const std::string& route, const std::string& endpoint) const {
     const auto m = s->client().Get("/metrics");
     REQUIRE(m);
-    return s->metric(
-        m->body, "dualpath_serve_responses_total{route=\"" + route + "\",status=\"" + std::to_string(status) + "\"}");
+    CHECK(s->metric(m->body, "dualpath_serve_responses_total{route=\"" + route + "\",status=\"200\"}") >= 1);
+    const std::string log = slurp(file("serve.log"));
+    const size_t at = log.find(" " + endpoint + " prompt ");
+    REQUIRE(at != std::string::npos);
+    MESSAGE("serve: " << log.substr(at, log.find('\n', at) - at));
+    const size_t tools = log.find(" tools ", at);
+    REQUIRE(tools != std::string::npos);
+    CHECK(std::stoi(log.substr(tools + 7)) >= 5);
   }
 };
+
+// The CLI `bin` is installed (scripts/install-deps.sh), and this process can be isolated to run it.
+bool ready(const std::string& bin) {
+  REQUIRE_MESSAGE(fs::exists(clients / "node_modules/.bin" / bin), "run scripts/install-deps.sh");
+  if (isolate_network()) return true;
+  MESSAGE("skipped: no network namespace can be made here (needs root)");
+  return false;
+}
 
 }  // namespace
 
 TEST_CASE("agent CLIs: Qwen Code completes a prompt over chat completions with its tools, streamed") {
-  REQUIRE_MESSAGE(fs::exists(clients / "node_modules/.bin/qwen"), "run scripts/install-deps.sh");
-  if (!isolate_network()) {
-    MESSAGE("skipped: no network namespace can be made here (needs root)");
-    return;
-  }
+  if (!ready("qwen")) return;
   agent_server a;
-  const fs::path home = a.s->dir.path / "home", work = a.s->dir.path / "work";
-  fs::create_directories(home);
-  fs::create_directories(work);
-  const std::string cmd = "cd '" + work.string() + "' && HOME='" + home.string() + "' OPENAI_BASE_URL=" + a.base() +
-                          " OPENAI_API_KEY=local OPENAI_MODEL=qwen-tiny timeout 240 '" +
-                          (clients / "node_modules/.bin/qwen").string() +
-                          "' -p 'List the files in this directory.' --auth-type openai </dev/null >'" +
-                          (a.s->dir.path / "cli.out").string() + "' 2>'" + (a.s->dir.path / "cli.err").string() + "'";
-  const int rc = run(cmd);
-  MESSAGE("qwen: exit " << rc << "; stdout: " << slurp(a.s->dir.path / "cli.out").substr(0, 300));
-  CHECK_MESSAGE(rc == 0, slurp(a.s->dir.path / "cli.err"));
-  CHECK(a.responses("/v1/chat/completions", 200) >= 1);
-  // Its tools reached the template: the request line names them.
-  const std::string log = slurp(a.s->dir.path / "serve.log");
-  const size_t at = log.find(" chat_completions prompt ");
-  REQUIRE(at != std::string::npos);
-  const size_t tools = log.find(" tools ", at);
-  REQUIRE(tools != std::string::npos);
-  MESSAGE("serve: " << log.substr(at, log.find('\n', at) - at));
-  CHECK(std::stoi(log.substr(tools + 7)) >= 5);
+  fs::create_directories(a.file("home"));
+  a.run_cli("qwen", "HOME='" + a.file("home").string() + "' OPENAI_BASE_URL=" + a.base() +
+                        " OPENAI_API_KEY=local OPENAI_MODEL=qwen-tiny timeout 240 '" +
+                        (clients / "node_modules/.bin/qwen").string() +
+                        "' -p 'List the files in this directory.' --auth-type openai");
+  a.check_served("/v1/chat/completions", "chat_completions");
 }
 
 TEST_CASE("agent CLIs: the Codex CLI completes a prompt over the Responses API, streamed") {
-  REQUIRE_MESSAGE(fs::exists(clients / "node_modules/.bin/codex"), "run scripts/install-deps.sh");
-  if (!isolate_network()) {
-    MESSAGE("skipped: no network namespace can be made here (needs root)");
-    return;
-  }
+  if (!ready("codex")) return;
   agent_server a;
-  const fs::path codex_home = a.s->dir.path / "codex", work = a.s->dir.path / "work";
+  const fs::path codex_home = a.file("codex");
   fs::create_directories(codex_home);
-  fs::create_directories(work);
   std::ofstream(codex_home / "config.toml") << "model = \"qwen-tiny\"\nmodel_provider = \"dualpath\"\n\n"
                                                "[model_providers.dualpath]\nname = \"dualpath\"\nbase_url = \""
                                             << a.base() << "\"\nwire_api = \"responses\"\n";
-  const std::string cmd = "cd '" + work.string() + "' && HOME='" + a.s->dir.path.string() + "' CODEX_HOME='" +
-                          codex_home.string() + "' timeout 240 '" + (clients / "node_modules/.bin/codex").string() +
-                          "' exec --skip-git-repo-check 'List the files in this directory.' </dev/null >'" +
-                          (a.s->dir.path / "cli.out").string() + "' 2>'" + (a.s->dir.path / "cli.err").string() + "'";
-  const int rc = run(cmd);
-  MESSAGE("codex: exit " << rc << "; stdout: " << slurp(a.s->dir.path / "cli.out").substr(0, 300));
-  CHECK_MESSAGE(rc == 0, slurp(a.s->dir.path / "cli.err"));
-  CHECK(a.responses("/v1/responses", 200) >= 1);
-  const std::string log = slurp(a.s->dir.path / "serve.log");
-  const size_t at = log.find(" responses prompt ");
-  REQUIRE(at != std::string::npos);
-  MESSAGE("serve: " << log.substr(at, log.find('\n', at) - at));
-  const size_t tools = log.find(" tools ", at);
-  REQUIRE(tools != std::string::npos);
-  CHECK(std::stoi(log.substr(tools + 7)) >= 5);
+  a.run_cli("codex", "HOME='" + a.s->dir.path.string() + "' CODEX_HOME='" + codex_home.string() + "' timeout 240 '" +
+                         (clients / "node_modules/.bin/codex").string() +
+                         "' exec --skip-git-repo-check 'List the files in this directory.'");
+  a.check_served("/v1/responses", "responses");
 }
