@@ -33,14 +33,18 @@ void run(bench_serve_args& a) {
   a.target.port = port;
   a.target.slo = a.serving.slo;
   if (!(a.target.request_timeout_s > 0)) throw user_error("bench serve: --request-timeout must be positive");
+  if (!(a.target.cancel_share >= 0 && a.target.cancel_share < 1))
+    throw user_error("bench serve: --cancel-share must be at least 0 and below 1");
   cli::check_workload_options(a.workload, !a.serving.aps_sweep.empty());
   const auto model = cli::ask_model(a.target);
   // The embedded default's small demo trace unless a trace or preset is given, as `run` does.
   const bool demo = a.workload.trace_file.empty() && a.workload.preset.empty();
   const bool tty = isatty(fileno(stderr));
+  uint64_t runs = 0;  // the server keeps its store across the runs: each later one draws new prompts
   cli::serve(a.serving, a.workload, {a.label},
              [&](const std::string&, const cli::workload_options& w, const std::string& label) {
                const auto agents = cli::build_workload(w, demo);
+               a.target.token_seed = runs++;
                const auto r = cli::run_load(
                    a.target, model, agents, w, label, [&](uint64_t done, uint64_t total, uint64_t failed) {
                      if (a.serving.quiet) return;
@@ -65,6 +69,9 @@ void setup(CLI::App& root) {
   cmd->add_option("--concurrency", a->target.concurrency,
                   "Conversations at once (default 0: every agent at its arrival, at most 1,024 at once)");
   cmd->add_option("--request-timeout", a->target.request_timeout_s, "Seconds a turn may take, retries included")
+      ->capture_default_str();
+  cmd->add_option("--cancel-share", a->target.cancel_share,
+                  "Share of turns first hung up on after their first token, then sent again whole")
       ->capture_default_str();
   cmd->add_option("--label", a->label, "The run's name in the table and the report")->capture_default_str();
   cli::add_workload_options(cmd, a->workload);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include "actors/agent_client.hpp"
@@ -31,6 +32,7 @@ std::unique_ptr<httplib::Client> client_of(const load_target& t) {
   c->set_connection_timeout(5, 0);
   c->set_read_timeout(30, 0);
   c->set_write_timeout(10, 0);
+  c->set_tcp_nodelay(true);  // the request's header and body go out at once, not a delayed ACK apart
   if (!t.api_key.empty()) c->set_bearer_token_auth(t.api_key);
   return c;
 }
@@ -74,8 +76,9 @@ std::string error_message(const std::string& body) {
   return body.substr(0, 200);
 }
 
+// `hang_up`: the connection is closed once the first token has come (the outcome is then not an answer).
 turn_outcome send_turn(const load_target& t, const std::string& model, const std::vector<int32_t>& prompt, uint32_t gen,
-                       clock::time_point deadline) {
+                       clock::time_point deadline, bool hang_up = false) {
   turn_outcome out;
   const json body{{"model", model},
                   {"prompt", prompt},
@@ -129,6 +132,7 @@ turn_outcome send_turn(const load_target& t, const std::string& model, const std
       return true;
     }
     sse.feed(data, n, on_data);
+    if (hang_up && out.first) return false;
     return out.error.empty() && clock::now() < deadline;
   };
   auto client = client_of(t);
@@ -167,7 +171,7 @@ struct load_run {
   const workload_options& w;
   clock::time_point t0 = clock::now();
   std::atomic<size_t> next{0};
-  std::atomic<uint64_t> done{0}, failed{0};
+  std::atomic<uint64_t> done{0}, failed{0}, hung_up{0};
   std::mutex mu;
   std::vector<report::turn_record> records;
   std::vector<double> gaps;
@@ -190,8 +194,12 @@ struct load_run {
     for (uint32_t turn = 0; turn < a.turns.size(); ++turn) {
       const auto& shape = a.turns[turn];
       const auto prompt = a.mooncake ? actors::mooncake_tokens(*a.mooncake, model.vocab)
-                                     : turn_prompt(context, shape, w.seed, a.index, turn, model.vocab);
+                                     : turn_prompt(context, shape, w.seed + t.token_seed, a.index, turn, model.vocab);
       const uint32_t gen = std::max<uint32_t>(1, shape.gen);
+      if (t.cancel_share > 0 && cancel_draw(a.index, turn) < t.cancel_share) {
+        const auto until = clock::now() + std::chrono::seconds(30);
+        if (send_turn(t, model.name, prompt, gen, until, true).first) ++hung_up;
+      }
       const auto submitted = clock::now();
       const auto deadline =
           submitted + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(t.request_timeout_s));
@@ -232,6 +240,12 @@ struct load_run {
     }
   }
 
+  // The same turns are hung up on in every run of one workload and seed.
+  double cancel_draw(uint32_t agent, uint32_t turn) const {
+    std::mt19937_64 rng((w.seed + t.token_seed) * 0x9e3779b97f4a7c15ull ^ (uint64_t(agent) << 32) ^ turn ^ 0x5eed);
+    return std::uniform_real_distribution<double>(0, 1)(rng);
+  }
+
   void work() {
     for (size_t i; (i = next++) < agents.size();) converse(agents[i]);
   }
@@ -248,6 +262,7 @@ nlohmann::json load_result::extra() const {
           {"goodput_rps", goodput_rps},
           {"cached_tokens", cached_tokens},
           {"cached_share", prompt_tokens ? double(cached_tokens) / double(prompt_tokens) : 0.0},
+          {"hung_up", hung_up},
           {"errors_by_status", errors}};
 }
 
@@ -304,6 +319,7 @@ load_result run_load(const load_target& t, const served_model_info& model, const
   s.path_de = grew("de");
   s.path_split = grew("split");
   out.errors_by_status = run.errors;
+  out.hung_up = run.hung_up;
   uint64_t generated = 0, good = 0;
   for (const auto& r : run.records) {
     if (!r.error.empty()) continue;

@@ -23,6 +23,12 @@ struct load_target {
   uint32_t concurrency = 0;  // conversations at once (0: every agent at its arrival)
   double request_timeout_s = 300;
   report::serving_slo slo;  // goodput: requests within both
+  // Added to the workload's seed for the prompt ids only: a later run against the same server (a sweep's next
+  // rate) sends new prompts, so the blocks the server stored for the runs before it are not hits.
+  uint64_t token_seed = 0;
+  // This share of turns (a seeded draw per agent and turn) is first sent and hung up on after its first
+  // token, as a user who stops a generation, then sent again whole: the server must give back what it held.
+  double cancel_share = 0;
 };
 
 // What one run of a workload against the server measured.
@@ -31,6 +37,7 @@ struct load_result {
   std::map<int, uint64_t> errors_by_status;  // 0: the connection failed or the stream ended without [DONE]
   double requests_per_s = 0, output_tokens_per_s = 0, goodput_rps = 0;
   uint64_t cached_tokens = 0, prompt_tokens = 0;
+  uint64_t hung_up = 0;          // requests hung up on after their first token (cancel_share)
   nlohmann::json extra() const;  // what the report adds to the run's object
 };
 

@@ -31,14 +31,29 @@ uint32_t rejoined(cluster_view& view, runtime::node_io& io, const node_handles& 
   return h.node;
 }
 
+// The node's counters and its buffers now, with the SNIC samples given (none: a sample of the buffers).
+node_counters counters_of(runtime::node_io& io, const cluster_view& view, std::vector<runtime::snic_sample> samples) {
+  const auto s = io.stats();  // one snapshot, one lock
+  node_counters c;
+  c.node = io.node();
+  c.snic_bytes = s.snic_bytes;
+  c.persisted_blocks = s.persisted_blocks;
+  c.store_read_bytes = s.store_read_bytes;
+  c.snic_write_bytes = s.snic_write_bytes;
+  c.snic_samples = std::move(samples);
+  c.persist_errors = s.persist_errors;
+  c.slots_free = s.slots_free;
+  c.slots_total = s.slots_total;
+  for (uint32_t l = 0; l < view.config.engines_per_node; ++l)
+    c.hbm_free.push_back(io.hbm(io.node() * view.config.engines_per_node + l).free_bytes());
+  return c;
+}
+
 node_control_actor::behavior_type node_control(node_control_actor::pointer, runtime::node_io* io,
                                                const caf::actor& main, const cluster_view_ptr& view) {
   return {
-      [io](atom::stats) {
-        const auto s = io->stats();  // one snapshot, one lock
-        return encode(node_counters{io->node(), s.snic_bytes, s.persisted_blocks, s.store_read_bytes,
-                                    s.snic_write_bytes, io->snic_samples(), s.persist_errors});
-      },
+      [io, view](atom::stats) { return encode(counters_of(*io, *view, io->snic_samples())); },
+      [io, view](atom::buffers) { return encode(counters_of(*io, *view, {})); },
       [main](atom::stop) { caf::anon_send(main, atom::stop_v); },
       [io](atom::ping) { return io->node(); },
       [io](atom::lost, uint32_t node) { io->node_lost(node); },

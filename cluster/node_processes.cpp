@@ -328,18 +328,24 @@ std::vector<int> node_processes::pids() const {
   return out;
 }
 
-result<std::vector<node_counters>> node_processes::stats() {
+result<std::vector<node_counters>> node_processes::stats() { return ask_counters(atom::stats_v, true); }
+
+result<std::vector<node_counters>> node_processes::buffers() { return ask_counters(atom::buffers_v, false); }
+
+template <class Atom>
+result<std::vector<node_counters>> node_processes::ask_counters(Atom what, bool with_lost) {
   caf::scoped_actor self{sys_};
   std::vector<node_counters> out;
   for (size_t n = 0; n < nodes_.size(); ++n) {
     if (nodes_[n].lost || !nodes_[n].control) {  // a lost node's counters went with it
+      if (!with_lost) continue;
       node_counters none;
       none.node = uint32_t(n);
       out.push_back(none);
       continue;
     }
     std::string failure;
-    self->request(nodes_[n].control, timeout_, atom::stats_v)
+    self->request(nodes_[n].control, timeout_, what)
         .receive([&](const envelope<schema::NodeCounters>& e) { out.push_back(decode(e)); },
                  [&](const caf::error& e) { failure = describe(e); });
     if (!failure.empty())

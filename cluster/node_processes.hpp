@@ -68,6 +68,8 @@ class node_processes {
   std::chrono::milliseconds quarantine() const;
   // Counters of every node (unavailable, naming it, if one does not answer within the timeout).
   result<std::vector<node_counters>> stats();
+  // Every running node's free buffer slots and HBM now (counters without SNIC samples); lost nodes left out.
+  result<std::vector<node_counters>> buffers();
   // Asks every node to stop and waits until they have (unavailable, naming the node, if one does not, or a
   // spawned process exits other than cleanly).
   status stop();
@@ -77,6 +79,9 @@ class node_processes {
   void spawn_nodes(const std::string& program, const std::string& registry_at, uint32_t nodes,
                    const std::string& secret);
   void shutdown();
+  // Asks every node's control actor `what` (stats or buffers); a lost node's entry is empty or left out.
+  template <class Atom>
+  result<std::vector<node_counters>> ask_counters(Atom what, bool with_lost);
   // Reaps spawned node processes that ended, polling until all have or `deadline`: (node, wait status).
   std::vector<std::pair<size_t, int>> reap_until(std::chrono::steady_clock::time_point deadline);
   // Marks the node whose control actor this down message is about; its index unless already marked.

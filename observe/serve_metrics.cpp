@@ -50,11 +50,18 @@ struct serve_metrics::impl {
       family(pm::BuildGauge(), "dualpath_serve_buffer_slots", "A node's DRAM buffer slots: free and total", *registry);
   pm::Family<pm::Gauge>& hbm =
       family(pm::BuildGauge(), "dualpath_serve_hbm_free_bytes", "Free KV bytes in an engine's HBM", *registry);
+  pm::Family<pm::Gauge>& node_requests =
+      family(pm::BuildGauge(), "dualpath_serve_node_requests",
+             "Turns in flight on a node (prefill or decode), as the scheduler saw them about 0.2 s ago", *registry);
+  pm::Family<pm::Gauge>& read_q = family(pm::BuildGauge(), "dualpath_serve_snic_read_queue_bytes",
+                                         "Bytes waiting on a node's storage NIC, as the scheduler saw them", *registry);
   pm::Family<pm::Counter>& resumed = family(pm::BuildCounter(), "dualpath_serve_resumed_streams_total",
                                             "Answers whose turn was run again after a node was lost", *registry);
   pm::Family<pm::Counter>& rechecked =
       family(pm::BuildCounter(), "dualpath_serve_rechecked_tokens_total",
              "Tokens a re-run turn made again that its client already had, by whether they were the same", *registry);
+  pm::Family<pm::Counter>& nodes = family(pm::BuildCounter(), "dualpath_serve_nodes_total",
+                                          "Node processes lost, and lost ones that joined again", *registry);
   pm::Family<pm::Gauge>& verified = family(pm::BuildGauge(), "dualpath_serve_verified_answers",
                                            "serve --verify: answers recomputed from scratch, by result", *registry);
 };
@@ -95,11 +102,18 @@ void serve_metrics::set_free_hbm(uint32_t engine, uint64_t bytes) {
   impl_->hbm.Add({{"engine", std::to_string(engine)}}).Set(double(bytes));
 }
 
+void serve_metrics::set_node_load(uint32_t node, uint32_t in_flight, uint64_t read_q_bytes) {
+  impl_->node_requests.Add({{"node", std::to_string(node)}}).Set(in_flight);
+  impl_->read_q.Add({{"node", std::to_string(node)}}).Set(double(read_q_bytes));
+}
+
 void serve_metrics::count_resumed(uint64_t rechecked, uint64_t differed) {
   impl_->resumed.Add({}).Increment();
   impl_->rechecked.Add({{"result", "equal"}}).Increment(double(rechecked - differed));
   impl_->rechecked.Add({{"result", "different"}}).Increment(double(differed));
 }
+
+void serve_metrics::count_node(const char* event) { impl_->nodes.Add({{"event", event}}).Increment(); }
 
 void serve_metrics::set_verified(uint64_t verified, uint64_t mismatched, uint64_t skipped) {
   impl_->verified.Add({{"result", "equal"}}).Set(double(verified));

@@ -35,9 +35,13 @@ class serve_metrics {
   void set_running(uint32_t running, uint32_t capacity);
   void set_free_slots(uint32_t node, uint32_t free, uint32_t total);
   void set_free_hbm(uint32_t engine, uint64_t bytes);
+  // Turns in flight on a node (its PE or DE work), and its SNIC's read queue, as the scheduler last saw them.
+  void set_node_load(uint32_t node, uint32_t in_flight, uint64_t read_q_bytes);
   // A stream whose turn was run again after a node was lost (docs/design.md §18): the tokens the client had
   // already, made again and compared (`differed` of them not the same).
   void count_resumed(uint64_t rechecked, uint64_t differed);
+  // A node process lost ("lost") or back after a loss ("rejoined"), docs/design.md §13.
+  void count_node(const char* event);
   // serve --verify: answers equal to a full recompute, different, and not checked, so far.
   void set_verified(uint64_t verified, uint64_t mismatched, uint64_t skipped);
   // Every metric in Prometheus' text format.

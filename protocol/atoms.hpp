@@ -56,3 +56,5 @@ CAF_ADD_ATOM(dualpath, dualpath::atom, ask, "ask")
 // A streamed turn's tokens as they are made, and a turn its front end gave up on (docs/design.md §18).
 CAF_ADD_ATOM(dualpath, dualpath::atom, tokens, "tokens")
 CAF_ADD_ATOM(dualpath, dualpath::atom, cancel, "cancel")
+// A node's buffers now (free slots and HBM), which a server samples for its /metrics.
+CAF_ADD_ATOM(dualpath, dualpath::atom, buffers, "buffers")

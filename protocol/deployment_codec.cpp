@@ -19,10 +19,10 @@ struct region_fields {
 struct counter_fields {
   using T = node_counters;
   using S = schema::NodeCounters;
-  static inline const auto all =
-      std::make_tuple(DP_FIELD(node, Node), DP_FIELD(snic_bytes, SnicBytes),
-                      DP_FIELD(persisted_blocks, PersistedBlocks), DP_FIELD(store_read_bytes, StoreReadBytes),
-                      DP_FIELD(snic_write_bytes, SnicWriteBytes), DP_FIELD(persist_errors, PersistErrors));
+  static inline const auto all = std::make_tuple(
+      DP_FIELD(node, Node), DP_FIELD(snic_bytes, SnicBytes), DP_FIELD(persisted_blocks, PersistedBlocks),
+      DP_FIELD(store_read_bytes, StoreReadBytes), DP_FIELD(snic_write_bytes, SnicWriteBytes),
+      DP_FIELD(persist_errors, PersistErrors), DP_FIELD(slots_free, SlotsFree), DP_FIELD(slots_total, SlotsTotal));
 };
 
 }  // namespace
@@ -84,6 +84,8 @@ envelope<schema::NodeCounters> encode(const node_counters& x) {
       bytes.set(i, x.snic_samples[i].read_bytes);
       q.set(i, x.snic_samples[i].read_q);
     }
+    auto hbm = b.initHbmFreeBytes(uint32_t(x.hbm_free.size()));
+    for (uint32_t i = 0; i < x.hbm_free.size(); ++i) hbm.set(i, x.hbm_free[i]);
   });
 }
 
@@ -96,6 +98,7 @@ node_counters decode(const envelope<schema::NodeCounters>& e) {
     const auto q = r.getSampleReadQ();
     const uint32_t n = std::min({t.size(), bytes.size(), q.size()});
     for (uint32_t i = 0; i < n; ++i) x.snic_samples.push_back({t[i], bytes[i], q[i]});
+    for (const uint64_t free : r.getHbmFreeBytes()) x.hbm_free.push_back(free);
     return x;
   });
 }

@@ -16,7 +16,9 @@ struct node_counters {
   uint64_t snic_bytes = 0, persisted_blocks = 0;
   uint64_t store_read_bytes = 0, snic_write_bytes = 0;
   std::vector<runtime::snic_sample> snic_samples;
-  uint64_t persist_errors = 0;  // write-backs that persisted nothing
+  uint64_t persist_errors = 0;               // write-backs that persisted nothing
+  uint32_t slots_free = 0, slots_total = 0;  // DRAM buffer slots now
+  std::vector<uint64_t> hbm_free;            // free KV bytes of each engine of the node now, by local index
 };
 
 // Cluster-file text plus policy; the endpoints of one node or of all; a node's counters.

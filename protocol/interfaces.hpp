@@ -234,6 +234,9 @@ using registry_actor = caf::typed_actor<
 using node_control_actor = caf::typed_actor<
     // The node's data-plane counters. The launcher waits `timeout_s`.
     caf::replies_to<atom::stats>::with<envelope<schema::NodeCounters>>,
+    // The node's free DRAM buffer slots and each engine's free HBM now: its counters without the SNIC's
+    // samples, small enough to ask every few seconds (serve's /metrics). The launcher waits `timeout_s`.
+    caf::replies_to<atom::buffers>::with<envelope<schema::NodeCounters>>,
     // The run is over: stop this node's actors and exit.
     caf::reacts_to<atom::stop>,
     // The launcher's heartbeat (docs/design.md §13): answers the node's index. A node that does not answer

@@ -7,6 +7,7 @@
 namespace dualpath::protocol {
 
 inline uint32_t agent_of(uint64_t request) { return uint32_t((request >> 24) & 0xffffffffu); }
+inline uint32_t attempt_of(uint64_t request) { return uint32_t(request >> 56); }
 inline uint64_t request_id(uint32_t agent, uint32_t turn, uint32_t attempt = 0) {
   return (uint64_t(attempt & 0xffu) << 56) | (uint64_t(agent) << 24) | turn;
 }

@@ -3,6 +3,7 @@
 // gate has read so far and its read_q every `period`; the report turns the samples into 1 s windows. Samples
 // carry steady-clock time, so the launcher can place them on its own run clock (one machine, one clock).
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <vector>
@@ -17,7 +18,9 @@ struct snic_sample {
 
 class snic_sampler {
  public:
-  explicit snic_sampler(std::chrono::milliseconds period = std::chrono::milliseconds(20)) : period_(period) {}
+  explicit snic_sampler(std::chrono::milliseconds period = std::chrono::milliseconds(20), size_t max_samples = size_t(1)
+                                                                                                               << 16)
+      : period_(period), max_samples_(max_samples) {}
 
   // True when a sample is due at `now` (cheap; no lock): the caller then reads its counters and record()s.
   bool due(std::chrono::steady_clock::time_point now) const { return now >= next_; }
@@ -25,7 +28,10 @@ class snic_sampler {
   std::vector<snic_sample> samples() const;
 
  private:
-  const std::chrono::milliseconds period_;
+  // A node that serves for days must not grow without bound: once `max_samples_` are kept, every other one is
+  // dropped and the period doubles. The samples are cumulative, so coarser ones lose no bytes, only detail.
+  std::chrono::milliseconds period_;  // written by the sampling thread only
+  const size_t max_samples_;
   std::chrono::steady_clock::time_point next_{};  // written by the sampling thread only
   mutable std::mutex mutex_;
   std::vector<snic_sample> samples_;

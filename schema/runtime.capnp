@@ -163,4 +163,7 @@ struct NodeCounters {
   sampleReadBytes @6 :List(UInt64);
   sampleReadQ @7 :List(UInt64);
   persistErrors @8 :UInt64;      # write-backs that persisted nothing (ENOSPC, EROFS, EIO)
+  slotsFree @9 :UInt32;          # DRAM buffer slots free now, and in all
+  slotsTotal @10 :UInt32;
+  hbmFreeBytes @11 :List(UInt64); # free KV bytes of each of the node's engines now, by local index
 }

@@ -29,6 +29,7 @@
 #include "observe/http_listener.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/runtime_codec.hpp"
+#include "protocol/scheduler_codec.hpp"
 #include "protocol/system_config.hpp"
 #include "serve/served_model.hpp"
 
@@ -75,15 +76,20 @@ struct node_watch {
   caf::scoped_actor self;
   const actors::cluster_view& view;
   cluster::node_processes* nodes;  // none: an embedded cluster
+  observe::serve_metrics& metrics;
   std::vector<std::pair<uint32_t, std::string>> lost;
   uint32_t losses = 0;
-  node_watch(caf::actor_system& sys, const actors::cluster_view& v, cluster::node_processes* n)
-      : self(sys), view(v), nodes(n) {}
+  std::chrono::steady_clock::time_point next_sample{};
+  node_watch(caf::actor_system& sys, const actors::cluster_view& v, cluster::node_processes* n,
+             observe::serve_metrics& m)
+      : self(sys), view(v), nodes(n), metrics(m) {}
 
   void poll() {
+    sample_scheduler();
     if (!nodes) return;
     for (auto& [node, how] : nodes->poll_lost()) {
       spdlog::warn("serve: {}; going on without node {}", how, node);
+      metrics.count_node("lost");
       lost.emplace_back(node, how);
       nodes->announce_lost(node);
       if (const auto why = cluster::without_nodes(view, lost); !why.empty())
@@ -94,6 +100,34 @@ struct node_watch {
       lost.erase(std::remove_if(lost.begin(), lost.end(), [&](const auto& l) { return l.first == node; }), lost.end());
       if (auto s = cluster::tell_rejoined(self, view, node); !s) spdlog::error("serve: {}", s.message());
       else spdlog::info("serve: node {} rejoined", node);
+      metrics.count_node("rejoined");
+    }
+    sample_buffers();
+  }
+
+  // Each node's turns in flight and read queue, as the scheduler sees them (asked with a short deadline: a busy
+  // scheduler skips a sample, never the loop).
+  void sample_scheduler() {
+    self->request(view.scheduler, std::chrono::milliseconds(200), atom::stats_v)
+        .receive(
+            [&](const protocol::envelope<schema::SchedulerStats>& e) {
+              for (const auto& n : protocol::decode(e).nodes)
+                metrics.set_node_load(n.node.node, n.in_flight, n.node.read_q);
+            },
+            [](caf::error&) {});
+  }
+
+  // The node processes' free slots and HBM into /metrics every 2 s (in one process /metrics reads them itself).
+  void sample_buffers() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_sample) return;
+    next_sample = now + std::chrono::seconds(2);
+    const auto all = nodes->buffers();
+    if (!all) return spdlog::debug("serve: {}", all.error().message());
+    for (const auto& n : all.value()) {
+      metrics.set_free_slots(n.node, n.slots_free, n.slots_total);
+      for (uint32_t l = 0; l < n.hbm_free.size(); ++l)
+        metrics.set_free_hbm(n.node * view.config.engines_per_node + l, n.hbm_free[l]);
     }
   }
 };
@@ -158,12 +192,15 @@ serve_summary run_server(const serve_options& o) {
     nodes = std::make_unique<cluster::node_processes>(
         sys, *view, cluster::node_launch{o.node_program, o.node_registry, o.on_registry, secret});
   else cluster::spawn_embedded_nodes(sys, base, view, ios, ep, all);
-  node_watch watch{sys, *view, nodes.get()};
+  node_watch watch{sys, *view, nodes.get(), metrics};
 
   const api::request_limits limits{o.max_tokens_default, o.max_tokens_limit};
   httplib::Server http;
   http.new_task_queue = [n = clients + 4] { return new httplib::ThreadPool(n); };
   http.set_payload_max_length(4 << 20);
+  // A stream is many small writes (a chunk a token, then the usage and [DONE]): without TCP_NODELAY each
+  // write after the first waits for the client's delayed ACK, up to 40 ms at the end of every answer.
+  http.set_tcp_nodelay(true);
   http.set_read_timeout(10, 0);
   http.set_write_timeout(10, 0);
   if (!o.api_key.empty())

@@ -11,28 +11,16 @@ out="${1:-serve_overhead.result.json}"
 reps="${REPS:-3}"
 port="${PORT:-8123}"
 tmp="$(mktemp -d)"
-serve_pid=""
-cleanup() {
-  [[ -n "$serve_pid" ]] && kill "$serve_pid" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+source "$here/serve_lib.sh"
+trap 'serve_cleanup; rm -rf "$tmp"' EXIT
 
 for i in $(seq 1 "$reps"); do
   for policy in basic dualpath; do
     (cd "$tmp" && rm -rf dualpath-data &&
       "$bin" run --policy "$policy" --verify-every 0 --quiet --report "$tmp/run-$policy-$i.json")
-    rm -rf "$tmp/srv" && mkdir -p "$tmp/srv"
-    (cd "$tmp/srv" && exec "$bin" serve --policy "$policy" --listen "127.0.0.1:$port" >serve.out 2>serve.err) &
-    serve_pid=$!
-    for _ in $(seq 1 300); do  # up once it listens (bounded: 60 s)
-      grep -q "serving on" "$tmp/srv/serve.out" 2>/dev/null && break
-      sleep 0.2
-    done
+    start_serve "$tmp/srv" --policy "$policy"
     "$bin" bench serve --url "127.0.0.1:$port" --label "$policy" --quiet --report "$tmp/bench-$policy-$i.json"
-    kill -TERM "$serve_pid"
-    wait "$serve_pid" || true
-    serve_pid=""
+    stop_serve
   done
 done
 

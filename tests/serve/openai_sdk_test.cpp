@@ -66,7 +66,7 @@ TEST_CASE("serve: the openai SDK's streamed conversations, 8 at once for 20 turn
   // them are loaded too, not only the prompts' (docs/design.md §18).
   CHECK(cached > prompt_ideal);
   // --verify: every answer equals a full recompute of its prompt (bounded wait for the checker's queue).
-  auto n = s.verified_answers(conversations * turns, 60);
+  auto n = s.verified_answers(conversations * turns);
   MESSAGE("verified: " << n["equal"] << " equal to a full recompute, " << n["different"] << " different, "
                        << n["unchecked"] << " not checked");
   CHECK(n["equal"] >= conversations * turns);

@@ -61,7 +61,7 @@ TEST_CASE(
   auto last = s.chat({{"model", "tiny"}, {"messages", conversation(turns)}, {"max_tokens", 12}});
   REQUIRE(last);
   REQUIRE(last->status == 200);
-  const auto n = s.verified_answers(4, 30);
+  const auto n = s.verified_answers(4);
   CHECK(n.at("equal") == 4);
   CHECK(n.at("different") == 0);
   CHECK(n.at("unchecked") == 0);
