@@ -196,13 +196,10 @@ struct load_run {
       const auto prompt = a.mooncake ? actors::mooncake_tokens(*a.mooncake, model.vocab)
                                      : turn_prompt(context, shape, w.seed + t.token_seed, a.index, turn, model.vocab);
       const uint32_t gen = std::max<uint32_t>(1, shape.gen);
-      if (t.cancel_share > 0 && cancel_draw(a.index, turn) < t.cancel_share) {
-        const auto until = clock::now() + std::chrono::seconds(30);
-        if (send_turn(t, model.name, prompt, gen, until, true).first) ++hung_up;
-      }
+      if (t.cancel_share > 0 && cancel_draw(a.index, turn) < t.cancel_share)
+        if (send_turn(t, model.name, prompt, gen, deadline_from(clock::now()), true).first) ++hung_up;
       const auto submitted = clock::now();
-      const auto deadline =
-          submitted + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(t.request_timeout_s));
+      const auto deadline = deadline_from(submitted);
       turn_outcome o = send_turn(t, model.name, prompt, gen, deadline);
       // Busy: come back as the server says (Retry-After: 1), within the request's deadline; each 429 counts.
       while (o.status == 429 && clock::now() + std::chrono::seconds(1) < deadline) {
@@ -238,6 +235,10 @@ struct load_run {
       context = next_context(prompt, shape, o.generated);
       if (w.tool_time && shape.tool_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(shape.tool_ms));
     }
+  }
+
+  clock::time_point deadline_from(clock::time_point start) const {
+    return start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(t.request_timeout_s));
   }
 
   // The same turns are hung up on in every run of one workload and seed.

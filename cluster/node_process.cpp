@@ -32,7 +32,7 @@ uint32_t rejoined(cluster_view& view, runtime::node_io& io, const node_handles& 
 }
 
 // The node's counters and its buffers now, with the SNIC samples given (none: a sample of the buffers).
-node_counters counters_of(runtime::node_io& io, const cluster_view& view, std::vector<runtime::snic_sample> samples) {
+node_counters counters_of(const runtime::node_io& io, std::vector<runtime::snic_sample> samples) {
   const auto s = io.stats();  // one snapshot, one lock
   node_counters c;
   c.node = io.node();
@@ -44,16 +44,15 @@ node_counters counters_of(runtime::node_io& io, const cluster_view& view, std::v
   c.persist_errors = s.persist_errors;
   c.slots_free = s.slots_free;
   c.slots_total = s.slots_total;
-  for (uint32_t l = 0; l < view.config.engines_per_node; ++l)
-    c.hbm_free.push_back(io.hbm(io.node() * view.config.engines_per_node + l).free_bytes());
+  c.hbm_free = io.hbm_free();
   return c;
 }
 
 node_control_actor::behavior_type node_control(node_control_actor::pointer, runtime::node_io* io,
                                                const caf::actor& main, const cluster_view_ptr& view) {
   return {
-      [io, view](atom::stats) { return encode(counters_of(*io, *view, io->snic_samples())); },
-      [io, view](atom::buffers) { return encode(counters_of(*io, *view, {})); },
+      [io](atom::stats) { return encode(counters_of(*io, io->snic_samples())); },
+      [io](atom::buffers) { return encode(counters_of(*io, {})); },
       [main](atom::stop) { caf::anon_send(main, atom::stop_v); },
       [io](atom::ping) { return io->node(); },
       [io](atom::lost, uint32_t node) { io->node_lost(node); },

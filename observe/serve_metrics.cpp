@@ -52,7 +52,7 @@ struct serve_metrics::impl {
       family(pm::BuildGauge(), "dualpath_serve_hbm_free_bytes", "Free KV bytes in an engine's HBM", *registry);
   pm::Family<pm::Gauge>& node_requests =
       family(pm::BuildGauge(), "dualpath_serve_node_requests",
-             "Turns in flight on a node (prefill or decode), as the scheduler saw them about 0.2 s ago", *registry);
+             "Turns in flight on a node (prefill or decode), as the scheduler saw them when scraped", *registry);
   pm::Family<pm::Gauge>& read_q = family(pm::BuildGauge(), "dualpath_serve_snic_read_queue_bytes",
                                          "Bytes waiting on a node's storage NIC, as the scheduler saw them", *registry);
   pm::Family<pm::Counter>& resumed = family(pm::BuildCounter(), "dualpath_serve_resumed_streams_total",

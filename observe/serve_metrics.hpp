@@ -35,7 +35,7 @@ class serve_metrics {
   void set_running(uint32_t running, uint32_t capacity);
   void set_free_slots(uint32_t node, uint32_t free, uint32_t total);
   void set_free_hbm(uint32_t engine, uint64_t bytes);
-  // Turns in flight on a node (its PE or DE work), and its SNIC's read queue, as the scheduler last saw them.
+  // Turns in flight on a node (its PE or DE work), and its SNIC's read queue, as the scheduler saw them when scraped.
   void set_node_load(uint32_t node, uint32_t in_flight, uint64_t read_q_bytes);
   // A stream whose turn was run again after a node was lost (docs/design.md §18): the tokens the client had
   // already, made again and compared (`differed` of them not the same).

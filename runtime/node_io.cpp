@@ -232,6 +232,12 @@ void node_io::persist(block_key key, block_key parent, const std::byte* payload,
 
 uint64_t node_io::read_q() const { return blocks_->read_q() + waiting_bytes_.load(); }
 
+std::vector<uint64_t> node_io::hbm_free() const {
+  std::vector<uint64_t> out;
+  for (const auto& arena : hbm_) out.push_back(arena->free_bytes());
+  return out;
+}
+
 node_io_stats node_io::stats() const {
   node_io_stats s;
   const auto bs = blocks_->stats();

@@ -99,6 +99,8 @@ class node_io final : public data_plane, public node_services {
   uint64_t read_q() const;
   read_queue_report take_read_report() override;
   node_io_stats stats() const;
+  // Free KV bytes of each of this node's engines now, by local index (what a cancelled request must give back).
+  std::vector<uint64_t> hbm_free() const;
   // read bytes and read_q of the SNIC every 20 ms since the node started (docs/design.md §15).
   std::vector<snic_sample> snic_samples() const { return sampler_.samples(); }
   uint32_t node() const { return options_.node; }

@@ -13,7 +13,6 @@
 #include "api/chat_response.hpp"
 #include "api/responses.hpp"
 #include "observe/serve_metrics.hpp"
-#include "protocol/request_ids.hpp"
 #include "schedule/policy.hpp"
 #include "serve/answer_check.hpp"
 #include "serve/served_report.hpp"
@@ -186,9 +185,7 @@ struct live_answer {
       ctx.report->add(r, turn->done() ? std::optional(turn->result().path) : std::nullopt,
                       ctx.view.geometry.block_tokens);
     if (!ctx.metrics) return;
-    // Run again after a node loss: a later attempt (docs/design.md §18), with the tokens it made again, if any.
-    if ((turn->done() && protocol::attempt_of(turn->result().request) > 0) || turn->rechecked() > 0)
-      ctx.metrics->count_resumed(turn->rechecked(), turn->recheck_differed());
+    if (turn->rerun()) ctx.metrics->count_resumed(turn->rechecked(), turn->recheck_differed());
     ctx.metrics->request_done(r);
   }
 };

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "actors/vocabulary.hpp"
+#include "protocol/request_ids.hpp"
 #include "protocol/runtime_codec.hpp"
 
 namespace dualpath::serve {
@@ -39,6 +40,8 @@ class served_turn {
   // client already has are compared, not taken again. How many were, and how many differed.
   uint64_t rechecked() const { return rechecked_; }
   uint64_t recheck_differed() const { return recheck_differed_; }
+  // Run again after a node loss: its result came from a later attempt, or tokens were made twice.
+  bool rerun() const { return (result_ && protocol::attempt_of(result_->request) > 0) || rechecked_ > 0; }
 
  private:
   void on_tokens(const protocol::turn_tokens& t);

@@ -56,18 +56,33 @@ bool authorized(const httplib::Request& req, const std::string& key) {
   return diff == 0;
 }
 
-// The data plane's gauges a cancelled request must give back: every node's free buffer slots, every engine's
-// free HBM.
-void sample_buffers(observe::serve_metrics& m, const std::vector<std::unique_ptr<runtime::node_io>>& ios,
-                    const actors::cluster_view& view) {
+// A node's gauges a cancelled request must give back: its free buffer slots and each of its engines' free HBM
+// (by local index; engine ids are node * engines_per_node + local).
+void set_buffers(observe::serve_metrics& m, uint32_t node, uint32_t slots_free, uint32_t slots_total,
+                 const std::vector<uint64_t>& hbm_free, uint32_t engines_per_node) {
+  m.set_free_slots(node, slots_free, slots_total);
+  for (uint32_t l = 0; l < hbm_free.size(); ++l) m.set_free_hbm(node * engines_per_node + l, hbm_free[l]);
+}
+
+// An embedded cluster's data planes, read when /metrics is asked (node processes report theirs: node_watch).
+void sample_embedded_buffers(observe::serve_metrics& m, const std::vector<std::unique_ptr<runtime::node_io>>& ios,
+                             uint32_t engines_per_node) {
   for (const auto& io : ios) {
     const auto st = io->stats();
-    m.set_free_slots(io->node(), st.slots_free, st.slots_total);
-    for (uint32_t l = 0; l < view.config.engines_per_node; ++l) {
-      const uint32_t engine = io->node() * view.config.engines_per_node + l;
-      m.set_free_hbm(engine, io->hbm(engine).free_bytes());
-    }
+    set_buffers(m, io->node(), st.slots_free, st.slots_total, io->hbm_free(), engines_per_node);
   }
+}
+
+// Each node's turns in flight and SNIC read queue, as the scheduler sees them when /metrics is asked (a short
+// deadline: a busy scheduler leaves the last sample).
+void sample_scheduler(caf::actor_system& sys, const actors::cluster_view& view, observe::serve_metrics& m) {
+  caf::scoped_actor self{sys};
+  self->request(view.scheduler, std::chrono::milliseconds(200), atom::stats_v)
+      .receive(
+          [&](const protocol::envelope<schema::SchedulerStats>& e) {
+            for (const auto& n : protocol::decode(e).nodes) m.set_node_load(n.node.node, n.in_flight, n.node.read_q);
+          },
+          [](caf::error&) {});
 }
 
 // Node processes lost and joined again while serving (docs/design.md §13): the scheduler stops sending work to
@@ -85,7 +100,6 @@ struct node_watch {
       : self(sys), view(v), nodes(n), metrics(m) {}
 
   void poll() {
-    sample_scheduler();
     if (!nodes) return;
     for (auto& [node, how] : nodes->poll_lost()) {
       spdlog::warn("serve: {}; going on without node {}", how, node);
@@ -105,30 +119,15 @@ struct node_watch {
     sample_buffers();
   }
 
-  // Each node's turns in flight and read queue, as the scheduler sees them (asked with a short deadline: a busy
-  // scheduler skips a sample, never the loop).
-  void sample_scheduler() {
-    self->request(view.scheduler, std::chrono::milliseconds(200), atom::stats_v)
-        .receive(
-            [&](const protocol::envelope<schema::SchedulerStats>& e) {
-              for (const auto& n : protocol::decode(e).nodes)
-                metrics.set_node_load(n.node.node, n.in_flight, n.node.read_q);
-            },
-            [](caf::error&) {});
-  }
-
-  // The node processes' free slots and HBM into /metrics every 2 s (in one process /metrics reads them itself).
+  // The node processes' free slots and HBM into /metrics every 2 s (asked from this thread, which owns `nodes`).
   void sample_buffers() {
     const auto now = std::chrono::steady_clock::now();
     if (now < next_sample) return;
     next_sample = now + std::chrono::seconds(2);
     const auto all = nodes->buffers();
     if (!all) return spdlog::debug("serve: {}", all.error().message());
-    for (const auto& n : all.value()) {
-      metrics.set_free_slots(n.node, n.slots_free, n.slots_total);
-      for (uint32_t l = 0; l < n.hbm_free.size(); ++l)
-        metrics.set_free_hbm(n.node * view.config.engines_per_node + l, n.hbm_free[l]);
-    }
+    for (const auto& n : all.value())
+      set_buffers(metrics, n.node, n.slots_free, n.slots_total, n.hbm_free, view.config.engines_per_node);
   }
 };
 
@@ -218,7 +217,8 @@ serve_summary run_server(const serve_options& o) {
   });
   http.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
     metrics.set_running(ctx.admit.running(), clients);
-    sample_buffers(metrics, ios, *view);
+    sample_embedded_buffers(metrics, ios, c.engines_per_node);
+    sample_scheduler(sys, *view, metrics);
     if (checker) {
       const auto n = checker->counts();
       metrics.set_verified(n.verified, n.mismatched, n.skipped);

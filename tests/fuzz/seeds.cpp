@@ -96,7 +96,16 @@ std::vector<bytes> envelope_seeds(std::string_view name) {
     return {raw(encode(list)), raw(encode(std::vector<runtime::endpoint_entry>{}))};
   }
   if (name == "node_counters") {
-    node_counters c{2, 1 << 20, 5, 1 << 19, 1 << 18, {{100, 0, 0}, {200, 4096, 8192}, {300, 8192, 0}}};
+    node_counters c;
+    c.node = 2;
+    c.snic_bytes = 1 << 20;
+    c.persisted_blocks = 5;
+    c.store_read_bytes = 1 << 19;
+    c.snic_write_bytes = 1 << 18;
+    c.snic_samples = {{100, 0, 0}, {200, 4096, 8192}, {300, 8192, 0}};
+    c.slots_free = 3000;  // and the buffers a serving launcher samples
+    c.slots_total = 3125;
+    c.hbm_free = {64000000, 1 << 20};
     return {raw(encode(c)), raw(encode(node_counters{}))};
   }
   return {};

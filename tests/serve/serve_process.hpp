@@ -86,15 +86,19 @@ struct serve_process {
     const size_t at = text.find("\n" + series + " ");  // a sample's line, not its # HELP
     return at == std::string::npos ? 0.0 : std::stod(text.substr(at + series.size() + 2));
   }
-  // Waits until the scheduler has at least `n` turns in flight on `node` (bounded: 60 s); whether it had.
-  bool wait_node_requests(uint32_t node, double n) const {
-    const std::string series = "dualpath_serve_node_requests{node=\"" + std::to_string(node) + "\"}";
-    for (int i = 0; i < 600; ++i) {
+  // The sample `series` of /metrics once it is at least `at_least`, or its last value after `seconds`.
+  double wait_metric(const std::string& series, double at_least, int seconds) const {
+    double v = 0;
+    for (int i = 0; i < seconds * 10; ++i) {
       const auto m = client().Get("/metrics");
-      if (m && metric(m->body, series) >= n) return true;
+      if (m && (v = metric(m->body, series)) >= at_least) break;
       usleep(100000);
     }
-    return false;
+    return v;
+  }
+  // Waits until the scheduler has at least `n` turns in flight on `node` (bounded: 60 s); whether it had.
+  bool wait_node_requests(uint32_t node, double n) const {
+    return wait_metric("dualpath_serve_node_requests{node=\"" + std::to_string(node) + "\"}", n, 60) >= n;
   }
   // After a node loss (docs/design.md §18): answers whose turn was run again (a later attempt), the tokens
   // those runs made again that their client already had, and how many of those differed.

@@ -16,14 +16,7 @@ using server = dualpath::test::serve_process;
 
 // The server's node events of kind `event` (lost, rejoined), once there are `at_least` (bounded: `seconds`).
 double wait_nodes(const server& s, const char* event, double at_least, int seconds) {
-  const std::string series = std::string("dualpath_serve_nodes_total{event=\"") + event + "\"}";
-  double v = 0;
-  for (int i = 0; i < seconds * 10; ++i) {
-    const auto m = s.client().Get("/metrics");
-    if (m && (v = server::metric(m->body, series)) >= at_least) break;
-    usleep(100000);
-  }
-  return v;
+  return s.wait_metric(std::string("dualpath_serve_nodes_total{event=\"") + event + "\"}", at_least, seconds);
 }
 
 }  // namespace
