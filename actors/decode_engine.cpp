@@ -88,8 +88,23 @@ struct decode_state : engine_base {
                uint32_t(waiting.size() + active.size() + admitting.size()), tok, hbm->free_bytes(), std::move(ids));
   }
 
+  // The hand-off's slots are the prefill engine's until this engine adopts them from its node's traffic
+  // queue: if that engine's process died meanwhile, they went back to the buffer (docs/design.md §13).
   void on_handoff(const envelope<schema::Handoff>& e) {
-    auto h = decode(e);
+    auto h = std::make_shared<handoff_info>(decode(e));
+    const auto from = caf::actor_cast<caf::actor_addr>(self->current_sender());
+    if (!from || from.node() == self->node()) return adopted(std::move(*h), true);  // one process: no one dies alone
+    self->request(view().traffic_queue(node()), data_plane_timeout(), atom::adopt_v, encode(slot_list{h->de_slots, 0}),
+                  from)
+        .then([this, h](bool kept) { adopted(std::move(*h), kept); },
+              [this, h](caf::error& err) {
+                release_de_slots(*h);
+                reply_error(*h, "the hand-off's slots were not taken over: " + describe(err), kind_of(err));
+              });
+  }
+  void adopted(handoff_info h, bool kept) {
+    if (!kept)  // the turn is re-run (its prefill node was lost); the slots are no longer this turn's
+      return reply_error(h, "its prefill engine went down before the hand-off was taken", failure_kind::transient);
     if (cancelled_early.take(h.payload.request)) return release_de_slots(h);
     waiting.push_back(std::move(h));
     admit();

@@ -2,8 +2,10 @@
 // its own threads; each completion comes back here as a message, so response promises are delivered on
 // this actor's thread.
 #include <caf/all.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/node_actors.hpp"
+#include "actors/slot_holders.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/runtime_codec.hpp"
 
@@ -14,7 +16,30 @@ namespace {
 struct traffic_queue_state {
   static inline const char* name = "traffic_queue";
   runtime::data_plane* io = nullptr;
-  traffic_queue_actor handle;  // this actor, for completions sent from the data plane's threads
+  traffic_queue_actor handle;            // this actor, for completions sent from the data plane's threads
+  slot_holders<caf::actor_addr> remote;  // slots engines of other processes hold here
+
+  // The sender of the message being handled, when it lives in another process (its slots are watched).
+  // Asked before make_response_promise, which takes the sender from the message.
+  static caf::actor_addr remote_sender(traffic_queue_actor::pointer self) {
+    const auto& s = self->current_sender();
+    return s && s->node() != self->node() ? caf::actor_cast<caf::actor_addr>(s) : caf::actor_addr{};
+  }
+  void hold(traffic_queue_actor::pointer self, const std::vector<uint32_t>& slots, const caf::actor_addr& holder) {
+    if (holder && !slots.empty() && remote.hold(slots, holder)) self->monitor(holder);
+  }
+  // A remote holder went down (its process died or left): what it still held goes back to the buffer.
+  void holder_down(const caf::down_msg& d) {
+    const auto slots = remote.reclaim(d.source);
+    if (slots.empty()) return;
+    spdlog::warn("traffic queue: {} buffer slots taken back from an engine that went down ({})", slots.size(),
+                 caf::to_string(d.reason));
+    io->release(slots);
+  }
+  bool adopt(traffic_queue_actor::pointer self, const std::vector<uint32_t>& slots, const caf::actor_addr& from) {
+    if (!from || from.node() == self->node()) return true;  // one process: nobody can die alone
+    return remote.adopt(slots, from);
+  }
 
   // Runs `f` on the actor `me` (this one) once the data plane calls back. The callbacks hold the handle, not
   // the state: a completion that arrives after the actor stopped is dropped, never run on freed state.
@@ -25,15 +50,20 @@ struct traffic_queue_state {
 
   caf::typed_response_promise<envelope<schema::LoadResult>> load(traffic_queue_actor::pointer self,
                                                                  const envelope<schema::LoadBlocks>& keys) {
+    const auto holder = remote_sender(self);
     auto rp = self->make_response_promise<envelope<schema::LoadResult>>();
     io->load(
         decode(keys),
-        [me = handle, rp](runtime::load_result r) mutable {
-          back_on(me, [rp, r = std::move(r)]() mutable {
+        [me = handle, rp, holder, self, st = this](runtime::load_result r) mutable {
+          back_on(me, [rp, r = std::move(r), holder, self, st]() mutable {
             // No slots at all: the read could not start (the request is larger than the buffer, or the wait
             // for slots timed out). Otherwise the valid prefix is data, whatever ended it.
-            if (r.slots.empty() && !r.status.ok()) rp.deliver(to_error(r.status));
-            else rp.deliver(encode(r));
+            if (r.slots.empty() && !r.status.ok()) {
+              rp.deliver(to_error(r.status));
+              return;
+            }
+            st->hold(self, r.slots, holder);
+            rp.deliver(encode(r));
           });
         },
         load_request(keys));
@@ -41,11 +71,16 @@ struct traffic_queue_state {
   }
 
   caf::typed_response_promise<envelope<schema::Slots>> reserve(traffic_queue_actor::pointer self, uint32_t count) {
+    const auto holder = remote_sender(self);
     auto rp = self->make_response_promise<envelope<schema::Slots>>();
-    io->reserve(count, [me = handle, rp, count](result<std::vector<uint32_t>> slots) mutable {
-      back_on(me, [rp, count, slots = std::move(slots)]() mutable {
-        if (!slots.ok()) rp.deliver(to_error(slots.error()));
-        else rp.deliver(encode(slot_list{std::move(slots).value(), count}));
+    io->reserve(count, [me = handle, rp, count, holder, self, st = this](result<std::vector<uint32_t>> slots) mutable {
+      back_on(me, [rp, count, slots = std::move(slots), holder, self, st]() mutable {
+        if (!slots.ok()) {
+          rp.deliver(to_error(slots.error()));
+          return;
+        }
+        st->hold(self, slots.value(), holder);
+        rp.deliver(encode(slot_list{std::move(slots).value(), count}));
       });
     });
     return rp;
@@ -71,10 +106,18 @@ traffic_queue_actor::behavior_type traffic_queue(traffic_queue_actor::stateful_p
   auto& st = self->state;
   st.io = io;
   st.handle = caf::actor_cast<traffic_queue_actor>(self);
+  self->set_down_handler([self](const caf::down_msg& d) { self->state.holder_down(d); });
   return {
       [self](atom::load, const envelope<schema::LoadBlocks>& keys) { return self->state.load(self, keys); },
       [self](atom::reserve, uint32_t count) { return self->state.reserve(self, count); },
-      [io](atom::release, const envelope<schema::Slots>& slots) { io->release(decode(slots).slots); },
+      [self](atom::release, const envelope<schema::Slots>& e) {
+        const auto slots = decode(e).slots;
+        self->state.remote.release(slots);
+        self->state.io->release(slots);
+      },
+      [self](atom::adopt, const envelope<schema::Slots>& e, const caf::actor_addr& from) {
+        return self->state.adopt(self, decode(e).slots, from);
+      },
       [self](atom::copy, const envelope<schema::CopyBatch>& batch) { return self->state.copy(self, batch); },
       [](atom::complete, const completion_ptr& f) { (*f)(); },
   };

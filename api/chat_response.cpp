@@ -82,19 +82,26 @@ std::vector<std::string> chat_stream::begin() {
   return {event(chunk(head_, choice_of(false, {{"role", "assistant"}, {"content", ""}}, nullptr)))};
 }
 
-std::vector<std::string> chat_stream::delta(const std::string& text) {
-  if (text.empty()) return {};
+std::vector<std::string> chat_stream::delta(const std::string& text, const std::vector<int32_t>& ids) {
+  const bool with_ids = text_ && head_.token_ids && !ids.empty();
+  if (text.empty() && !with_ids) return {};
   sent_ += text.size();
-  return {event(chunk(head_, choice_of(text_, text_ ? json(text) : json{{"content", text}}, nullptr), text_))};
+  json choice = choice_of(text_, text_ ? json(text) : json{{"content", text}}, nullptr);
+  if (with_ids) {
+    choice[0]["token_ids"] = ids;
+    ids_sent_ += ids.size();
+  }
+  return {event(chunk(head_, std::move(choice), text_))};
 }
 
 std::vector<std::string> chat_stream::end(const chat_answer& whole) {
-  auto out = delta(whole.content.size() > sent_ ? whole.content.substr(sent_) : std::string());
+  std::vector<int32_t> rest_ids;
+  if (whole.token_ids && whole.token_ids->size() > ids_sent_)
+    rest_ids.assign(whole.token_ids->begin() + ptrdiff_t(ids_sent_), whole.token_ids->end());
+  auto out = delta(whole.content.size() > sent_ ? whole.content.substr(sent_) : std::string(), rest_ids);
   if (!text_ && !whole.tool_calls.empty())
     out.push_back(event(chunk(head_, choice_of(false, {{"tool_calls", tool_calls_json(whole, true)}}, nullptr))));
-  json last_choice = choice_of(text_, text_ ? json("") : json::object(), whole.finish_reason);
-  if (text_ && whole.token_ids) last_choice[0]["token_ids"] = *whole.token_ids;
-  out.push_back(event(chunk(head_, std::move(last_choice), text_)));
+  out.push_back(event(chunk(head_, choice_of(text_, text_ ? json("") : json::object(), whole.finish_reason), text_)));
   if (usage_) {
     json last = chunk(head_, json::array(), text_);
     last["usage"] = usage_json(whole);

@@ -20,8 +20,10 @@ struct chat_answer {
   std::string finish_reason = "length";  // length, stop or tool_calls
   uint32_t prompt_tokens = 0, completion_tokens = 0;
   uint32_t cached_tokens = 0;  // prompt tokens whose KV was loaded from storage, not recomputed
-  // Text completions asked with `return_token_ids`: the generated ids, in the choice (whole) or in the stream's
-  // last choice, so a client can carry them into its next prompt exactly (as `bench serve` does).
+  // Text completions asked with `return_token_ids`: the generated ids, in the choice (whole) or, streamed, each
+  // chunk's new ids in that chunk, so a client can carry them into its next prompt exactly and see its first
+  // token when it comes even where it makes no text (as `bench serve` does). In a stream's head: present (empty)
+  // when the ids are asked for.
   std::optional<std::vector<int32_t>> token_ids;
 };
 
@@ -30,13 +32,14 @@ nlohmann::ordered_json completion_json(const chat_answer& a);
 nlohmann::ordered_json text_completion_json(const chat_answer& a);
 
 // An answer written as Server-Sent Events while it is made (docs/design.md §18): begin() once, delta() for
-// each piece of content as it becomes final, end() with the whole answer (content not yet sent goes out
+// each piece of content as it becomes final (with the ids generated since the last delta, which a text
+// completion asked with `return_token_ids` carries even where they make no text yet), end() with the whole answer (content not yet sent goes out
 // first, then tool calls, the finish reason, usage, the end of the stream). Each event is one string.
 class answer_stream {
  public:
   virtual ~answer_stream() = default;
   virtual std::vector<std::string> begin() = 0;
-  virtual std::vector<std::string> delta(const std::string& text) = 0;
+  virtual std::vector<std::string> delta(const std::string& text, const std::vector<int32_t>& ids) = 0;
   virtual std::vector<std::string> end(const chat_answer& whole) = 0;
 };
 
@@ -47,13 +50,14 @@ class chat_stream final : public answer_stream {
  public:
   chat_stream(chat_answer head, bool include_usage, bool text_completion = false);
   std::vector<std::string> begin() override;
-  std::vector<std::string> delta(const std::string& text) override;
+  std::vector<std::string> delta(const std::string& text, const std::vector<int32_t>& ids) override;
   std::vector<std::string> end(const chat_answer& whole) override;
 
  private:
   chat_answer head_;
   bool usage_, text_;
-  size_t sent_ = 0;  // content bytes written so far
+  size_t sent_ = 0;      // content bytes written so far
+  size_t ids_sent_ = 0;  // generated ids written so far (text completions with `return_token_ids`)
 };
 
 // Every event of a finished answer at once: begin, end.

@@ -197,7 +197,7 @@ void response_stream::open_message(std::vector<std::string>& out) {
         {{"item_id", "msg_" + head_.id}, {"output_index", 0}, {"content_index", 0}, {"part", part}});
 }
 
-std::vector<std::string> response_stream::delta(const std::string& text) {
+std::vector<std::string> response_stream::delta(const std::string& text, const std::vector<int32_t>&) {
   std::vector<std::string> out;
   if (text.empty()) return out;
   open_message(out);
@@ -208,7 +208,7 @@ std::vector<std::string> response_stream::delta(const std::string& text) {
 }
 
 std::vector<std::string> response_stream::end(const chat_answer& a) {
-  auto out = delta(a.content.size() > sent_.size() ? a.content.substr(sent_.size()) : std::string());
+  auto out = delta(a.content.size() > sent_.size() ? a.content.substr(sent_.size()) : std::string(), {});
   size_t index = 0;
   if (opened_ || a.tool_calls.empty()) {
     open_message(out);

@@ -24,7 +24,7 @@ class response_stream final : public answer_stream {
  public:
   explicit response_stream(chat_answer head) : head_(std::move(head)) {}
   std::vector<std::string> begin() override;
-  std::vector<std::string> delta(const std::string& text) override;
+  std::vector<std::string> delta(const std::string& text, const std::vector<int32_t>& ids) override;
   std::vector<std::string> end(const chat_answer& whole) override;
 
  private:

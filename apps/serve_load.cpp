@@ -65,8 +65,8 @@ struct turn_outcome {
   std::string error;  // "" when answered whole
   std::vector<int32_t> generated;
   uint32_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
-  std::optional<clock::time_point> first, second, last;  // content chunks
-  std::vector<double> gaps;                              // between content chunks, seconds
+  std::optional<clock::time_point> first, second, last;  // chunks with text or ids
+  std::vector<double> gaps;                              // between those chunks, seconds
 };
 
 std::string error_message(const std::string& body) {
@@ -109,18 +109,21 @@ turn_outcome send_turn(const load_target& t, const std::string& model, const std
     }
     if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) return;
     const auto& c = j["choices"][0];
-    if (c.contains("text") && c["text"].is_string() && !c["text"].get_ref<const std::string&>().empty()) {
-      const auto now = clock::now();
-      if (out.first) {
-        if (!out.second) out.second = now;
-        out.gaps.push_back(since(*out.last, now));
-      } else {
-        out.first = now;
-      }
-      out.last = now;
+    // A chunk with text or new ids is a token the client has seen (a modeled model's ids make no text).
+    const bool has_text =
+        c.contains("text") && c["text"].is_string() && !c["text"].get_ref<const std::string&>().empty();
+    const bool has_ids = c.contains("token_ids") && c["token_ids"].is_array() && !c["token_ids"].empty();
+    if (has_ids)
+      for (const auto& id : c["token_ids"]) out.generated.push_back(id.get<int32_t>());
+    if (!has_text && !has_ids) return;
+    const auto now = clock::now();
+    if (out.first) {
+      if (!out.second) out.second = now;
+      out.gaps.push_back(since(*out.last, now));
+    } else {
+      out.first = now;
     }
-    if (c.contains("token_ids") && c["token_ids"].is_array())
-      out.generated = c["token_ids"].get<std::vector<int32_t>>();
+    out.last = now;
   };
   req.response_handler = [&](const httplib::Response& r) {
     out.status = r.status;

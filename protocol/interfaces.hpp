@@ -86,6 +86,10 @@ using traffic_queue_actor = caf::typed_actor<
     caf::replies_to<atom::reserve, uint32_t>::with<envelope<schema::Slots>>,
     // Return slots to the buffer. No answer.
     caf::reacts_to<atom::release, envelope<schema::Slots>>,
+    // A local decode engine takes a hand-off's slots from the engine that sent it (docs/design.md §13):
+    // answers whether that engine still held them all (false: it went down and they went back). Local; the
+    // decode engine waits `timeout_s`.
+    caf::replies_to<atom::adopt, envelope<schema::Slots>, caf::actor_addr>::with<bool>,
     // Post a batch of copies from this node's CNICs; answers the bytes moved once all landed, or fails
     // (transfer) with the first error completion. Engines wait `timeout_s`.
     caf::replies_to<atom::copy, envelope<schema::CopyBatch>>::with<uint64_t>,

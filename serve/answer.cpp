@@ -8,6 +8,7 @@
 #include <ctime>
 #include <memory>
 #include <random>
+#include <utility>
 
 #include "api/answer_text.hpp"
 #include "api/chat_response.hpp"
@@ -55,8 +56,9 @@ struct live_answer {
   api::answer_text text;
   api::chat_answer head;  // id, model, created
   clock::time_point began = clock::now(), deadline, first_token{}, second_token{}, last_token{};
-  std::vector<double> gaps;  // between tokens as they arrived, seconds
-  gpu::sampling sample;      // as the engines pick its tokens (the seed drawn here when the request gave none)
+  std::vector<double> gaps;         // between tokens as they arrived, seconds
+  std::vector<int32_t> unsent_ids;  // with `return_token_ids`: ids a stream has not written yet
+  gpu::sampling sample;             // as the engines pick its tokens (the seed drawn here when the request gave none)
   bool cancelled = false;
   bool released = false;  // from admission
 
@@ -71,6 +73,7 @@ struct live_answer {
     head.model = ask.model;
     head.id = fmt::format("{}-{:x}{:04x}", prefix_of(ask.kind), c.started, c.serial++);
     head.created = int64_t(std::time(nullptr));
+    if (ask.return_token_ids) head.token_ids.emplace();
     protocol::turn_payload p;
     p.tokens = ask.ids;
     p.gen = ask.gen.max_tokens;
@@ -106,6 +109,7 @@ struct live_answer {
       } else gaps.push_back(seconds(now - last_token) / double(ids.size()));
       if (second_token == clock::time_point{} && text.tokens() + ids.size() >= 2) second_token = now;
       last_token = now;
+      if (ask.return_token_ids) unsent_ids.insert(unsent_ids.end(), ids.begin(), ids.end());
     }
     std::string out = text.push(ids);
     if (text.stopped_by_string() && !turn->done()) cancel("stop_string");  // complete: the rest is not made
@@ -120,6 +124,7 @@ struct live_answer {
     spdlog::info("serve: {}: cancelled ({})", head.id, reason);
     if (ctx.metrics) ctx.metrics->count_cancelled(reason);
   }
+  std::vector<int32_t> take_unsent_ids() { return std::exchange(unsent_ids, {}); }
   bool over() const { return turn->done() || text.stopped_by_string(); }
   bool failed() const { return turn->done() && !turn->result().error.empty(); }
   bool expired() const { return clock::now() > deadline; }
@@ -220,10 +225,10 @@ void stream_answer(httplib::Response& res, std::shared_ptr<live_answer> la, std:
                                      if (!*begun) {
                                        *begun = true;
                                        events = stream->begin();
-                                       if (!la->ask.tools) events += stream->delta(first_text);
+                                       if (!la->ask.tools) events += stream->delta(first_text, la->take_unsent_ids());
                                      } else {
                                        const std::string d = la->pump(milliseconds(100));
-                                       if (!la->ask.tools) events += stream->delta(d);
+                                       if (!la->ask.tools) events += stream->delta(d, la->take_unsent_ids());
                                      }
                                      bool finished = false;
                                      if (la->failed() || (!la->over() && la->expired())) {

@@ -31,7 +31,8 @@ else
 fi
 
 for policy in ${policies//,/ }; do
-  start_serve "$tmp/$policy" --cluster "$here/storage_bound.toml" --policy "$policy"
+  # As many serving clients as `run` has agents in flight: none is turned away (429) where `run` queues it.
+  start_serve "$tmp/$policy" --cluster "$here/storage_bound.toml" --policy "$policy" --clients "${CLIENTS:-160}"
   "$bin" bench serve --url "127.0.0.1:$port" --label "$policy" "${load[@]}" --report "$tmp/$policy.json"
   stop_serve
 done

@@ -85,7 +85,7 @@ TEST_CASE("answer streams: deltas as they come, then the end, add up to the same
     chat_stream live(a, true, text);
     auto events = live.begin();
     for (const char* piece : {"hel", "lo ", "wor"})
-      for (auto& e : live.delta(piece)) events.push_back(e);
+      for (auto& e : live.delta(piece, {})) events.push_back(e);
     for (auto& e : live.end(a)) events.push_back(e);
     std::string joined_live, content;
     for (const auto& e : events) {
@@ -102,7 +102,7 @@ TEST_CASE("answer streams: deltas as they come, then the end, add up to the same
   }
   response_stream r(a);
   auto events = r.begin();
-  for (auto& e : r.delta("hello ")) events.push_back(e);
+  for (auto& e : r.delta("hello ", {})) events.push_back(e);
   for (auto& e : r.end(a)) events.push_back(e);
   std::string all;
   for (const auto& e : events) all += e;
@@ -110,4 +110,40 @@ TEST_CASE("answer streams: deltas as they come, then the end, add up to the same
   CHECK(all.find("\"delta\":\"world\"") != std::string::npos);
   CHECK(all.find("\"text\":\"hello world\"") != std::string::npos);  // output_text.done has all of it
   CHECK(events.back().rfind("event: response.completed\n", 0) == 0);
+}
+
+TEST_CASE("a text stream asked for its token ids carries each chunk's new ids, even where they make no text yet") {
+  chat_answer head;
+  head.id = "cmpl-1";
+  head.model = "tiny";
+  head.token_ids.emplace();  // asked for
+  chat_answer whole = head;
+  whole.content = "ab";
+  whole.token_ids = std::vector<int32_t>{7, 8, 9, 10, 11};
+  chat_stream live(head, false, true);
+  std::vector<std::string> events = live.begin();
+  for (auto& e : live.delta("", {7, 8})) events.push_back(e);  // ids with no text yet: still a chunk
+  for (auto& e : live.delta("", {})) events.push_back(e);      // nothing new: no chunk
+  for (auto& e : live.delta("a", {9})) events.push_back(e);
+  for (auto& e : live.end(whole)) events.push_back(e);  // "b" and the ids 10, 11 not yet sent
+  std::vector<int32_t> ids;
+  std::string text;
+  size_t chunks_with_ids = 0;
+  for (const auto& e : events) {
+    if (e.rfind("data: {", 0) != 0) continue;
+    const auto c = nlohmann::json::parse(e.substr(6))["choices"][0];
+    text += c["text"].get<std::string>();
+    if (!c.contains("token_ids")) continue;
+    ++chunks_with_ids;
+    for (const auto& id : c["token_ids"]) ids.push_back(id.get<int32_t>());
+  }
+  CHECK(ids == *whole.token_ids);
+  CHECK(text == "ab");
+  CHECK(chunks_with_ids == 3);
+  // Not asked for: the same deltas give no id-only chunk and no ids.
+  chat_answer plain = head;
+  plain.token_ids.reset();
+  chat_stream quiet(plain, false, true);
+  CHECK(quiet.delta("", {7, 8}).empty());
+  CHECK(quiet.delta("a", {9})[0].find("token_ids") == std::string::npos);
 }

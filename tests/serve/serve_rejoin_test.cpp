@@ -1,7 +1,8 @@
 // `dualpath serve` over nodes started by hand (docs/design.md §13, §18): a prefill node SIGKILLed under
 // streaming load and started again as the same index. Every stream completes whole, the tokens a re-run turn
 // made again equal those already sent, the new process rejoins, and once the other prefill node is killed
-// too the rejoined one answers alone; with --verify every answer equals a full recompute.
+// too the rejoined one answers alone; with --verify every answer equals a full recompute, and the decode
+// nodes get back every buffer slot the dead processes held there.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -57,6 +58,13 @@ TEST_CASE("serve, 2P2D by hand: a prefill node killed mid-stream rejoins, then a
   second.join();
   CHECK(second.whole == streams * again);
   CHECK_MESSAGE(second.other == 0, second.failures);
+
+  // Nothing the dead prefill processes held on the decode nodes stays held (their DE-read and forward slots).
+  for (const char* node : {"2", "3"}) {
+    const std::string series = std::string("dualpath_serve_buffer_slots{node=\"") + node + "\",state=\"";
+    const double total = s.wait_metric(series + "total\"}", 1, 10);
+    CHECK_MESSAGE(s.wait_metric(series + "free\"}", total, 30) == total, "decode node " << node);
+  }
 
   const double answers = streams * (each + again);
   const auto r = s.rechecked();
