@@ -4,6 +4,8 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include <set>
+
 #include "actors/node_actors.hpp"
 #include "actors/slot_holders.hpp"
 #include "protocol/errors.hpp"
@@ -25,15 +27,24 @@ struct traffic_queue_state {
     const auto& s = self->current_sender();
     return s && s->node() != self->node() ? caf::actor_cast<caf::actor_addr>(s) : caf::actor_addr{};
   }
-  void hold(traffic_queue_actor::pointer self, const std::vector<uint32_t>& slots, const caf::actor_addr& holder) {
-    if (holder && !slots.empty() && remote.hold(slots, holder)) self->monitor(holder);
+  std::set<caf::node_id> lost;  // processes of lost nodes: what they are handed from now on goes back at once
+
+  // Slots a load or reservation got for `holder`. One that finishes after its holder's node was lost (a
+  // storage read takes a while) gives them straight back: no one will use or release them.
+  void hold(const std::vector<uint32_t>& slots, const caf::actor_addr& holder) {
+    if (!holder) return;
+    if (lost.count(holder.node()) == 0) return remote.hold(slots, holder);
+    spdlog::warn("traffic queue: {} buffer slots given back for an engine of a lost node", slots.size());
+    io->release(slots);
   }
-  // A remote holder went down (its process died or left): what it still held goes back to the buffer.
-  void holder_down(const caf::down_msg& d) {
-    const auto slots = remote.reclaim(d.source);
+  // A lost node's process (docs/design.md §13): what its engines still held here goes back to the buffer. Told
+  // by the launcher, not by CAF: between node processes messages may travel through the launcher's process, and
+  // then nothing here sees the dead process's connection close.
+  void node_lost(const caf::node_id& process) {
+    lost.insert(process);
+    const auto slots = remote.reclaim_if([&](const caf::actor_addr& a) { return a.node() == process; });
     if (slots.empty()) return;
-    spdlog::warn("traffic queue: {} buffer slots taken back from an engine that went down ({})", slots.size(),
-                 caf::to_string(d.reason));
+    spdlog::warn("traffic queue: {} buffer slots taken back from the engines of a lost node", slots.size());
     io->release(slots);
   }
   bool adopt(traffic_queue_actor::pointer self, const std::vector<uint32_t>& slots, const caf::actor_addr& from) {
@@ -62,7 +73,7 @@ struct traffic_queue_state {
               rp.deliver(to_error(r.status));
               return;
             }
-            st->hold(self, r.slots, holder);
+            st->hold(r.slots, holder);
             rp.deliver(encode(r));
           });
         },
@@ -79,7 +90,7 @@ struct traffic_queue_state {
           rp.deliver(to_error(slots.error()));
           return;
         }
-        st->hold(self, slots.value(), holder);
+        st->hold(slots.value(), holder);
         rp.deliver(encode(slot_list{std::move(slots).value(), count}));
       });
     });
@@ -106,7 +117,6 @@ traffic_queue_actor::behavior_type traffic_queue(traffic_queue_actor::stateful_p
   auto& st = self->state;
   st.io = io;
   st.handle = caf::actor_cast<traffic_queue_actor>(self);
-  self->set_down_handler([self](const caf::down_msg& d) { self->state.holder_down(d); });
   return {
       [self](atom::load, const envelope<schema::LoadBlocks>& keys) { return self->state.load(self, keys); },
       [self](atom::reserve, uint32_t count) { return self->state.reserve(self, count); },
@@ -118,6 +128,7 @@ traffic_queue_actor::behavior_type traffic_queue(traffic_queue_actor::stateful_p
       [self](atom::adopt, const envelope<schema::Slots>& e, const caf::actor_addr& from) {
         return self->state.adopt(self, decode(e).slots, from);
       },
+      [self](atom::lost, const caf::node_id& lost) { self->state.node_lost(lost); },
       [self](atom::copy, const envelope<schema::CopyBatch>& batch) { return self->state.copy(self, batch); },
       [](atom::complete, const completion_ptr& f) { (*f)(); },
   };

@@ -55,7 +55,11 @@ node_control_actor::behavior_type node_control(node_control_actor::pointer, runt
       [io](atom::buffers) { return encode(counters_of(*io, {})); },
       [main](atom::stop) { caf::anon_send(main, atom::stop_v); },
       [io](atom::ping) { return io->node(); },
-      [io](atom::lost, uint32_t node) { io->node_lost(node); },
+      [io, view](atom::lost, uint32_t node) {
+        io->node_lost(node);
+        // The lost process's handles are still in the view (a rejoin replaces them later).
+        caf::anon_send(view->traffic_queue(io->node()), atom::lost_v, view->traffic_queue(node).node());
+      },
       [io, view](atom::rejoin, const node_handles& h, const envelope<schema::FabricDirectory>& e) {
         return rejoined(*view, *io, h, decode(e));
       },

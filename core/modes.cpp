@@ -28,6 +28,8 @@ constexpr mode_row modes[] = {
     {run_policy::round_robin, "round_robin", "rr_queue", true, kv_loading::layerwise, io_mode::real, true},
     {run_policy::split, "split", "balanced_split", true, kv_loading::layerwise, io_mode::real, true},
     {run_policy::oracle, "oracle", "balanced_pe", false, kv_loading::layerwise, io_mode::bypass, true},
+    // Beyond the paper (§7.8): the decode engine and the read path chosen together, by read queue.
+    {run_policy::queue_aware, "queue_aware", "balanced_rq", true, kv_loading::layerwise, io_mode::real, true},
 };
 
 constexpr const char* backends[] = {"cpu", "cuda", "modeled"};
@@ -48,8 +50,8 @@ const std::vector<std::string>& run_policy_names() {
 }
 
 const std::vector<std::string>& scheduler_policy_names() {
-  static const std::vector<std::string> names{"balanced", "balanced_pe",  "balanced_split",
-                                              "rr_queue", "rr_alternate", "rr_pe"};
+  static const std::vector<std::string> names{"balanced",     "balanced_pe", "balanced_split", "rr_queue",
+                                              "rr_alternate", "rr_pe",       "balanced_rq"};
   return names;
 }
 

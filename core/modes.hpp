@@ -18,7 +18,16 @@ namespace dualpath {
 //   round_robin engines round robin, path by shorter read queue
 //   split       one request's hit blocks divided between both SNICs
 //   oracle      no SNIC and no fabric: hit KV from the blocks persisted in DRAM, no block file read, memcpy
-enum class run_policy : uint8_t { basic, layerwise, dualpath_nosched, dualpath, round_robin, split, oracle };
+enum class run_policy : uint8_t {
+  basic,
+  layerwise,
+  dualpath_nosched,
+  dualpath,
+  round_robin,
+  split,
+  oracle,
+  queue_aware
+};
 enum class kv_loading : uint8_t { whole, layerwise };  // all hit layers in HBM first, or one layer at a time
 enum class io_mode : uint8_t { real, bypass };         // SNIC gate + fabric, or direct reads + memcpy
 

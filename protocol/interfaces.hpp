@@ -90,6 +90,9 @@ using traffic_queue_actor = caf::typed_actor<
     // answers whether that engine still held them all (false: it went down and they went back). Local; the
     // decode engine waits `timeout_s`.
     caf::replies_to<atom::adopt, envelope<schema::Slots>, caf::actor_addr>::with<bool>,
+    // This node's control actor: the process of a lost node (its CAF node); the slots its engines held here
+    // go back to the buffer. Local. No answer.
+    caf::reacts_to<atom::lost, caf::node_id>,
     // Post a batch of copies from this node's CNICs; answers the bytes moved once all landed, or fails
     // (transfer) with the first error completion. Engines wait `timeout_s`.
     caf::replies_to<atom::copy, envelope<schema::CopyBatch>>::with<uint64_t>,

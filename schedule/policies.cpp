@@ -6,60 +6,12 @@
 #include "core/modes.hpp"
 #include "core/names.hpp"
 #include "core/status.hpp"
+#include "schedule/group_policy.hpp"
 #include "schedule/selection.hpp"
 
 namespace dualpath::schedule {
 
 namespace {
-
-assignment make_assignment(const request_info& r, const node_snapshot& pe_node, uint32_t pe,
-                           const node_snapshot& de_node, uint32_t de) {
-  assignment a;
-  a.request = r;
-  a.pe = pe;
-  a.pe_node = pe_node.node;
-  a.de = de;
-  a.de_node = de_node.node;
-  return a;
-}
-
-// The prefill group that fetches, when it can take work: the known prefill nodes with engines of the
-// fetching node's group (group_layout; today's one node by default), and requests waiting. The fetching
-// node itself must be known: a leader fetches only after its first report.
-void fetching_group(cluster_snapshot& snap, uint32_t node, const std::deque<request_info>& waiting,
-                    const group_layout& layout, std::vector<node_snapshot*>& group) {
-  group.clear();
-  const node_snapshot* self = snap.find(node);
-  if (!self || self->kind != role::prefill || waiting.empty()) return;
-  const uint32_t first = layout.pe_group_first(node);
-  for (uint32_t id = first; id < first + std::max(layout.pe_group_nodes, 1u); ++id) {
-    node_snapshot* n = snap.find(id);
-    if (n && n->kind == role::prefill && !n->engines.empty()) group.push_back(n);
-  }
-}
-
-void set_path(assignment& a, read_path p) {
-  a.path = p;
-  a.pe_blocks = p == read_path::pe ? a.request.hit_blocks : 0;
-}
-
-// Every policy starts the same way: the PE group that fetches, when it can take work; the rest is its own.
-class group_policy : public policy {
- public:
-  std::vector<assignment> assign(cluster_snapshot& snap, uint32_t pe_node_id, std::deque<request_info>& waiting,
-                                 const policy_params& params) final {
-    fetching_group(snap, pe_node_id, waiting, params.groups, group_);
-    if (group_.empty()) return {};
-    return assign_group(snap, group_, waiting, params);
-  }
-
- protected:
-  virtual std::vector<assignment> assign_group(cluster_snapshot& snap, const std::vector<node_snapshot*>& pe_group,
-                                               std::deque<request_info>& waiting, const policy_params& params) = 0;
-
- private:
-  std::vector<node_snapshot*> group_;  // reused between calls
-};
 
 // §7.2 then §7.3 (both levels) then a read-path rule. Passes over the fetched requests:
 //  1. PE per request, FIFO, until the group is overloaded (tok_e += append).
@@ -319,6 +271,7 @@ std::unique_ptr<policy> make_policy(std::string_view name) {
       {"balanced_split", [] { return std::unique_ptr<policy>(new split_policy()); }},
       {"rr_alternate", [] { return std::unique_ptr<policy>(new alternate_policy()); }},
       {"rr_pe", [] { return std::unique_ptr<policy>(new framework_policy()); }},
+      {"balanced_rq", make_queue_aware_policy},
   };
   for (const auto& [n, make] : factories)
     if (n == name) return make();

@@ -79,6 +79,7 @@ def main():
     ap.add_argument("--port", type=int, default=8177)
     ap.add_argument("--verify", action="store_true", help="serve --verify: recompute every answer (fewer requests)")
     ap.add_argument("--out", default="serve_soak.result.json")
+    ap.add_argument("--keep", action="store_true", help="keep the server's and the nodes' logs (the path is printed)")
     a = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="serve-soak-")
@@ -233,7 +234,10 @@ def main():
             if p.poll() is None:
                 p.kill()
                 p.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
+        if a.keep:
+            print(f"logs kept in {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

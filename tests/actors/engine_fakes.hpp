@@ -97,6 +97,7 @@ inline traffic_queue_actor::behavior_type fake_traffic_queue(traffic_queue_actor
         for (auto x : decode(e).slots) s->adopted.push_back(x);
         return s->adopt;
       },
+      [=](atom::lost, const caf::node_id&) {},
       [=](atom::copy, const envelope<schema::CopyBatch>& e) -> caf::result<uint64_t> {
         copy_call c;
         c.batch = decode(e);

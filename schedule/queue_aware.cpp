@@ -1,0 +1,94 @@
+// The policy beyond the paper (docs/design.md §7.8, run policy `queue_aware`). The paper's rules choose a
+// request's decode engine by token load alone and only then its read path, so the DE node whose SNIC would
+// read soonest is rarely the one chosen, and a burst of requests placed on the least-loaded decode node
+// queues its reads on that node's SNIC (or, the path rule seeing it backed up, on the PE node's) while other
+// SNICs idle. Here the decode engine and the read path are one choice: among decode engines with HBM for the
+// request and a token load within Z (§7.3's bound over every decode engine), the one whose read starts
+// soonest (the shorter of its node's and the PE node's read queue), then the least token load.
+#include <algorithm>
+#include <limits>
+
+#include "schedule/group_policy.hpp"
+#include "schedule/selection.hpp"
+
+namespace dualpath::schedule {
+
+namespace {
+
+class queue_aware_policy final : public group_policy {
+ public:
+  std::string_view name() const override { return "balanced_rq"; }
+
+ protected:
+  std::vector<assignment> assign_group(cluster_snapshot& snap, const std::vector<node_snapshot*>& group,
+                                       std::deque<request_info>& waiting, const policy_params& params) override {
+    std::vector<assignment> out;
+    decode_.clear();
+    uint64_t tok = 0, engines = 0;
+    for (auto& n : snap.nodes) {
+      if (n.kind != role::decode || n.engines.empty()) continue;
+      decode_.push_back(&n);
+      for (const auto& e : n.engines) tok += e.tok, ++engines;
+    }
+    if (decode_.empty()) return out;
+    while (!waiting.empty()) {
+      const request_info& r = waiting.front();
+      const prefill_choice pe = select_prefill(group, params);
+      if (!pe.engine) break;
+      const double z = params.z_slack * double(tok + r.len) / double(engines);
+      const choice de = choose_decode(*pe.node, r, z);
+      if (!de.engine) break;  // no decode engine has HBM for it: it stays at the head
+      pe.engine->tok += r.append_tokens;
+      pe.engine->seq += 1;
+      de.engine->tok += r.len;
+      de.engine->seq += 1;
+      de.engine->free_hbm -= r.kv_bytes;
+      tok += r.len;
+      assignment a = make_assignment(r, *pe.node, pe.engine->engine, *de.node, de.engine->engine);
+      set_path(a, shorter_read_q(*pe.node, *de.node));
+      charge_reads(a, *pe.node, *de.node);
+      out.push_back(a);
+      waiting.pop_front();
+    }
+    return out;
+  }
+
+ private:
+  struct choice {
+    node_snapshot* node = nullptr;
+    engine_snapshot* engine = nullptr;
+    bool over_z = true;
+    uint64_t read_start = 0;  // bytes queued ahead of its read on the SNIC that would read it
+  };
+
+  // Within Z before beyond it; then the read that starts soonest; then the smaller token load (and the
+  // fewer requests, which keeps decode batches even).
+  static bool better(const choice& a, const choice& b) {
+    if (!b.engine) return true;
+    if (a.over_z != b.over_z) return !a.over_z;
+    if (a.read_start != b.read_start) return a.read_start < b.read_start;
+    if (a.engine->tok != b.engine->tok) return a.engine->tok < b.engine->tok;
+    return a.engine->seq < b.engine->seq;
+  }
+
+  choice choose_decode(const node_snapshot& pe, const request_info& r, double z) const {
+    choice best;
+    for (auto* n : decode_) {
+      const uint64_t start = std::min(pe.read_q, n->read_q);
+      for (auto& e : n->engines) {
+        if (e.free_hbm < r.kv_bytes) continue;
+        const choice c{n, &e, double(e.tok + r.len) > z, start};
+        if (better(c, best)) best = c;
+      }
+    }
+    return best;
+  }
+
+  std::vector<node_snapshot*> decode_;  // reused between calls
+};
+
+}  // namespace
+
+std::unique_ptr<policy> make_queue_aware_policy() { return std::make_unique<queue_aware_policy>(); }
+
+}  // namespace dualpath::schedule
