@@ -4,7 +4,8 @@
 // queues its reads on that node's SNIC (or, the path rule seeing it backed up, on the PE node's) while other
 // SNICs idle. Here the decode engine and the read path are one choice: among decode engines with HBM for the
 // request and a token load within Z (§7.3's bound over every decode engine), the one whose read starts
-// soonest (the shorter of its node's and the PE node's read queue), then the least token load.
+// soonest (the shorter of its node's and the PE node's read queue), then the least token load. A prefill group
+// takes no more than its share of the prefill load over every group (the offline tail, §7.8).
 #include <algorithm>
 #include <limits>
 
@@ -31,10 +32,23 @@ class queue_aware_policy final : public group_policy {
       for (const auto& e : n.engines) tok += e.tok, ++engines;
     }
     if (decode_.empty()) return out;
+    uint64_t pe_tok = 0, pe_engines = 0, group_tok = 0, group_engines = 0;
+    for (const auto& n : snap.nodes)
+      if (n.kind == role::prefill)
+        for (const auto& e : n.engines) pe_tok += e.tok, ++pe_engines;
+    for (const auto* n : group)
+      for (const auto& e : n->engines) group_tok += e.tok, ++group_engines;
     while (!waiting.empty()) {
       const request_info& r = waiting.front();
       const prefill_choice pe = select_prefill(group, params);
       if (!pe.engine) break;
+      // The group's share: it takes a request while its engines carry no more than the prefill engines of
+      // every group on average (z_slack over it), or while one of them is idle. β alone let the group that
+      // fetched first take the last turns of a run while other prefill nodes idled.
+      const double share = params.z_slack * double(pe_tok + r.append_tokens) / double(pe_engines);
+      if (pe.engine->tok > 0 && double(group_tok + r.append_tokens) / double(group_engines) > share) break;
+      pe_tok += r.append_tokens;
+      group_tok += r.append_tokens;
       const double z = params.z_slack * double(tok + r.len) / double(engines);
       const choice de = choose_decode(*pe.node, r, z);
       if (!de.engine) break;  // no decode engine has HBM for it: it stays at the head

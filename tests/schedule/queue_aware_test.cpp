@@ -1,0 +1,65 @@
+// docs/design.md §7.8: queue_aware chooses the decode engine with the read path, and a prefill group takes no
+// more than its share of the prefill load.
+#include <doctest/doctest.h>
+
+#include "schedule/policy.hpp"
+#include "tests/schedule/helpers.hpp"
+
+using namespace dualpath::schedule;
+using namespace dualpath::schedule::test;
+
+namespace {
+policy_params loose() {
+  policy_params p;
+  p.alpha_tokens = 1u << 20;
+  p.beta_tokens = 1u << 20;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("queue_aware: the decode node whose SNIC reads soonest, within Z, and the path through it") {
+  cluster_snapshot snap;
+  add_node(snap, 1, role::prefill, /*read_q*/ 50000, {0});
+  add_node(snap, 4, role::decode, /*read_q*/ 30000, {0});  // least loaded, but its SNIC is backed up
+  add_node(snap, 5, role::decode, /*read_q*/ 0, {200});
+  std::deque<request_info> waiting{make_request(1)};
+  const auto out = make_policy("balanced_rq")->assign(snap, 1, waiting, loose());
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].de == 500);  // the paper's rule (smallest token load) would take 400
+  CHECK(out[0].path == read_path::de);
+  CHECK(snap.find(5)->read_q == 10000);
+
+  // Beyond Z the token load decides again: a node far above the others' load is not chosen for its queue.
+  cluster_snapshot busy;
+  add_node(busy, 1, role::prefill, 50000, {0});
+  add_node(busy, 4, role::decode, 30000, {0});
+  add_node(busy, 5, role::decode, 0, {100000});
+  std::deque<request_info> again{make_request(2)};
+  const auto out2 = make_policy("balanced_rq")->assign(busy, 1, again, loose());
+  REQUIRE(out2.size() == 1);
+  CHECK(out2[0].de == 400);
+  CHECK(out2[0].path == read_path::de);  // 30000 is still shorter than the PE node's 50000
+}
+
+TEST_CASE("queue_aware: a prefill group stops at its share of the load while the other groups idle") {
+  cluster_snapshot snap;
+  add_node(snap, 1, role::prefill, 0, {0, 0});
+  add_node(snap, 2, role::prefill, 0, {0, 0});
+  add_node(snap, 5, role::decode, 0, {0, 0});
+  std::deque<request_info> waiting;
+  for (uint64_t i = 0; i < 6; ++i) waiting.push_back(make_request(i));
+  auto pol = make_policy("balanced_rq");
+  const auto first = pol->assign(snap, 1, waiting, loose());
+  CHECK(first.size() == 2);  // one per idle engine; β alone would have let node 1 take all six
+  CHECK(waiting.size() == 4);
+  const auto second = pol->assign(snap, 2, waiting, loose());
+  CHECK(second.size() == 2);  // node 2 takes its share (two idle engines)
+  for (const auto& a : second) CHECK(a.pe_node == 2);
+  // Alone, a group takes as much as β allows.
+  cluster_snapshot one;
+  add_node(one, 1, role::prefill, 0, {0, 0});
+  add_node(one, 5, role::decode, 0, {0, 0});
+  std::deque<request_info> all;
+  for (uint64_t i = 0; i < 6; ++i) all.push_back(make_request(i));
+  CHECK(pol->assign(one, 1, all, loose()).size() == 6);
+}
