@@ -20,15 +20,14 @@ struct traffic_queue_state {
   runtime::data_plane* io = nullptr;
   traffic_queue_actor handle;            // this actor, for completions sent from the data plane's threads
   slot_holders<caf::actor_addr> remote;  // slots engines of other processes hold here
+  std::set<caf::node_id> lost;           // processes of lost nodes: what they are handed from now on goes back
 
-  // The sender of the message being handled, when it lives in another process (its slots are watched).
+  // The sender of the message being handled, when it lives in another process (its slots are recorded).
   // Asked before make_response_promise, which takes the sender from the message.
   static caf::actor_addr remote_sender(traffic_queue_actor::pointer self) {
     const auto& s = self->current_sender();
     return s && s->node() != self->node() ? caf::actor_cast<caf::actor_addr>(s) : caf::actor_addr{};
   }
-  std::set<caf::node_id> lost;  // processes of lost nodes: what they are handed from now on goes back at once
-
   // Slots a load or reservation got for `holder`. One that finishes after its holder's node was lost (a
   // storage read takes a while) gives them straight back: no one will use or release them.
   void hold(const std::vector<uint32_t>& slots, const caf::actor_addr& holder) {
@@ -46,10 +45,6 @@ struct traffic_queue_state {
     if (slots.empty()) return;
     spdlog::warn("traffic queue: {} buffer slots taken back from the engines of a lost node", slots.size());
     io->release(slots);
-  }
-  bool adopt(traffic_queue_actor::pointer self, const std::vector<uint32_t>& slots, const caf::actor_addr& from) {
-    if (!from || from.node() == self->node()) return true;  // one process: nobody can die alone
-    return remote.adopt(slots, from);
   }
 
   // Runs `f` on the actor `me` (this one) once the data plane calls back. The callbacks hold the handle, not
@@ -126,7 +121,7 @@ traffic_queue_actor::behavior_type traffic_queue(traffic_queue_actor::stateful_p
         self->state.io->release(slots);
       },
       [self](atom::adopt, const envelope<schema::Slots>& e, const caf::actor_addr& from) {
-        return self->state.adopt(self, decode(e).slots, from);
+        return self->state.remote.adopt(decode(e).slots, from);
       },
       [self](atom::lost, const caf::node_id& lost) { self->state.node_lost(lost); },
       [self](atom::copy, const envelope<schema::CopyBatch>& batch) { return self->state.copy(self, batch); },

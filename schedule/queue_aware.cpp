@@ -7,7 +7,6 @@
 // soonest (the shorter of its node's and the PE node's read queue), then the least token load. A prefill group
 // takes no more than its share of the prefill load over every group (the offline tail, §7.8).
 #include <algorithm>
-#include <limits>
 
 #include "schedule/group_policy.hpp"
 #include "schedule/selection.hpp"
@@ -25,17 +24,13 @@ class queue_aware_policy final : public group_policy {
                                        std::deque<request_info>& waiting, const policy_params& params) override {
     std::vector<assignment> out;
     decode_.clear();
-    uint64_t tok = 0, engines = 0;
+    uint64_t tok = 0, engines = 0, pe_tok = 0, pe_engines = 0, group_tok = 0, group_engines = 0;
     for (auto& n : snap.nodes) {
-      if (n.kind != role::decode || n.engines.empty()) continue;
-      decode_.push_back(&n);
-      for (const auto& e : n.engines) tok += e.tok, ++engines;
+      const bool decode = n.kind == role::decode;
+      if (decode && !n.engines.empty()) decode_.push_back(&n);
+      for (const auto& e : n.engines) (decode ? tok : pe_tok) += e.tok, ++(decode ? engines : pe_engines);
     }
     if (decode_.empty()) return out;
-    uint64_t pe_tok = 0, pe_engines = 0, group_tok = 0, group_engines = 0;
-    for (const auto& n : snap.nodes)
-      if (n.kind == role::prefill)
-        for (const auto& e : n.engines) pe_tok += e.tok, ++pe_engines;
     for (const auto* n : group)
       for (const auto& e : n->engines) group_tok += e.tok, ++group_engines;
     while (!waiting.empty()) {

@@ -54,8 +54,6 @@ struct tq_script {
   std::vector<uint64_t> load_requests;  // the request each load names
   std::vector<uint32_t> reserves;
   std::vector<uint32_t> released;  // every slot given back, in order
-  std::vector<uint32_t> adopted;   // every slot a decode engine took over from a hand-off
-  bool adopt = true;               // the answer to an adoption (false: its holder went down)
   std::vector<copy_call> copies;
   uint64_t clock = 0;  // counts copies posted and answered
 
@@ -93,10 +91,7 @@ inline traffic_queue_actor::behavior_type fake_traffic_queue(traffic_queue_actor
       [=](atom::release, const envelope<schema::Slots>& e) {
         for (auto x : decode(e).slots) s->released.push_back(x);
       },
-      [=](atom::adopt, const envelope<schema::Slots>& e, const caf::actor_addr&) {
-        for (auto x : decode(e).slots) s->adopted.push_back(x);
-        return s->adopt;
-      },
+      [=](atom::adopt, const envelope<schema::Slots>&, const caf::actor_addr&) { return true; },
       [=](atom::lost, const caf::node_id&) {},
       [=](atom::copy, const envelope<schema::CopyBatch>& e) -> caf::result<uint64_t> {
         copy_call c;

@@ -48,4 +48,12 @@ inline policy_params thresholds(uint64_t alpha, uint64_t beta) {
   return p;
 }
 
+// α and β so high that neither limits a fetch (1 KV byte per token).
+inline policy_params loose() {
+  policy_params p;
+  p.alpha_tokens = 1u << 20;
+  p.beta_tokens = 1u << 20;
+  return p;
+}
+
 }  // namespace dualpath::schedule::test

@@ -11,15 +11,6 @@
 using namespace dualpath::schedule;
 using namespace dualpath::schedule::test;
 
-namespace {
-policy_params loose() {
-  policy_params p;
-  p.alpha_tokens = 1u << 20;
-  p.beta_tokens = 1u << 20;
-  return p;
-}
-}  // namespace
-
 TEST_CASE("read path: the node with the shorter read_q, charged as requests are assigned") {
   cluster_snapshot snap;
   add_node(snap, 1, role::prefill, /*read_q*/ 25000, {0});

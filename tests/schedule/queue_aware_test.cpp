@@ -8,15 +8,6 @@
 using namespace dualpath::schedule;
 using namespace dualpath::schedule::test;
 
-namespace {
-policy_params loose() {
-  policy_params p;
-  p.alpha_tokens = 1u << 20;
-  p.beta_tokens = 1u << 20;
-  return p;
-}
-}  // namespace
-
 TEST_CASE("queue_aware: the decode node whose SNIC reads soonest, within Z, and the path through it") {
   cluster_snapshot snap;
   add_node(snap, 1, role::prefill, /*read_q*/ 50000, {0});
