@@ -15,6 +15,7 @@
 #include "core/status.hpp"
 #include "gpu/backend.hpp"
 #include "gpu/bf16.hpp"
+#include "gpu/cpu_team.hpp"
 
 namespace dualpath::bench {
 
@@ -47,13 +48,21 @@ class sgemm_probe {
       flops_ += 2.0 * rows * s.in * s.out;
     }
   }
-  double gflop_per_s() {  // one timed round over every shape
+  double gflop_per_s() {  // one timed round over every shape, with OpenBLAS's own threads on every core
+    const int saved = openblas_get_num_threads();
+    openblas_set_num_threads(int(gpu::usable_cores()));
     const auto t0 = clock_type::now();
-    for (size_t i = 0; i < shapes_.size(); ++i)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows_), int(shapes_[i].out), int(shapes_[i].in), 1.0f,
-                  x_[i].data(), int(shapes_[i].in), w_[i].data(), int(shapes_[i].in), 0.0f, y_[i].data(),
-                  int(shapes_[i].out));
-    return flops_ / since(t0) / 1e9;
+    uint32_t rounds = 0;
+    do {  // at least 0.1 s: one round at small shapes is too short to time on a shared machine
+      for (size_t i = 0; i < shapes_.size(); ++i)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows_), int(shapes_[i].out), int(shapes_[i].in), 1.0f,
+                    x_[i].data(), int(shapes_[i].in), w_[i].data(), int(shapes_[i].in), 0.0f, y_[i].data(),
+                    int(shapes_[i].out));
+      ++rounds;
+    } while (since(t0) < 0.1);
+    const double seconds = since(t0);
+    openblas_set_num_threads(saved);
+    return flops_ * rounds / seconds / 1e9;
   }
 
  private:
@@ -64,6 +73,36 @@ class sgemm_probe {
   std::vector<shape> shapes_;
   std::vector<std::vector<float>> x_, w_, y_;
   double flops_ = 0;
+};
+
+// Bytes of fp32 weights a decode step of the cpu backend reads: every layer's linear weights and the LM head.
+uint64_t decode_weight_bytes(const model_spec& m) {
+  const uint64_t H = m.hidden, Q = uint64_t(m.heads) * m.head_dim, KV = uint64_t(m.kv_heads) * m.head_dim,
+                 I = m.intermediate;
+  return (m.layers * (H * (Q + 2 * KV) + Q * H + H * 2 * I + I * H) + uint64_t(m.vocab) * H) * sizeof(float);
+}
+
+// Read bandwidth of this machine's memory with every core reading its share of a buffer far larger than
+// the caches: the roof of a memory-bound decode step.
+class bandwidth_probe {
+ public:
+  explicit bandwidth_probe(uint64_t bytes) : data_(bytes / sizeof(float), 1.0f) {}
+  double gb_per_s() {
+    std::vector<float> sums(team_.size());
+    const auto t0 = clock_type::now();
+    team_.split(data_.size(), [&](size_t b, size_t e, unsigned member) {
+      float acc = 0;
+      for (size_t i = b; i < e; i += 16) acc += data_[i];  // one load per cache line: the lines, not the adds
+      sums[member] = acc;
+    });
+    const double seconds = since(t0);
+    if (sums[0] < 0) throw std::logic_error("bandwidth probe: impossible sum");  // keeps the loads
+    return double(data_.size() * sizeof(float)) / seconds / 1e9;
+  }
+
+ private:
+  gpu::cpu_team team_;
+  std::vector<float> data_;
 };
 
 }  // namespace
@@ -123,31 +162,47 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
   res.context = o.context;
   res.append = o.append;
   res.decode_batch = o.decode_batch;
-  const bool with_sgemm = be->kind() == backend_kind::cpu;  // the cpu backend's yardstick
+  const bool with_yardsticks = be->kind() == backend_kind::cpu;  // the cpu backend's roofs on this machine
   std::unique_ptr<sgemm_probe> probe;
-  if (with_sgemm) probe = std::make_unique<sgemm_probe>(m, o.append);
-  prefill_once();  // warm-up (page in weights, start BLAS threads)
-  if (probe) probe->gflop_per_s();
-  // Prefill and sgemm alternate so that load from elsewhere on the machine hits both alike.
-  std::vector<double> pt, dt, sg;
+  std::unique_ptr<bandwidth_probe> memory;
+  if (with_yardsticks) {
+    probe = std::make_unique<sgemm_probe>(m, o.append);
+    memory = std::make_unique<bandwidth_probe>(uint64_t(1) << 30);
+  }
+  prefill_once();  // warm-up (page in weights, start threads)
+  if (probe) probe->gflop_per_s(), memory->gb_per_s();
+  // Each part alternates with its yardstick and the ratio is taken per round, so that load from elsewhere
+  // on the machine hits both sides of a ratio alike.
+  const double flops = prefill_flops(m, o.context, o.append);
+  std::vector<double> pt, dt, sg, bw, prefill_ratio, decode_ratio;
   for (uint32_t r = 0; r < o.repeats; ++r) {
     const auto t0 = clock_type::now();
     prefill_once();
     pt.push_back(since(t0));
-    if (probe) sg.push_back(probe->gflop_per_s());
+    if (!probe) continue;
+    sg.push_back(probe->gflop_per_s());
+    prefill_ratio.push_back(flops / pt.back() / 1e9 / sg.back());
   }
+  // A decode step reads every weight once and the KV of every request.
+  res.decode_bytes = double(decode_weight_bytes(m)) + double(o.decode_batch) * total * bpt * m.layers;
   decode_once();
   for (uint32_t r = 0; r < o.repeats; ++r) {
     const auto t0 = clock_type::now();
     decode_once();
     dt.push_back(since(t0));
+    if (!memory) continue;
+    bw.push_back(memory->gb_per_s());
+    decode_ratio.push_back(res.decode_bytes / dt.back() / 1e9 / bw.back());
   }
   res.prefill_s = median(pt);
   res.prefill_tokens_per_s = o.append / res.prefill_s;
-  res.gflop_per_s = prefill_flops(m, o.context, o.append) / res.prefill_s / 1e9;
+  res.gflop_per_s = flops / res.prefill_s / 1e9;
   res.decode_step_s = median(dt);
   res.decode_tokens_per_s = o.decode_batch / res.decode_step_s;
   res.sgemm_gflop_per_s = median(sg);
+  res.prefill_vs_sgemm = median(prefill_ratio);
+  res.memory_gb_per_s = median(bw);
+  res.decode_vs_bandwidth = median(decode_ratio);
   const auto fit = be->fit();
   res.fit_gflop_per_s = fit.seconds_per_flop > 0 ? 1e-9 / fit.seconds_per_flop : 0;
   return res;
@@ -165,7 +220,10 @@ std::string compute_bench_result::to_json() const {
                       {"decode_step_s", decode_step_s},
                       {"decode_tokens_per_s", decode_tokens_per_s},
                       {"sgemm_gflop_per_s", sgemm_gflop_per_s},
-                      {"gflop_ratio_vs_sgemm", sgemm_gflop_per_s > 0 ? gflop_per_s / sgemm_gflop_per_s : 0.0},
+                      {"prefill_vs_sgemm", prefill_vs_sgemm},
+                      {"decode_bytes", decode_bytes},
+                      {"memory_gb_per_s", memory_gb_per_s},
+                      {"decode_vs_bandwidth", decode_vs_bandwidth},
                       {"fit_gflop_per_s", fit_gflop_per_s}};
   return j.dump(2) + "\n";
 }
@@ -178,7 +236,10 @@ std::string compute_bench_result::to_text() const {
                      decode_batch);
   if (sgemm_gflop_per_s > 0)
     out += fmt::format("sgemm     {:10.1f} GFLOP/s on the model's linear shapes  (prefill = {:.2f}x sgemm)\n",
-                       sgemm_gflop_per_s, gflop_per_s / sgemm_gflop_per_s);
+                       sgemm_gflop_per_s, prefill_vs_sgemm);
+  if (memory_gb_per_s > 0)
+    out += fmt::format("memory    {:10.1f} GB/s read  (decode reads {:.0f} MB a step: {:.2f}x the bandwidth)\n",
+                       memory_gb_per_s, decode_bytes / 1e6, decode_vs_bandwidth);
   out += fmt::format("fit       {:10.1f} GFLOP/s marginal (the batcher's FLOPs->time curve)\n", fit_gflop_per_s);
   return out;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // `dualpath bench compute`: prefill and decode throughput of a compute backend on a model's real shapes, and
-// OpenBLAS sgemm on the same model's linear-layer shapes in the same run (the yardstick for the cpu backend).
+// the cpu backend's two roofs in the same run: OpenBLAS sgemm on the model's linear-layer shapes (prefill is
+// compute-bound) and the memory's read bandwidth (decode is memory-bound).
 #include <cstdint>
 #include <string>
 
@@ -27,6 +28,10 @@ struct compute_bench_result {
   double decode_step_s = 0;         // median seconds of one decode step over the batch
   double decode_tokens_per_s = 0;   // decode_batch / decode_step_s
   double sgemm_gflop_per_s = 0;     // cpu only: OpenBLAS sgemm on [append x hidden] x the model's linear weights
+  double prefill_vs_sgemm = 0;      // cpu only: median over rounds of prefill GFLOP/s / the next sgemm round's
+  double decode_bytes = 0;          // weights (fp32) + the batch's KV that one cpu decode step reads
+  double memory_gb_per_s = 0;       // cpu only: read bandwidth with every core reading (1 GiB)
+  double decode_vs_bandwidth = 0;   // cpu only: median over rounds of decode_bytes / step time / bandwidth
   double fit_gflop_per_s = 0;       // the backend's FLOPs->time fit, marginal rate
 
   std::string to_json() const;

@@ -11,27 +11,53 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "gpu/cpu_attention.hpp"
 #include "gpu/cpu_kernels.hpp"
+#include "gpu/cpu_team.hpp"
 
 namespace dualpath::gpu {
 
 namespace {
 
-constexpr uint32_t query_tile = 128;  // query rows per attention tile: bounds the score matrix
-// Up to this many new tokens (decode) attention reads the bf16 KV in place instead of gathering it to fp32
-// for sgemm: each key is used by only a few queries, so the gather would cost more than the math.
-constexpr uint64_t direct_max_queries = 2;
+// What every pass of one backend shares: the weights, the team of threads and the attention's scratch.
+struct cpu_context {
+  const dense_model& d;
+  cpu_team& team;
+  cpu_attention& attention;
+};
 
-// y[rows, out] = x[rows, in] · w[out, in]^T + beta·y
-void linear(const float* x, const float* w, float* y, uint64_t rows, uint64_t in, uint64_t out, float beta) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(out), int(in), 1.0f, x, int(in), w, int(in), beta,
-              y, int(out));
+// Up to this many rows (a decode step's batch) a linear layer streams its weights through skinny_gemm_nt
+// instead of sgemm: the step is bound by reading the weights, and sgemm would copy them first.
+constexpr uint64_t skinny_max_rows = 16;
+// Work below these sizes stays on the calling thread: waking the team would cost more than it saves.
+constexpr uint64_t min_flops_per_thread = 1 << 21;     // a GEMM's column block
+constexpr uint64_t min_elements_per_thread = 1 << 15;  // a row kernel's rows × width
+
+// y[rows, out] = x[rows, in] · w[out, in]^T + beta·y, the output columns split over the team.
+void linear(cpu_team& team, const float* x, const float* w, float* y, uint64_t rows, uint64_t in, uint64_t out,
+            float beta) {
+  if (rows <= skinny_max_rows) {
+    team.split(
+        out, [&](size_t b, size_t e, unsigned) { cpu::skinny_gemm_nt(x, w, y, rows, in, b, e, out, beta); },
+        min_flops_per_thread / (2 * rows * in) + 1);
+    return;
+  }
+  // Column blocks stay multiples of 16 floats so every thread's GEMM runs whole vector tiles.
+  const uint64_t blocks = (out + 15) / 16;
+  team.split(
+      blocks,
+      [&](size_t b, size_t e, unsigned) {
+        const uint64_t c0 = b * 16, c1 = std::min<uint64_t>(out, e * 16);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(c1 - c0), int(in), 1.0f, x, int(in),
+                    w + c0 * in, int(in), beta, y + c0, int(out));
+      },
+      min_flops_per_thread / (2 * rows * in * 16) + 1);
 }
 
 // One batch moving through the layers: the residual stream of every new token plus scratch space.
 class cpu_batch {
  public:
-  cpu_batch(const dense_model& d, std::vector<prefill_item> items) : d_(d), m_(d.spec), items_(std::move(items)) {
+  cpu_batch(cpu_context c, std::vector<prefill_item> items) : c_(c), d_(c.d), m_(c.d.spec), items_(std::move(items)) {
     for (const auto& it : items_) {
       row0_.push_back(rows_);
       for (size_t i = 0; i < it.tokens.size(); ++i) {
@@ -58,55 +84,65 @@ class cpu_batch {
     const uint64_t H = m_.hidden, hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, KV = uint64_t(m_.kv_heads) * hd,
                    W = Q + 2 * KV, I = m_.intermediate;
     if (rows_ == 0) return;
+    const float eps = float(m_.rms_eps);
+    const uint64_t row_grain = min_elements_per_thread / W + 1;
     xn_.resize(rows_ * H);
     qkv_.resize(rows_ * W);
-    cpu::rmsnorm(x_.data(), L.attn_norm.data(), xn_.data(), rows_, uint32_t(H), float(m_.rms_eps));
-    for (uint64_t r = 0; r < rows_; ++r) std::memcpy(&qkv_[r * W], L.bqkv.data(), W * sizeof(float));
-    linear(xn_.data(), L.wqkv.data(), qkv_.data(), rows_, H, W, 1.0f);
-    cpu::rope(qkv_.data(), rows_, W, m_.heads, uint32_t(hd), pos_.data(), m_.rope_theta);
-    cpu::rope(qkv_.data() + Q, rows_, W, m_.kv_heads, uint32_t(hd), pos_.data(), m_.rope_theta);
+    c_.team.split(
+        rows_,
+        [&](size_t b, size_t e, unsigned) {
+          cpu::rmsnorm(&x_[b * H], L.attn_norm.data(), &xn_[b * H], e - b, uint32_t(H), eps);
+          for (size_t r = b; r < e; ++r) std::memcpy(&qkv_[r * W], L.bqkv.data(), W * sizeof(float));
+        },
+        row_grain);
+    linear(c_.team, xn_.data(), L.wqkv.data(), qkv_.data(), rows_, H, W, 1.0f);
+    c_.team.split(
+        rows_,
+        [&](size_t b, size_t e, unsigned) {
+          cpu::rope(&qkv_[b * W], e - b, W, m_.heads, uint32_t(hd), &pos_[b], m_.rope_theta);
+          cpu::rope(&qkv_[b * W] + Q, e - b, W, m_.kv_heads, uint32_t(hd), &pos_[b], m_.rope_theta);
+        },
+        row_grain);
 
-    attn_.assign(rows_ * Q, 0.0f);
+    std::vector<attention_request> requests(items_.size());
     for (size_t r = 0; r < items_.size(); ++r) {
       const auto& it = items_[r];
-      const uint64_t n = it.tokens.size(), ctx = it.cached + n;
       if (span_tokens(*cached[r]) != it.cached)
         throw std::invalid_argument(fmt::format("request {} layer {}: cached spans cover {} tokens, expected {}",
                                                 it.request_id, l, span_tokens(*cached[r]), it.cached));
-      // Store the new tokens' K and V (bf16, as every later reader will see them).
-      for (uint64_t i = 0; i < n; ++i) {
-        auto* dst = reinterpret_cast<uint16_t*>(new_kv[r] + i * m_.kv_bytes_per_token_layer);
-        const float* row = &qkv_[(row0_[r] + i) * W];
-        cpu::f32_to_bf16(row + Q, dst, KV);
-        cpu::f32_to_bf16(row + Q + KV, dst + KV, KV);
-      }
-      std::vector<kv_span> spans = *cached[r];
-      spans.push_back(kv_span{new_kv[r], uint32_t(n)});
-      if (n <= direct_max_queries) {
-        attend_direct(r, n, it.cached, ctx, spans);
-        continue;
-      }
-      // Gather K and V into fp32 for the sgemm path.
-      kf_.resize(ctx * KV);
-      vf_.resize(ctx * KV);
-      uint64_t t = 0;
-      for (const auto& s : spans) {
-        for (uint32_t i = 0; i < s.tokens; ++i, ++t) {
-          const auto* src = reinterpret_cast<const uint16_t*>(s.data + uint64_t(i) * m_.kv_bytes_per_token_layer);
-          cpu::bf16_to_f32(src, &kf_[t * KV], KV);
-          cpu::bf16_to_f32(src + KV, &vf_[t * KV], KV);
-        }
-      }
-      attend(r, n, it.cached, ctx);
+      requests[r] = {row0_[r], it.tokens.size(), it.cached, *cached[r]};
+      requests[r].spans.push_back(kv_span{new_kv[r], uint32_t(it.tokens.size())});
     }
-    linear(attn_.data(), L.wo.data(), x_.data(), rows_, Q, H, 1.0f);  // residual: x += attn · Wo^T
+    // Store the new tokens' K and V (bf16, as every later reader will see them).
+    c_.team.split(
+        items_.size(),
+        [&](size_t b, size_t e, unsigned) {
+          for (size_t r = b; r < e; ++r)
+            for (uint64_t i = 0; i < items_[r].tokens.size(); ++i) {
+              auto* dst = reinterpret_cast<uint16_t*>(new_kv[r] + i * m_.kv_bytes_per_token_layer);
+              const float* row = &qkv_[(row0_[r] + i) * W];
+              cpu::f32_to_bf16(row + Q, dst, KV);
+              cpu::f32_to_bf16(row + Q + KV, dst + KV, KV);
+            }
+        },
+        rows_ * W < min_elements_per_thread ? items_.size() : 1);
+    attn_.resize(rows_ * Q);
+    c_.attention.run(qkv_.data(), attn_.data(), requests);
+    linear(c_.team, attn_.data(), L.wo.data(), x_.data(), rows_, Q, H, 1.0f);  // residual: x += attn · Wo^T
 
-    cpu::rmsnorm(x_.data(), L.mlp_norm.data(), xn_.data(), rows_, uint32_t(H), float(m_.rms_eps));
     gu_.resize(rows_ * 2 * I);
     act_.resize(rows_ * I);
-    linear(xn_.data(), L.wgu.data(), gu_.data(), rows_, H, 2 * I, 0.0f);
-    cpu::silu_mul(gu_.data(), act_.data(), rows_, uint32_t(I));
-    linear(act_.data(), L.wdown.data(), x_.data(), rows_, I, H, 1.0f);
+    c_.team.split(
+        rows_,
+        [&](size_t b, size_t e, unsigned) {
+          cpu::rmsnorm(&x_[b * H], L.mlp_norm.data(), &xn_[b * H], e - b, uint32_t(H), eps);
+        },
+        row_grain);
+    linear(c_.team, xn_.data(), L.wgu.data(), gu_.data(), rows_, H, 2 * I, 0.0f);
+    c_.team.split(
+        rows_, [&](size_t b, size_t e, unsigned) { cpu::silu_mul(&gu_[b * 2 * I], &act_[b * I], e - b, uint32_t(I)); },
+        row_grain);
+    linear(c_.team, act_.data(), L.wdown.data(), x_.data(), rows_, I, H, 1.0f);
   }
 
   std::vector<int32_t> finish() {
@@ -122,7 +158,7 @@ class cpu_batch {
       std::memcpy(&last[e * H], &x_[row * H], H * sizeof(float));
     }
     cpu::rmsnorm(last.data(), d_.final_norm.data(), normed.data(), emit.size(), uint32_t(H), float(m_.rms_eps));
-    linear(normed.data(), d_.lm_head.data(), logits.data(), emit.size(), H, V, 0.0f);
+    linear(c_.team, normed.data(), d_.lm_head.data(), logits.data(), emit.size(), H, V, 0.0f);
     for (size_t e = 0; e < emit.size(); ++e) {
       const float* lg = &logits[e * V];
       const auto& item = items_[emit[e]];
@@ -133,97 +169,29 @@ class cpu_batch {
   }
 
  private:
-  // Attention of request r's n new tokens (positions cached..cached+n-1) over ctx keys, per KV-head group and
-  // query tile: S = scale·Q·K^T (sgemm), causal masked softmax, O = S·V (sgemm).
-  void attend(size_t r, uint64_t n, uint64_t cached, uint64_t ctx) {
-    (void)ctx;
-    const uint64_t hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, KV = uint64_t(m_.kv_heads) * hd, W = Q + 2 * KV,
-                   group = m_.heads / m_.kv_heads;
-    const float scale = 1.0f / std::sqrt(float(hd));
-    for (uint64_t t0 = 0; t0 < n; t0 += query_tile) {
-      const uint64_t nt = std::min<uint64_t>(query_tile, n - t0), keys = cached + t0 + nt, rq = group * nt;
-      qg_.resize(rq * hd);
-      og_.resize(rq * hd);
-      s_.resize(rq * keys);
-      valid_.resize(rq);
-      for (uint32_t g = 0; g < m_.kv_heads; ++g) {
-        for (uint64_t hh = 0; hh < group; ++hh)
-          for (uint64_t i = 0; i < nt; ++i) {
-            std::memcpy(&qg_[(hh * nt + i) * hd], &qkv_[(row0_[r] + t0 + i) * W + (g * group + hh) * hd],
-                        hd * sizeof(float));
-            valid_[hh * nt + i] = uint32_t(cached + t0 + i + 1);
-          }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rq), int(keys), int(hd), scale, qg_.data(), int(hd),
-                    &kf_[g * hd], int(KV), 0.0f, s_.data(), int(keys));
-        cpu::masked_softmax(s_.data(), rq, keys, valid_.data());
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rq), int(hd), int(keys), 1.0f, s_.data(), int(keys),
-                    &vf_[g * hd], int(KV), 0.0f, og_.data(), int(hd));
-        for (uint64_t hh = 0; hh < group; ++hh)
-          for (uint64_t i = 0; i < nt; ++i)
-            std::memcpy(&attn_[(row0_[r] + t0 + i) * Q + (g * group + hh) * hd], &og_[(hh * nt + i) * hd],
-                        hd * sizeof(float));
-      }
-    }
-  }
-
-  // Attention straight over the bf16 spans: per KV head, scores for the few query rows of its group, masked
-  // softmax, then the V-weighted sum; every key and value is converted once.
-  void attend_direct(size_t r, uint64_t n, uint64_t cached, uint64_t ctx, const std::vector<kv_span>& spans) {
-    const uint64_t hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, KV = uint64_t(m_.kv_heads) * hd, W = Q + 2 * KV,
-                   group = m_.heads / m_.kv_heads, rq = group * n, bpt = m_.kv_bytes_per_token_layer,
-                   all = m_.kv_heads * rq;
-    const float scale = 1.0f / std::sqrt(float(hd));
-    s_.resize(all * ctx);
-    valid_.resize(all);
-    og_.assign(all * hd, 0.0f);
-    qg_.resize(all * hd);
-    // Query rows packed [kv head][head in group, token]; row validity is causal over the new tokens.
-    for (uint32_t g = 0; g < m_.kv_heads; ++g)
-      for (uint64_t row = 0; row < rq; ++row) {
-        std::memcpy(&qg_[(g * rq + row) * hd], &qkv_[(row0_[r] + row % n) * W + (g * group + row / n) * hd],
-                    hd * sizeof(float));
-        valid_[g * rq + row] = uint32_t(cached + row % n + 1);
-      }
-    uint64_t j = 0;
-    for (const auto& s : spans) {
-      cpu::bf16_scores(qg_.data(), m_.kv_heads, rq, uint32_t(hd), s.data, s.tokens, bpt, 0, scale, s_.data(), ctx, j);
-      j += s.tokens;
-    }
-    cpu::masked_softmax(s_.data(), all, ctx, valid_.data());
-    j = 0;
-    for (const auto& s : spans) {
-      cpu::bf16_weighted_values(s_.data(), m_.kv_heads, rq, ctx, j, s.data, s.tokens, bpt, KV, uint32_t(hd),
-                                og_.data());
-      j += s.tokens;
-    }
-    for (uint32_t g = 0; g < m_.kv_heads; ++g)
-      for (uint64_t row = 0; row < rq; ++row)
-        std::memcpy(&attn_[(row0_[r] + row % n) * Q + (g * group + row / n) * hd], &og_[(g * rq + row) * hd],
-                    hd * sizeof(float));
-  }
-
+  cpu_context c_;
   const dense_model& d_;
   const model_spec& m_;
   std::vector<prefill_item> items_;
   std::vector<uint64_t> row0_;
   std::vector<uint32_t> pos_;
   uint64_t rows_ = 0;
-  std::vector<float> x_, xn_, qkv_, attn_, gu_, act_, kf_, vf_, qg_, og_, s_;
-  std::vector<uint32_t> valid_;
+  std::vector<float> x_, xn_, qkv_, attn_, gu_, act_;
 };
 
 class cpu_backend : public compute_backend {
  public:
-  explicit cpu_backend(dense_model d) : d_(std::move(d)) {}
+  explicit cpu_backend(dense_model d) : d_(std::move(d)), attention_(d_.spec, team_) {}
   const model_spec& model() const override { return d_.spec; }
   backend_kind kind() const override { return backend_kind::cpu; }
 
   std::unique_ptr<prefill_pass> begin_prefill(std::vector<prefill_item> items) override {
-    return std::make_unique<batched_pass<cpu_batch>>(d_.spec.layers, d_, std::move(items));
+    return std::make_unique<batched_pass<cpu_batch>>(d_.spec.layers, context(), std::move(items));
   }
 
   std::vector<int32_t> decode_step(std::vector<decode_item>& items) override {
-    return decode_as_prefill<cpu_batch>(d_.spec, items, d_);
+    auto c = context();
+    return decode_as_prefill<cpu_batch>(d_.spec, items, c);
   }
 
   flops_fit fit() const override {
@@ -235,13 +203,18 @@ class cpu_backend : public compute_backend {
   // Times two prefill passes of different sizes and fits seconds = fixed + flops·slope through them.
   flops_fit calibrate() const {
     // Warm-up with the small pass: pages in the weights and starts the BLAS threads.
-    const flops_fit f = fit_prefill_time<cpu_batch>(d_.spec, 16, 128, 16, 1e-15, d_);
+    auto c = context();
+    const flops_fit f = fit_prefill_time<cpu_batch>(d_.spec, 16, 128, 16, 1e-15, c);
     spdlog::debug("cpu backend fit for {}: {:.1f} GFLOP/s marginal, {:.2f} ms fixed", d_.spec.name,
                   1e-9 / f.seconds_per_flop, f.fixed_s * 1e3);
     return f;
   }
 
+  cpu_context context() const { return {d_, team_, attention_}; }
+
   dense_model d_;
+  mutable cpu_team team_;
+  mutable cpu_attention attention_;
   mutable std::once_flag fit_once_;
   mutable flops_fit fit_;
 };
@@ -249,6 +222,9 @@ class cpu_backend : public compute_backend {
 }  // namespace
 
 std::unique_ptr<compute_backend> make_cpu_backend(dense_model model) {
+  // Every GEMM runs single-threaded inside one task of a backend's team (cpu_team.hpp); OpenBLAS's own
+  // threads would only spin beside them.
+  openblas_set_num_threads(1);
   return std::make_unique<cpu_backend>(std::move(model));
 }
 

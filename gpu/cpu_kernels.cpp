@@ -1,5 +1,6 @@
 #include "gpu/cpu_kernels.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -9,7 +10,7 @@
 // Not under TSan: the clones' ifunc resolvers run while the dynamic loader relocates, before TSan's runtime
 // is up, and their instrumented code crashes there (`make tsan`).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
-#define DUALPATH_MULTIVERSION __attribute__((target_clones("avx2", "default")))
+#define DUALPATH_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define DUALPATH_MULTIVERSION
 #endif
@@ -42,6 +43,19 @@ __attribute__((always_inline)) inline v8f exp8_nonpositive(v8f x) {
   return p * (v8f)bits;  // same-size vector cast: a bit reinterpretation
 }
 
+// Lane i of the result = the sum of a[i]'s lanes: three rounds of pairwise adds of interleaved halves.
+__attribute__((always_inline)) inline v8f sum_lanes8(const v8f* a) {
+  v8f c[4], d[2];
+  for (int i = 0; i < 4; ++i)
+    c[i] = __builtin_shufflevector(a[2 * i], a[2 * i + 1], 0, 8, 2, 10, 4, 12, 6, 14) +
+           __builtin_shufflevector(a[2 * i], a[2 * i + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+  for (int i = 0; i < 2; ++i)  // lanes: a, b, e, f sums of the first and second halves
+    d[i] = __builtin_shufflevector(c[2 * i], c[2 * i + 1], 0, 1, 8, 9, 4, 5, 12, 13) +
+           __builtin_shufflevector(c[2 * i], c[2 * i + 1], 2, 3, 10, 11, 6, 7, 14, 15);
+  return __builtin_shufflevector(d[0], d[1], 0, 1, 2, 3, 8, 9, 10, 11) +
+         __builtin_shufflevector(d[0], d[1], 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
 inline float exp_nonpositive(float x) {
   v8f v = v8f{} + x;
   return exp8_nonpositive(v)[0];
@@ -55,6 +69,15 @@ inline void widen_bf16_row(const std::byte* slot, uint64_t off, uint32_t width, 
     const uint32_t u = uint32_t(src[d]) << 16;
     std::memcpy(&out[d], &u, 4);
   }
+}
+
+// Rows of the KV cache are read a slice at a time at a large stride, which the hardware prefetcher does not
+// follow far enough: ask for the slice of the row `ahead` tokens on (measured: the loads were most of the
+// direct attention's time).
+constexpr uint32_t prefetch_ahead = 8;
+inline void prefetch_row(const std::byte* slot, uint64_t off, uint32_t width) {
+  const auto* p = reinterpret_cast<const char*>(reinterpret_cast<const uint16_t*>(slot) + off);
+  for (uint32_t b = 0; b < width * 2; b += 64) __builtin_prefetch(p + b);
 }
 
 }  // namespace
@@ -95,7 +118,7 @@ void rope(float* x, uint64_t rows, uint64_t row_stride, uint32_t heads, uint32_t
 }
 
 DUALPATH_MULTIVERSION
-void masked_softmax(float* s, uint64_t rows, uint64_t cols, const uint32_t* valid) {
+void masked_exp(float* s, uint64_t rows, uint64_t cols, const uint32_t* valid, float* inv_sum) {
   for (uint64_t r = 0; r < rows; ++r) {
     float* row = s + r * cols;
     const uint64_t n = valid[r];
@@ -114,9 +137,85 @@ void masked_softmax(float* s, uint64_t rows, uint64_t cols, const uint32_t* vali
     float sum = 0;
     for (int k = 0; k < 8; ++k) sum += acc[k];
     for (; j < n; ++j) sum += (row[j] = exp_nonpositive(row[j] - mx));
-    const float inv = 1.0f / sum;
-    for (j = 0; j < n; ++j) row[j] *= inv;
-    for (j = n; j < cols; ++j) row[j] = 0;
+    inv_sum[r] = 1.0f / sum;
+    if (n < cols) std::memset(row + n, 0, (cols - n) * sizeof(float));
+  }
+}
+
+DUALPATH_MULTIVERSION
+void online_exp(float* s, uint64_t rows, uint64_t cols, const uint32_t* valid, float* max, float* sum, float* rescale) {
+  for (uint64_t r = 0; r < rows; ++r) {
+    float* row = s + r * cols;
+    const uint64_t n = std::min<uint64_t>(valid[r], cols);
+    float mx = max[r];
+#pragma omp simd reduction(max : mx)
+    for (uint64_t j = 0; j < n; ++j) mx = row[j] > mx ? row[j] : mx;
+    rescale[r] = mx == max[r] ? 1.0f : exp_nonpositive(max[r] - mx);  // max[r] = -inf gives 0
+    v8f acc{};
+    uint64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+      v8f v;
+      std::memcpy(&v, row + j, sizeof v);
+      v = exp8_nonpositive(v - mx);
+      std::memcpy(row + j, &v, sizeof v);
+      acc += v;
+    }
+    float add = 0;
+    for (int k = 0; k < 8; ++k) add += acc[k];
+    for (; j < n; ++j) add += (row[j] = exp_nonpositive(row[j] - mx));
+    sum[r] = sum[r] * rescale[r] + add;
+    max[r] = mx;
+    if (n < cols) std::memset(row + n, 0, (cols - n) * sizeof(float));
+  }
+}
+
+namespace {
+
+// NR rows of x against weight rows [o0, o1): every weight row is read once and meets all NR rows.
+template <int NR>
+__attribute__((always_inline)) inline void skinny_rows(const float* x, const float* w, float* y, uint64_t in,
+                                                       uint64_t o0, uint64_t o1, uint64_t ldy, float beta) {
+  for (uint64_t o = o0; o < o1; ++o) {
+    const float* wr = w + o * in;
+    v8f acc[NR] = {};
+    uint64_t k = 0;
+    for (; k + 8 <= in; k += 8) {
+      v8f wv;
+      std::memcpy(&wv, wr + k, sizeof wv);
+      for (int r = 0; r < NR; ++r) {
+        v8f xv;
+        std::memcpy(&xv, x + r * in + k, sizeof xv);
+        acc[r] += wv * xv;
+      }
+    }
+    for (int r = 0; r < NR; ++r) {
+      float dot = 0;
+      for (int l = 0; l < 8; ++l) dot += acc[r][l];
+      for (uint64_t t = k; t < in; ++t) dot += wr[t] * x[r * in + t];
+      float& out = y[r * ldy + o];
+      out = beta == 0.0f ? dot : dot + beta * out;
+    }
+  }
+}
+
+}  // namespace
+
+DUALPATH_MULTIVERSION
+void skinny_gemm_nt(const float* x, const float* w, float* y, uint64_t rows, uint64_t in, uint64_t o0, uint64_t o1,
+                    uint64_t ldy, float beta) {
+  for (uint64_t r0 = 0; r0 < rows; r0 += 8) {
+    const float* xr = x + r0 * in;
+    float* yr = y + r0 * ldy;
+    switch (std::min<uint64_t>(8, rows - r0)) {
+      case 1: skinny_rows<1>(xr, w, yr, in, o0, o1, ldy, beta); break;
+      case 2: skinny_rows<2>(xr, w, yr, in, o0, o1, ldy, beta); break;
+      case 3: skinny_rows<3>(xr, w, yr, in, o0, o1, ldy, beta); break;
+      case 4: skinny_rows<4>(xr, w, yr, in, o0, o1, ldy, beta); break;
+      case 5: skinny_rows<5>(xr, w, yr, in, o0, o1, ldy, beta); break;
+      case 6: skinny_rows<6>(xr, w, yr, in, o0, o1, ldy, beta); break;
+      case 7: skinny_rows<7>(xr, w, yr, in, o0, o1, ldy, beta); break;
+      default: skinny_rows<8>(xr, w, yr, in, o0, o1, ldy, beta); break;
+    }
   }
 }
 
@@ -147,17 +246,33 @@ void bf16_scores(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, c
                  uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0) {
   float k[8192];
   const uint32_t width = kv_heads * hd;
+  const uint64_t pairs = kv_heads * rq;  // (KV head, query row) dot products per token
   for (uint32_t t = 0; t < tokens; ++t) {
+    if (t + prefetch_ahead < tokens) prefetch_row(base + (t + prefetch_ahead) * stride, off, width);
     widen_bf16_row(base + t * stride, off, width, k);
-    for (uint32_t g = 0; g < kv_heads; ++g)
-      for (uint64_t row = 0; row < rq; ++row) {
-        const float* q = qg + (g * rq + row) * hd;
-        const float* kg = k + g * hd;
-        float dot = 0;
+    uint64_t p = 0;
+    // Eight dot products at a time, summed across lanes together (one horizontal sum each costs as much as
+    // the dot product of a 64-wide head).
+    for (; hd % 8 == 0 && p + 8 <= pairs; p += 8) {
+      v8f acc[8] = {};
+      for (uint32_t d = 0; d < hd; d += 8)
+        for (int i = 0; i < 8; ++i) {
+          v8f q, kv;
+          std::memcpy(&q, qg + (p + i) * hd + d, sizeof q);
+          std::memcpy(&kv, k + ((p + i) / rq) * hd + d, sizeof kv);
+          acc[i] += q * kv;
+        }
+      const v8f dots = sum_lanes8(acc) * scale;
+      for (int i = 0; i < 8; ++i) s[(p + i) * ctx + j0 + t] = dots[i];
+    }
+    for (; p < pairs; ++p) {
+      const float* q = qg + p * hd;
+      const float* kg = k + (p / rq) * hd;
+      float dot = 0;
 #pragma omp simd reduction(+ : dot)
-        for (uint32_t d = 0; d < hd; ++d) dot += q[d] * kg[d];
-        s[(g * rq + row) * ctx + j0 + t] = dot * scale;
-      }
+      for (uint32_t d = 0; d < hd; ++d) dot += q[d] * kg[d];
+      s[p * ctx + j0 + t] = dot * scale;
+    }
   }
 }
 
@@ -168,6 +283,7 @@ void bf16_weighted_values(const float* s, uint32_t kv_heads, uint64_t rq, uint64
   float v[8192];
   const uint32_t width = kv_heads * hd;
   for (uint32_t t = 0; t < tokens; ++t) {
+    if (t + prefetch_ahead < tokens) prefetch_row(base + (t + prefetch_ahead) * stride, off, width);
     widen_bf16_row(base + t * stride, off, width, v);
     for (uint32_t g = 0; g < kv_heads; ++g)
       for (uint64_t row = 0; row < rq; ++row) {

@@ -13,11 +13,26 @@ void rmsnorm(const float* x, const float* w, float* out, uint64_t rows, uint32_t
 void rope(float* x, uint64_t rows, uint64_t row_stride, uint32_t heads, uint32_t head_dim, const uint32_t* pos,
           double theta);
 
-// Row-wise softmax of s[rows][cols] where row r only sees its first valid[r] columns; the rest become 0.
-void masked_softmax(float* s, uint64_t rows, uint64_t cols, const uint32_t* valid);
+// Row-wise softmax of s[rows][cols], not yet normalised, where row r only sees its first valid[r] columns:
+// s[r][j] = exp(s[r][j] - max_r) there and 0 beyond, inv_sum[r] = 1 / the row's sum. Attention scales its
+// few output columns by inv_sum instead of the many score columns.
+void masked_exp(float* s, uint64_t rows, uint64_t cols, const uint32_t* valid, float* inv_sum);
+
+// One block of an online softmax (keys taken a block at a time so the scores stay in cache): row r sees
+// the block's first valid[r] columns (clamped to cols). max[r] and sum[r] carry the running maximum and
+// sum of exponentials over earlier blocks (start at -inf and 0); s[r][j] becomes exp(s[r][j] - new max)
+// (0 beyond valid) and rescale[r] = exp(old max - new max), by which the caller scales what it already
+// summed with the old maximum.
+void online_exp(float* s, uint64_t rows, uint64_t cols, const uint32_t* valid, float* max, float* sum, float* rescale);
 
 // gu[r] = [gate(I) | up(I)]  ->  out[r] = silu(gate) * up.
 void silu_mul(const float* gu, float* out, uint64_t rows, uint32_t inter);
+
+// y[r][o] = dot(x[r], w[o]) + beta·y[r][o] for rows r < rows and weight rows o in [o0, o1) (x is
+// [rows][in], w is [out][in], y has row stride ldy): a GEMM for the few rows of a decode step, where
+// sgemm would first copy (pack) every weight it then reads once. Each weight row is read once per 8 rows.
+void skinny_gemm_nt(const float* x, const float* w, float* y, uint64_t rows, uint64_t in, uint64_t o0, uint64_t o1,
+                    uint64_t ldy, float beta);
 
 void bf16_to_f32(const uint16_t* in, float* out, uint64_t n);
 void f32_to_bf16(const float* in, uint16_t* out, uint64_t n);

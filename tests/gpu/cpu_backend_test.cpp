@@ -1,11 +1,14 @@
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <random>
 #include <stdexcept>
 
 #include "core/status.hpp"
 #include "gpu/bf16.hpp"
 #include "gpu/cpu_kernels.hpp"
 #include "gpu/cpu_backend.hpp"
+#include "gpu/cpu_team.hpp"
 #include "gpu/model_loader.hpp"
 #include "kv_pages.hpp"
 #include "reference_model.hpp"
@@ -199,4 +202,83 @@ TEST_CASE("cpu backend fit is measured and positive") {
   CHECK(f.seconds_per_flop > 0);
   CHECK(f.seconds(1e9) > f.seconds(1e6));
   CHECK(be->fit().seconds_per_flop == f.seconds_per_flop);  // cached, not re-measured
+}
+
+TEST_CASE("the reference agrees over several key blocks and query tiles, and decode after them") {
+  // 1,100 tokens: the last query tiles see three 512-key blocks, so the online softmax carries its running
+  // maximum and sum across blocks; the decode step then reads the bf16 KV directly (both attention paths).
+  const model_spec spec = find_model("tiny");
+  const auto w = generate_weights(spec, 21);
+  auto be = cpu_for(w);
+  const auto tokens = random_tokens(1100, spec.vocab, 8);
+  const auto ref = reference::forward(w, tokens);
+  paged_kv kv(spec);
+  request req{&kv, 0, tokens};
+  const int32_t next = prefill(*be, {&req})[0];
+  CHECK(rel_error(req.logits, ref.logits) < 1e-4);
+  CHECK(next == argmax(ref.logits.data(), ref.logits.size()));
+
+  auto longer = tokens;
+  longer.push_back(next);
+  const auto ref2 = reference::forward(w, longer);
+  std::vector<std::vector<float>> dl;
+  const int32_t after = decode(*be, {&kv}, {next}, {uint32_t(tokens.size())}, &dl)[0];
+  CHECK(rel_error(dl[0], ref2.logits) < 1e-4);
+  CHECK(after == argmax(ref2.logits.data(), ref2.logits.size()));
+}
+
+TEST_CASE("skinny GEMM equals the plain sum for every row count and both betas") {
+  const uint64_t in = 37, out = 23;  // not multiples of the vector width: the tails run too
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> w(out * in);
+  for (auto& v : w) v = u(rng);
+  for (uint64_t rows = 1; rows <= 17; ++rows)
+    for (float beta : {0.0f, 1.0f}) {
+      CAPTURE(rows);
+      CAPTURE(beta);
+      std::vector<float> x(rows * in), y(rows * out), expect(rows * out);
+      for (auto& v : x) v = u(rng);
+      for (auto& v : y) v = u(rng);
+      for (uint64_t r = 0; r < rows; ++r)
+        for (uint64_t o = 0; o < out; ++o) {
+          double dot = 0;
+          for (uint64_t k = 0; k < in; ++k) dot += double(x[r * in + k]) * w[o * in + k];
+          expect[r * out + o] = float(dot + beta * y[r * out + o]);
+        }
+      // Two column ranges, as the team splits them.
+      cpu::skinny_gemm_nt(x.data(), w.data(), y.data(), rows, in, 0, 10, out, beta);
+      cpu::skinny_gemm_nt(x.data(), w.data(), y.data(), rows, in, 10, out, out, beta);
+      double worst = 0;
+      for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, double(std::abs(y[i] - expect[i])));
+      CHECK(worst < 1e-5);
+    }
+}
+
+TEST_CASE("a cpu team runs every task once, splits ranges whole, and passes a task's exception on") {
+  cpu_team team(3);
+  CHECK(team.size() == 3);
+  for (size_t tasks : {0, 1, 2, 7, 100}) {
+    std::vector<std::atomic<int>> ran(tasks);
+    std::vector<std::atomic<int>> members(team.size());
+    team.run(tasks, [&](size_t t, unsigned member) {
+      ++ran[t];
+      ++members.at(member);
+    });
+    for (auto& r : ran) CHECK(r.load() == 1);
+  }
+  std::vector<std::atomic<int>> covered(1001);
+  team.split(covered.size(), [&](size_t b, size_t e, unsigned) {
+    for (size_t i = b; i < e; ++i) ++covered[i];
+  });
+  for (auto& c : covered) CHECK(c.load() == 1);
+  CHECK_THROWS_WITH_AS(team.run(50,
+                                [](size_t t, unsigned) {
+                                  if (t == 17) throw std::runtime_error("task 17 failed");
+                                }),
+                       "task 17 failed", std::runtime_error);
+  // The team still works after a failed run.
+  std::atomic<int> after{0};
+  team.run(20, [&](size_t, unsigned) { ++after; });
+  CHECK(after.load() == 20);
 }

@@ -1,0 +1,160 @@
+#include "gpu/cpu_attention.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "gpu/cpu_kernels.hpp"
+
+namespace dualpath::gpu {
+
+namespace {
+
+constexpr uint64_t query_tile = 128;  // query rows per attention task
+constexpr uint64_t key_block = 512;   // keys per score block: 128 rows x 2 heads x 512 floats = 512 KiB of L2
+// Up to this many new tokens (decode) attention reads the bf16 KV in place instead of gathering it to fp32
+// for sgemm: each key is used by only a few queries, so the gather would cost more than the math.
+constexpr uint64_t direct_max_queries = 2;
+// Attention of fewer multiply-adds than this runs on the calling thread alone (waking the team costs more).
+constexpr uint64_t min_work_parallel = 1 << 21;
+
+void scaled_row(const float* in, float scale, uint64_t n, float* out) {
+  for (uint64_t i = 0; i < n; ++i) out[i] = in[i] * scale;
+}
+
+}  // namespace
+
+cpu_attention::cpu_attention(const model_spec& m, cpu_team& team) : m_(m), team_(team), scratch_(team.size()) {}
+
+void cpu_attention::run(const float* qkv, float* attn, const std::vector<attention_request>& requests) {
+  // Decode-sized requests, all in one run: a task per request while there are enough of them to keep the
+  // team busy (a task then reads whole KV rows, the prefetcher's best case), else a task per KV head.
+  std::vector<const attention_request*> small;
+  for (const auto& r : requests)
+    if (r.n > 0 && r.n <= direct_max_queries) small.push_back(&r);
+  const uint32_t per_task = small.size() >= 2 * team_.size() ? m_.kv_heads : 1;
+  const uint32_t tasks_each = m_.kv_heads / per_task;
+  uint64_t small_work = 0;  // multiply-adds
+  for (const auto* r : small) small_work += 2 * r->n * (r->cached + r->n) * m_.heads * m_.head_dim;
+  team_.run(
+      small.size() * tasks_each,
+      [&](size_t t, unsigned member) {
+        direct(qkv, attn, *small[t / tasks_each], uint32_t(t % tasks_each) * per_task, per_task, scratch_[member]);
+      },
+      small_work >= min_work_parallel);
+  // The others one at a time (their fp32 K and V may be large): gather, then (KV head, tile) tasks, the
+  // longest tiles (latest queries, most keys) first.
+  for (const auto& r : requests) {
+    if (r.n <= direct_max_queries) continue;
+    const bool parallel = 2 * r.n * (r.cached + r.n) * m_.heads * m_.head_dim >= min_work_parallel;
+    gather(r, parallel);
+    const uint64_t tiles = (r.n + query_tile - 1) / query_tile;
+    team_.run(
+        tiles * m_.kv_heads,
+        [&](size_t t, unsigned member) {
+          const uint64_t tile_index = tiles - 1 - t / m_.kv_heads;
+          tile(qkv, attn, r, uint32_t(t % m_.kv_heads), tile_index * query_tile, scratch_[member]);
+        },
+        parallel);
+  }
+}
+
+void cpu_attention::gather(const attention_request& r, bool parallel) {
+  const uint64_t KV = uint64_t(m_.kv_heads) * m_.head_dim, ctx = r.cached + r.n, bpt = m_.kv_bytes_per_token_layer;
+  kf_.resize(ctx * KV);
+  vf_.resize(ctx * KV);
+  std::vector<std::pair<const std::byte*, uint64_t>> rows;  // (token's KV row, its index)
+  rows.reserve(ctx);
+  for (const auto& s : r.spans)
+    for (uint32_t i = 0; i < s.tokens; ++i) rows.emplace_back(s.data + uint64_t(i) * bpt, rows.size());
+  team_.split(
+      rows.size(),
+      [&](size_t b, size_t e, unsigned) {
+        for (size_t t = b; t < e; ++t) {
+          const auto* src = reinterpret_cast<const uint16_t*>(rows[t].first);
+          cpu::bf16_to_f32(src, &kf_[t * KV], KV);
+          cpu::bf16_to_f32(src + KV, &vf_[t * KV], KV);
+        }
+      },
+      parallel ? 1 : rows.size());
+}
+
+// Query rows [t0, t0 + nt) of KV head g's group over the keys they may see, a key block at a time so the
+// scores stay in this core's cache: S = scale·Q·Kᵀ (sgemm), online causal softmax, O = O·rescale + S·V
+// (sgemm), and O / sum at the end.
+void cpu_attention::tile(const float* qkv, float* attn, const attention_request& r, uint32_t g, uint64_t t0,
+                         scratch& w) const {
+  const uint64_t hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, KV = uint64_t(m_.kv_heads) * hd, W = Q + 2 * KV,
+                 group = m_.heads / m_.kv_heads;
+  const float scale = 1.0f / std::sqrt(float(hd));
+  const uint64_t nt = std::min<uint64_t>(query_tile, r.n - t0), keys = r.cached + t0 + nt, rq = group * nt;
+  w.q.resize(rq * hd);
+  w.o.resize(rq * hd);
+  w.s.resize(rq * std::min(keys, key_block));
+  w.valid.resize(rq);
+  w.block_valid.resize(rq);
+  w.max.assign(rq, -INFINITY);
+  w.sum.assign(rq, 0.0f);
+  w.rescale.resize(rq);
+  for (uint64_t hh = 0; hh < group; ++hh)
+    for (uint64_t i = 0; i < nt; ++i) {
+      std::memcpy(&w.q[(hh * nt + i) * hd], &qkv[(r.row0 + t0 + i) * W + (g * group + hh) * hd], hd * sizeof(float));
+      w.valid[hh * nt + i] = uint32_t(r.cached + t0 + i + 1);
+    }
+  for (uint64_t k0 = 0; k0 < keys; k0 += key_block) {
+    const uint64_t kb = std::min(key_block, keys - k0);
+    for (uint64_t row = 0; row < rq; ++row) w.block_valid[row] = w.valid[row] > k0 ? uint32_t(w.valid[row] - k0) : 0;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rq), int(kb), int(hd), scale, w.q.data(), int(hd),
+                &kf_[k0 * KV + g * hd], int(KV), 0.0f, w.s.data(), int(kb));
+    cpu::online_exp(w.s.data(), rq, kb, w.block_valid.data(), w.max.data(), w.sum.data(), w.rescale.data());
+    if (k0 > 0)
+      for (uint64_t row = 0; row < rq; ++row)
+        if (w.rescale[row] != 1.0f) scaled_row(&w.o[row * hd], w.rescale[row], hd, &w.o[row * hd]);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rq), int(hd), int(kb), 1.0f, w.s.data(), int(kb),
+                &vf_[k0 * KV + g * hd], int(KV), k0 > 0 ? 1.0f : 0.0f, w.o.data(), int(hd));
+  }
+  for (uint64_t hh = 0; hh < group; ++hh)
+    for (uint64_t i = 0; i < nt; ++i) {
+      const uint64_t row = hh * nt + i;
+      scaled_row(&w.o[row * hd], 1.0f / w.sum[row], hd, &attn[(r.row0 + t0 + i) * Q + (g * group + hh) * hd]);
+    }
+}
+
+// KV heads [g0, g0 + heads) of a few new tokens straight over the bf16 spans: scores, masked softmax, then
+// the V-weighted sum; every key and value of those heads is converted once.
+void cpu_attention::direct(const float* qkv, float* attn, const attention_request& r, uint32_t g0, uint32_t heads,
+                           scratch& w) const {
+  const uint64_t hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, KV = uint64_t(m_.kv_heads) * hd, W = Q + 2 * KV,
+                 group = m_.heads / m_.kv_heads, n = r.n, rq = group * n, bpt = m_.kv_bytes_per_token_layer,
+                 ctx = r.cached + n, all = heads * rq;
+  const float scale = 1.0f / std::sqrt(float(hd));
+  w.s.resize(all * ctx);
+  w.valid.resize(all);
+  w.o.assign(all * hd, 0.0f);
+  w.q.resize(all * hd);
+  // Query rows packed [KV head][head in group, token]; row validity is causal over the new tokens.
+  auto head_of = [&](uint64_t i) { return (g0 + i / rq) * group + (i % rq) / n; };
+  for (uint64_t i = 0; i < all; ++i) {
+    std::memcpy(&w.q[i * hd], &qkv[(r.row0 + i % n) * W + head_of(i) * hd], hd * sizeof(float));
+    w.valid[i] = uint32_t(r.cached + i % n + 1);
+  }
+  uint64_t j = 0;
+  for (const auto& s : r.spans) {
+    cpu::bf16_scores(w.q.data(), heads, rq, uint32_t(hd), s.data, s.tokens, bpt, g0 * hd, scale, w.s.data(), ctx, j);
+    j += s.tokens;
+  }
+  w.inv.resize(all);
+  cpu::masked_exp(w.s.data(), all, ctx, w.valid.data(), w.inv.data());
+  j = 0;
+  for (const auto& s : r.spans) {
+    cpu::bf16_weighted_values(w.s.data(), heads, rq, ctx, j, s.data, s.tokens, bpt, KV + g0 * hd, uint32_t(hd),
+                              w.o.data());
+    j += s.tokens;
+  }
+  for (uint64_t i = 0; i < all; ++i)
+    scaled_row(&w.o[i * hd], w.inv[i], hd, &attn[(r.row0 + i % n) * Q + head_of(i) * hd]);
+}
+
+}  // namespace dualpath::gpu

@@ -1,0 +1,44 @@
+#pragma once
+// Attention of the cpu backend (§10): every request's new tokens over its cached and new KV, causal, GQA.
+// The work is cut into independent tasks — one per (KV head) for decode-sized requests, one per (KV head,
+// query tile) otherwise — and spread over the engine's cpu_team, each task with single-threaded GEMMs.
+#include <cstdint>
+#include <vector>
+
+#include "core/model_catalog.hpp"
+#include "gpu/backend.hpp"
+#include "gpu/cpu_team.hpp"
+
+namespace dualpath::gpu {
+
+struct attention_request {
+  uint64_t row0 = 0;           // row of its first new token in the batch
+  uint64_t n = 0;              // new tokens (positions cached .. cached + n - 1)
+  uint64_t cached = 0;         // tokens before them
+  std::vector<kv_span> spans;  // KV of all cached + n tokens, the new tokens' last
+};
+
+class cpu_attention {
+ public:
+  cpu_attention(const model_spec& m, cpu_team& team);
+
+  // attn[row][0, Q) = softmax(scale · q·Kᵀ, causal) · V for every new token's query heads; qkv rows are
+  // [Q | K | V] with RoPE applied; the K and V of each request are read from its spans (bf16).
+  void run(const float* qkv, float* attn, const std::vector<attention_request>& requests);
+
+ private:
+  struct scratch {
+    std::vector<float> q, o, s, inv, max, sum, rescale;
+    std::vector<uint32_t> valid, block_valid;
+  };
+  void direct(const float* qkv, float* attn, const attention_request& r, uint32_t g0, uint32_t heads, scratch& w) const;
+  void tile(const float* qkv, float* attn, const attention_request& r, uint32_t g, uint64_t t0, scratch& w) const;
+  void gather(const attention_request& r, bool parallel);
+
+  const model_spec& m_;
+  cpu_team& team_;
+  std::vector<scratch> scratch_;  // one per team member
+  std::vector<float> kf_, vf_;    // fp32 K and V of the request being tiled, [ctx][KV]
+};
+
+}  // namespace dualpath::gpu
