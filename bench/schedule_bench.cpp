@@ -40,8 +40,9 @@ cluster make_cluster(uint32_t engines) {
   return c;
 }
 
-// One agent turn of the paper's workload shape (32.7K hit + ~429 appended tokens), DeepSeek-V3.2 KV.
-sch::request_info make_request(uint64_t id, std::mt19937_64& rng, uint64_t kv_per_token, uint32_t block) {
+}  // namespace
+
+sch::request_info synthetic_request(uint64_t id, std::mt19937_64& rng, uint64_t kv_per_token, uint32_t block) {
   std::uniform_int_distribution<uint64_t> hit(8192, 57344), append(128, 768);
   sch::request_info r;
   r.id = id;
@@ -53,6 +54,17 @@ sch::request_info make_request(uint64_t id, std::mt19937_64& rng, uint64_t kv_pe
   r.kv_bytes = r.len * kv_per_token;
   return r;
 }
+
+sch::policy_params paper_scale_params() {
+  const auto& model = find_model("deepseek-v3.2");
+  sch::policy_params params;
+  params.kv_bytes_per_token = model.kv_bytes_per_token();
+  params.alpha_tokens = sch::alpha_tokens(50e9, params.kv_bytes_per_token);  // 400 Gbps SNIC, 3 s
+  params.beta_tokens = sch::beta_tokens(20000);                              // ~20K tokens/s of prefill per GPU, 5 s
+  return params;
+}
+
+namespace {
 
 // What leaders would report between fetches: prefill engines drained some tokens, SNICs read some
 // bytes, decode engines finished some requests and freed their HBM.
@@ -83,7 +95,7 @@ one_run run_once(const schedule_bench_options& o, const sch::policy_params& para
   auto pol = sch::make_policy(o.policy);
   std::mt19937_64 rng(o.seed);
   std::deque<sch::request_info> waiting;
-  for (uint64_t i = 0; i < o.requests; ++i) waiting.push_back(make_request(i, rng, kv_per_token, block));
+  for (uint64_t i = 0; i < o.requests; ++i) waiting.push_back(synthetic_request(i, rng, kv_per_token, block));
   one_run r;
   size_t pe_i = 0, de_i = 0;
   const uint64_t q_drain = uint64_t(50e9 * 0.05);  // a 50 GB/s SNIC over 50 ms between reports
@@ -115,10 +127,7 @@ schedule_bench_result run_schedule_bench(const schedule_bench_options& o) {
   sch::make_policy(o.policy);  // unknown name: user_error with the known names
 
   const auto& model = find_model("deepseek-v3.2");
-  sch::policy_params params;
-  params.kv_bytes_per_token = model.kv_bytes_per_token();
-  params.alpha_tokens = sch::alpha_tokens(50e9, params.kv_bytes_per_token);  // 400 Gbps SNIC, 3 s
-  params.beta_tokens = sch::beta_tokens(20000);                              // ~20K tokens/s of prefill per GPU, 5 s
+  const sch::policy_params params = paper_scale_params();
 
   std::vector<double> us;
   one_run last;

@@ -2,7 +2,10 @@
 // `dualpath bench schedule`: the cost of scheduling decisions (docs/design.md §7) on a synthetic cluster of
 // the paper's largest size, one core, no actors: the policy's assign() is what is timed.
 #include <cstdint>
+#include <random>
 #include <string>
+
+#include "schedule/policy.hpp"
 
 namespace dualpath::bench {
 
@@ -25,6 +28,13 @@ struct schedule_bench_result {
   std::string to_json() const;
   std::string to_text() const;
 };
+
+// One agent turn of the paper's workload shape (8K-56K hit + 128-768 appended tokens), `kv_per_token` bytes
+// of KV a token, hits whole blocks of `block` tokens.
+schedule::request_info synthetic_request(uint64_t id, std::mt19937_64& rng, uint64_t kv_per_token, uint32_t block);
+// The policy parameters of the paper's cluster: DeepSeek-V3.2 KV, a 400 Gbps SNIC (α), ~20K tokens/s of
+// prefill per GPU (β).
+schedule::policy_params paper_scale_params();
 
 // Throws user_error for bad options (unknown policy, fewer than 16 engines, ...).
 schedule_bench_result run_schedule_bench(const schedule_bench_options& options);
