@@ -4,6 +4,7 @@
 
 #include "actors/node_actors.hpp"
 #include "core/faults.hpp"
+#include "core/progress.hpp"
 #include "protocol/errors.hpp"
 
 namespace dualpath::actors {
@@ -32,6 +33,7 @@ struct compute_state {
   }
   uint32_t layer(prefill_job& job, const layer_inputs& in) {
     job.pass->run_layer(in.layer, in.cached, in.new_kv);
+    progress::count_work();
     return in.layer;
   }
   uint32_t finish(prefill_job& job) {
@@ -40,6 +42,7 @@ struct compute_state {
   }
   uint32_t decode(decode_job& job) {
     job.tokens = backend->decode_step(job.items);
+    progress::count_work();
     return uint32_t(job.tokens.size());
   }
 };

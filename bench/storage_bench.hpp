@@ -27,6 +27,8 @@ struct storage_bench_result {
   double gate_read_gb_per_s = 0;  // the same reads through an uncapped snic_gate
   double fio_read_gb_per_s = 0;   // 0 when fio did not run
   double read_vs_fio = 0;         // median over passes of (our pass / the fio run right after it)
+  double gate_vs_fio = 0;         // the same for the pass through the uncapped SNIC gate
+  uint64_t verified_blocks = 0;   // blocks read whose header and every layer checksum were checked
   bool fio_direct = false;
   std::string fio_note;  // why fio did not run, or how it ran
   double cap_gb_per_s = 0, cap_seconds = 0, cap_expected_seconds = 0;

@@ -1,6 +1,8 @@
 // The turn collector (cluster/turn_collector.hpp).
 #include "cluster/turn_collector.hpp"
 
+#include "core/progress.hpp"
+
 #include <caf/all.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -113,9 +115,17 @@ void turn_collector::report(caf::scoped_actor& self) {
       .receive([&](const envelope<schema::SchedulerStats>& e) { stats = decode(e); }, [](caf::error&) {});
   if (stats) {
     const double t = seconds_between(t0, now_ns());
+    // The engines' load as the scheduler sees it moves while any engine (of any process) works.
+    uint64_t view_fingerprint = stats->assigned * 0x9e3779b97f4a7c15ull;
     for (const auto& n : stats->nodes)
-      for (const auto& e : n.node.engines)
+      for (const auto& e : n.node.engines) {
         engine_samples.push_back({t, e.engine, n.node.kind == schedule::role::prefill, e.tok, e.seq});
+        view_fingerprint = (view_fingerprint ^ (e.tok + (uint64_t(e.seq) << 40))) * 0x100000001b3ull;
+      }
+    if (view_fingerprint != last_view_fingerprint) {
+      last_view_fingerprint = view_fingerprint;
+      last_event = std::max(last_event, now_ns());
+    }
   }
   if (options.on_progress) {
     progress.elapsed_s = seconds_between(t0, now_ns());
@@ -176,9 +186,27 @@ void turn_collector::check_stall(caf::scoped_actor& self) {
   if (nodes && stall.empty())
     for (uint32_t n : nodes->poll_rejoined()) on_rejoined(self, n);
   if (stall.empty() && stop_requested()) stall = fmt::format("stopped by signal {}", stop_requested());
+  note_progress(work_fingerprint());
   if (stall.empty() && seconds_between(last_event, now_ns()) > view.config.timeout_s)
-    stall = fmt::format("no turn finished for {:.0f} s ({} of {} turns done{})", view.config.timeout_s,
-                        progress.turns_done, progress.turns_total, waiting_hint(self, view));
+    stall = fmt::format(
+        "no progress for {:.0f} s: no turn finished, no layer computed, no KV read and no engine's "
+        "load changed ({} of {} turns done{})",
+        view.config.timeout_s, progress.turns_done, progress.turns_total, waiting_hint(self, view));
+}
+
+// Layers and decode steps of this process's engines and bytes through its SNICs (embedded nodes; node
+// processes are judged by what the scheduler's view shows of them, report()).
+uint64_t turn_collector::work_fingerprint() const {
+  uint64_t f = progress::work_units().load(std::memory_order_relaxed);
+  if (ios)
+    for (const auto& io : *ios) f += io->stats().snic_bytes;
+  return f;
+}
+
+void turn_collector::note_progress(uint64_t fingerprint) {
+  if (fingerprint == last_fingerprint) return;
+  last_fingerprint = fingerprint;
+  last_event = std::max(last_event, now_ns());
 }
 
 void turn_collector::on_lost(caf::scoped_actor& self, uint32_t node, const std::string& how) {

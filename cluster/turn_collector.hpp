@@ -31,7 +31,10 @@ struct turn_collector {
   uint64_t lost_total = 0, rejoined = 0;               // losses and rejoins over the run
   uint64_t migrated = 0;                               // turns re-run because of them
   uint64_t retried = 0;                                // turns re-run after a transient fault
-  int64_t last_event = 0;  // the latest answered turn (or, after a loss, the moment the loss's waits end)
+  // The latest progress: a turn answered, a layer or decode step run, KV read, or a change in the engines'
+  // load as the scheduler sees it (or, after a loss, the moment the loss's waits end).
+  int64_t last_event = 0;
+  uint64_t last_fingerprint = 0, last_view_fingerprint = 0;
   std::vector<turn_record> records;
   turns_to_verify to_verify;
   run_progress progress;
@@ -57,6 +60,8 @@ struct turn_collector {
   void on_result(const turn_result& r, const turn_payload& payload, int64_t t0);
 
   void check_stall(caf::scoped_actor& self);
+  uint64_t work_fingerprint() const;
+  void note_progress(uint64_t fingerprint);
 
   // docs/design.md §13: the scheduler drops the node and names its turns in flight; every client hears of
   // the loss (the named turns, and those that failed meanwhile, are re-run). With no prefill or no decode

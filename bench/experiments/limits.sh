@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Every layer against the limit of the machine it runs on, in one run (docs/experiments.md, "Limits"):
+#   compute    cpu prefill GFLOP/s / OpenBLAS sgemm on the model's shapes; cpu decode bytes/s / memory bandwidth
+#   transport  shm Layer Block writes / memcpy; tcp the same
+#   storage    block store reads / fio on the same directory, block size and depth; the same through the SNIC gate
+#   schedule   µs per policy decision at 1,152 engines; the scheduler actor's assignments per second
+#   runtime    `dualpath run` JCT / `dualpath sim` JCT on the storage-bound experiment, every policy
+# Each benchmark takes the median of REPEATS rounds (default 3); its ratios are taken per round, so both
+# sides of a ratio see the same load. Prints a Markdown table and writes limits.result.json (or $1).
+# DUALPATH_BIN picks the binary (to compare builds); SKIP_RUNTIME=1 leaves out the 2-minute runtime part.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+bin="${DUALPATH_BIN:-$here/../../build/apps/dualpath}"
+out="${1:-limits.result.json}"
+repeats="${REPEATS:-3}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+step() { echo "limits: $*" >&2; }
+step "compute"
+"$bin" bench compute --repeats "$repeats" --json >"$tmp/compute.json"
+step "transport (shm, tcp)"
+"$bin" bench transport --provider shm --repeats "$repeats" --json >"$tmp/shm.json"
+"$bin" bench transport --provider tcp --repeats "$repeats" --json >"$tmp/tcp.json"
+step "storage"
+mkdir -p "$tmp/store"
+"$bin" bench storage --dir "$tmp/store" --repeats "$repeats" --json >"$tmp/storage.json"
+step "schedule (policy, actor)"
+"$bin" bench schedule --repeats "$repeats" --json >"$tmp/policy.json"
+if "$bin" bench schedule --help | grep -q -- --actor; then
+  "$bin" bench schedule --actor --repeats "$repeats" --json >"$tmp/actor.json"
+fi
+if [[ "${SKIP_RUNTIME:-0}" != 1 ]]; then
+  step "runtime against the simulator (about 2 minutes)"
+  DUALPATH_BIN="$bin" "$here/sim_validation.sh" "$tmp/sim.json" >/dev/null
+fi
+
+python3 - "$tmp" "$out" <<'PY'
+import json, os, sys
+tmp, out = sys.argv[1], sys.argv[2]
+def load(name):
+    p = os.path.join(tmp, name)
+    return json.load(open(p)) if os.path.exists(p) else {}
+c, shm, tcp, st = load("compute.json"), load("shm.json"), load("tcp.json"), load("storage.json")
+pol, act, sim = load("policy.json"), load("actor.json"), load("sim.json")
+rows = []
+def row(layer, what, value, limit, ratio, goal, higher_is_better=True):
+    met = None if ratio is None or goal is None else (ratio >= goal if higher_is_better else ratio <= goal)
+    rows.append({"layer": layer, "what": what, "value": value, "limit": limit, "ratio": ratio, "goal": goal,
+                 "goal_is": "at least" if higher_is_better else "at most", "met": met})
+# Older builds named the prefill ratio differently and had no memory roof.
+prefill_ratio = c.get("prefill_vs_sgemm", c.get("gflop_ratio_vs_sgemm"))
+row("compute", "cpu prefill GFLOP/s vs sgemm (small, 4096+512)", c.get("gflop_per_s"), c.get("sgemm_gflop_per_s"),
+    prefill_ratio, 0.8)
+row("compute", "cpu decode GB/s vs memory read bandwidth (batch 8)",
+    c["decode_bytes"] / c["decode_step_s"] / 1e9 if c.get("decode_bytes") else None, c.get("memory_gb_per_s"),
+    c.get("decode_vs_bandwidth"), 0.8)
+row("transport", "shm Layer Block writes GB/s vs memcpy", shm.get("gb_per_s"), shm.get("memcpy_gb_per_s"),
+    shm.get("ratio_to_memcpy"), 0.9)
+row("transport", "tcp Layer Block writes GB/s vs memcpy", tcp.get("gb_per_s"), tcp.get("memcpy_gb_per_s"),
+    tcp.get("ratio_to_memcpy"), None)
+row("storage", "block store reads GB/s vs fio", st.get("read_gb_per_s"), st.get("fio_read_gb_per_s"),
+    st.get("read_vs_fio"), 0.95)
+row("storage", "the same through the SNIC gate, checksums checked", st.get("gate_read_gb_per_s"),
+    st.get("fio_read_gb_per_s"), st.get("gate_vs_fio"), 0.95)
+row("schedule", "policy µs per decision (1,152 engines)", pol.get("us_per_request"), 5.0,
+    pol.get("us_per_request", 0) / 5.0 if pol else None, 1.0, higher_is_better=False)
+if act:
+    row("schedule", "scheduler actor assignments/s (1,152 engines)", act["assignments_per_s"], 100000,
+        act["assignments_per_s"] / 100000, 1.0)
+for r in sim.get("rows", []):
+    row("runtime", f"run JCT vs sim JCT, storage-bound, {r['policy']}", r["jct_run_s"], r["jct_sim_s"],
+        r["jct_run_s"] / r["jct_sim_s"], 1.10, higher_is_better=False)
+json.dump({"repeats": int(os.environ.get("REPEATS", "3")), "rows": rows, "raw": {
+    "compute": c, "shm": shm, "tcp": tcp, "storage": st, "policy": pol, "actor": act, "sim": sim}},
+    open(out, "w"), indent=2)
+fmt = lambda x: "—" if x is None else (f"{x:.3g}" if isinstance(x, float) else str(x))
+print("| layer | measure | value | limit | ratio | goal | met |")
+print("|---|---|---|---|---|---|---|")
+for r in rows:
+    goal = "—" if r["goal"] is None else ("≥ " if r["goal_is"] == "at least" else "≤ ") + f"{r['goal']:g}"
+    met = "—" if r["met"] is None else ("yes" if r["met"] else "no")
+    print(f"| {r['layer']} | {r['what']} | {fmt(r['value'])} | {fmt(r['limit'])} | {fmt(r['ratio'])} | {goal} | {met} |")
+PY
