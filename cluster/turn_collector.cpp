@@ -189,7 +189,7 @@ void turn_collector::check_stall(caf::scoped_actor& self) {
   note_progress(work_fingerprint());
   if (stall.empty() && seconds_between(last_event, now_ns()) > view.config.timeout_s)
     stall = fmt::format(
-        "no progress for {:.0f} s: no turn finished, no layer computed, no KV read and no engine's "
+        "no progress for {:g} s: no turn finished, no layer computed, no KV read and no engine's "
         "load changed ({} of {} turns done{})",
         view.config.timeout_s, progress.turns_done, progress.turns_total, waiting_hint(self, view));
 }
