@@ -26,22 +26,16 @@ struct cpu_context {
   cpu_attention& attention;
 };
 
-// Up to this many rows (a decode step's batch) a linear layer streams its weights through skinny_gemm_nt
-// instead of sgemm: the step is bound by reading the weights, and sgemm would copy them first.
-constexpr uint64_t skinny_max_rows = 16;
 // Work below these sizes stays on the calling thread: waking the team would cost more than it saves.
 constexpr uint64_t min_flops_per_thread = 1 << 21;     // a GEMM's column block
 constexpr uint64_t min_elements_per_thread = 1 << 15;  // a row kernel's rows × width
 
-// y[rows, out] = x[rows, in] · w[out, in]^T + beta·y, the output columns split over the team.
+// y[rows, out] = x[rows, in] · w[out, in]^T + beta·y, the output columns split over the team. Always sgemm,
+// also for a decode step's few rows: its sums for one row do not depend on how many rows a call has, so a
+// token decoded in a batch of any size matches a full recompute of its context bit for bit in these layers
+// (a hand-written GEMM for small batches made near-tied tokens flip against the recompute).
 void linear(cpu_team& team, const float* x, const float* w, float* y, uint64_t rows, uint64_t in, uint64_t out,
             float beta) {
-  if (rows <= skinny_max_rows) {
-    team.split(
-        out, [&](size_t b, size_t e, unsigned) { cpu::skinny_gemm_nt(x, w, y, rows, in, b, e, out, beta); },
-        min_flops_per_thread / (2 * rows * in) + 1);
-    return;
-  }
   // Column blocks stay multiples of 16 floats so every thread's GEMM runs whole vector tiles.
   const uint64_t blocks = (out + 15) / 16;
   team.split(

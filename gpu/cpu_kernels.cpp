@@ -169,56 +169,6 @@ void online_exp(float* s, uint64_t rows, uint64_t cols, const uint32_t* valid, f
   }
 }
 
-namespace {
-
-// NR rows of x against weight rows [o0, o1): every weight row is read once and meets all NR rows.
-template <int NR>
-__attribute__((always_inline)) inline void skinny_rows(const float* x, const float* w, float* y, uint64_t in,
-                                                       uint64_t o0, uint64_t o1, uint64_t ldy, float beta) {
-  for (uint64_t o = o0; o < o1; ++o) {
-    const float* wr = w + o * in;
-    v8f acc[NR] = {};
-    uint64_t k = 0;
-    for (; k + 8 <= in; k += 8) {
-      v8f wv;
-      std::memcpy(&wv, wr + k, sizeof wv);
-      for (int r = 0; r < NR; ++r) {
-        v8f xv;
-        std::memcpy(&xv, x + r * in + k, sizeof xv);
-        acc[r] += wv * xv;
-      }
-    }
-    for (int r = 0; r < NR; ++r) {
-      float dot = 0;
-      for (int l = 0; l < 8; ++l) dot += acc[r][l];
-      for (uint64_t t = k; t < in; ++t) dot += wr[t] * x[r * in + t];
-      float& out = y[r * ldy + o];
-      out = beta == 0.0f ? dot : dot + beta * out;
-    }
-  }
-}
-
-}  // namespace
-
-DUALPATH_MULTIVERSION
-void skinny_gemm_nt(const float* x, const float* w, float* y, uint64_t rows, uint64_t in, uint64_t o0, uint64_t o1,
-                    uint64_t ldy, float beta) {
-  for (uint64_t r0 = 0; r0 < rows; r0 += 8) {
-    const float* xr = x + r0 * in;
-    float* yr = y + r0 * ldy;
-    switch (std::min<uint64_t>(8, rows - r0)) {
-      case 1: skinny_rows<1>(xr, w, yr, in, o0, o1, ldy, beta); break;
-      case 2: skinny_rows<2>(xr, w, yr, in, o0, o1, ldy, beta); break;
-      case 3: skinny_rows<3>(xr, w, yr, in, o0, o1, ldy, beta); break;
-      case 4: skinny_rows<4>(xr, w, yr, in, o0, o1, ldy, beta); break;
-      case 5: skinny_rows<5>(xr, w, yr, in, o0, o1, ldy, beta); break;
-      case 6: skinny_rows<6>(xr, w, yr, in, o0, o1, ldy, beta); break;
-      case 7: skinny_rows<7>(xr, w, yr, in, o0, o1, ldy, beta); break;
-      default: skinny_rows<8>(xr, w, yr, in, o0, o1, ldy, beta); break;
-    }
-  }
-}
-
 DUALPATH_MULTIVERSION
 void silu_mul(const float* gu, float* out, uint64_t rows, uint32_t inter) {
   for (uint64_t r = 0; r < rows; ++r) {

@@ -28,12 +28,6 @@ void online_exp(float* s, uint64_t rows, uint64_t cols, const uint32_t* valid, f
 // gu[r] = [gate(I) | up(I)]  ->  out[r] = silu(gate) * up.
 void silu_mul(const float* gu, float* out, uint64_t rows, uint32_t inter);
 
-// y[r][o] = dot(x[r], w[o]) + beta·y[r][o] for rows r < rows and weight rows o in [o0, o1) (x is
-// [rows][in], w is [out][in], y has row stride ldy): a GEMM for the few rows of a decode step, where
-// sgemm would first copy (pack) every weight it then reads once. Each weight row is read once per 8 rows.
-void skinny_gemm_nt(const float* x, const float* w, float* y, uint64_t rows, uint64_t in, uint64_t o0, uint64_t o1,
-                    uint64_t ldy, float beta);
-
 void bf16_to_f32(const uint16_t* in, float* out, uint64_t n);
 void f32_to_bf16(const float* in, uint16_t* out, uint64_t n);
 

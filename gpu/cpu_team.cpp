@@ -2,12 +2,16 @@
 
 #include <sched.h>
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <utility>
 
 namespace dualpath::gpu {
 
 unsigned usable_cores() {
+  // DUALPATH_CPU_THREADS caps each cpu backend's team (several engines in one process each have one).
+  if (const char* env = std::getenv("DUALPATH_CPU_THREADS"); env && std::atoi(env) > 0) return unsigned(std::atoi(env));
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1u, std::thread::hardware_concurrency());
@@ -39,8 +43,8 @@ void cpu_team::drain(unsigned member) {
     } catch (...) {
       lock.lock();
       if (!error_) error_ = std::current_exception();
-      next_ = tasks_;  // the rest is skipped: the run fails as a whole
-      ++finished_;
+      finished_ += 1 + (tasks_ - next_);  // this task, and the rest skipped: the run fails as a whole
+      next_ = tasks_;
       continue;
     }
     lock.lock();

@@ -227,34 +227,6 @@ TEST_CASE("the reference agrees over several key blocks and query tiles, and dec
   CHECK(after == argmax(ref2.logits.data(), ref2.logits.size()));
 }
 
-TEST_CASE("skinny GEMM equals the plain sum for every row count and both betas") {
-  const uint64_t in = 37, out = 23;  // not multiples of the vector width: the tails run too
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> w(out * in);
-  for (auto& v : w) v = u(rng);
-  for (uint64_t rows = 1; rows <= 17; ++rows)
-    for (float beta : {0.0f, 1.0f}) {
-      CAPTURE(rows);
-      CAPTURE(beta);
-      std::vector<float> x(rows * in), y(rows * out), expect(rows * out);
-      for (auto& v : x) v = u(rng);
-      for (auto& v : y) v = u(rng);
-      for (uint64_t r = 0; r < rows; ++r)
-        for (uint64_t o = 0; o < out; ++o) {
-          double dot = 0;
-          for (uint64_t k = 0; k < in; ++k) dot += double(x[r * in + k]) * w[o * in + k];
-          expect[r * out + o] = float(dot + beta * y[r * out + o]);
-        }
-      // Two column ranges, as the team splits them.
-      cpu::skinny_gemm_nt(x.data(), w.data(), y.data(), rows, in, 0, 10, out, beta);
-      cpu::skinny_gemm_nt(x.data(), w.data(), y.data(), rows, in, 10, out, out, beta);
-      double worst = 0;
-      for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, double(std::abs(y[i] - expect[i])));
-      CHECK(worst < 1e-5);
-    }
-}
-
 TEST_CASE("a cpu team runs every task once, splits ranges whole, and passes a task's exception on") {
   cpu_team team(3);
   CHECK(team.size() == 3);
