@@ -61,6 +61,23 @@ inline float exp_nonpositive(float x) {
   return exp8_nonpositive(v)[0];
 }
 
+// row[j] = exp(row[j] - mx) for j < n, eight lanes at a time; returns their sum.
+__attribute__((always_inline)) inline float exp_row(float* row, uint64_t n, float mx) {
+  v8f acc{};
+  uint64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    v8f v;
+    std::memcpy(&v, row + j, sizeof v);
+    v = exp8_nonpositive(v - mx);
+    std::memcpy(row + j, &v, sizeof v);
+    acc += v;
+  }
+  float sum = 0;
+  for (int k = 0; k < 8; ++k) sum += acc[k];
+  for (; j < n; ++j) sum += (row[j] = exp_nonpositive(row[j] - mx));
+  return sum;
+}
+
 // Token t's cached row (BF16, `off` elements into its slot) as floats: the score and value passes
 // both read the KV cache this way.
 inline void widen_bf16_row(const std::byte* slot, uint64_t off, uint32_t width, float* out) {
@@ -125,19 +142,7 @@ void masked_exp(float* s, uint64_t rows, uint64_t cols, const uint32_t* valid, f
     float mx = -INFINITY;
 #pragma omp simd reduction(max : mx)
     for (uint64_t j = 0; j < n; ++j) mx = row[j] > mx ? row[j] : mx;
-    v8f acc{};
-    uint64_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-      v8f v;
-      std::memcpy(&v, row + j, sizeof v);
-      v = exp8_nonpositive(v - mx);
-      std::memcpy(row + j, &v, sizeof v);
-      acc += v;
-    }
-    float sum = 0;
-    for (int k = 0; k < 8; ++k) sum += acc[k];
-    for (; j < n; ++j) sum += (row[j] = exp_nonpositive(row[j] - mx));
-    inv_sum[r] = 1.0f / sum;
+    inv_sum[r] = 1.0f / exp_row(row, n, mx);
     if (n < cols) std::memset(row + n, 0, (cols - n) * sizeof(float));
   }
 }
@@ -151,19 +156,7 @@ void online_exp(float* s, uint64_t rows, uint64_t cols, const uint32_t* valid, f
 #pragma omp simd reduction(max : mx)
     for (uint64_t j = 0; j < n; ++j) mx = row[j] > mx ? row[j] : mx;
     rescale[r] = mx == max[r] ? 1.0f : exp_nonpositive(max[r] - mx);  // max[r] = -inf gives 0
-    v8f acc{};
-    uint64_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-      v8f v;
-      std::memcpy(&v, row + j, sizeof v);
-      v = exp8_nonpositive(v - mx);
-      std::memcpy(row + j, &v, sizeof v);
-      acc += v;
-    }
-    float add = 0;
-    for (int k = 0; k < 8; ++k) add += acc[k];
-    for (; j < n; ++j) add += (row[j] = exp_nonpositive(row[j] - mx));
-    sum[r] = sum[r] * rescale[r] + add;
+    sum[r] = sum[r] * rescale[r] + exp_row(row, n, mx);
     max[r] = mx;
     if (n < cols) std::memset(row + n, 0, (cols - n) * sizeof(float));
   }
