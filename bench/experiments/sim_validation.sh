@@ -26,7 +26,8 @@ for p, r in run.items():
                  "jct_error": s["jct_s"] / r["jct_s"] - 1,
                  "ttft_p50_run_s": r["ttft_s"]["p50"], "ttft_p50_sim_s": s["ttft_s"]["p50"],
                  "ttft_p50_error": s["ttft_s"]["p50"] / r["ttft_s"]["p50"] - 1,
-                 "de_turns_run": de(r), "de_turns_sim": de(s), "turns": r["turns"]})
+                 "de_turns_run": de(r), "de_turns_sim": de(s), "turns": r["turns"],
+                 "jct_over_bound_run": r.get("jct_over_bound")})
 json.dump({"rows": rows}, open(sys.argv[3], "w"), indent=2)
 print("| policy | JCT run / sim (s) | JCT error | TTFT p50 run / sim (s) | TTFT p50 error | DE-path turns run / sim |")
 print("|---|---|---|---|---|---|")
