@@ -23,11 +23,11 @@ namespace dualpath::cli {
 namespace sch = dualpath::schedule;
 using protocol::envelope;
 namespace schema = dualpath::schema;
+using bench::engines_per_node;
+using bench::hbm_per_engine;
 
 namespace {
 
-constexpr uint32_t engines_per_node = 8;
-constexpr uint64_t hbm_per_engine = 60ull << 30;  // KV arena of one decode GPU
 constexpr auto decode_report_every = std::chrono::milliseconds(2);
 constexpr auto empty_fetch_pause = std::chrono::microseconds(200);
 

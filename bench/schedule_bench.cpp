@@ -18,9 +18,6 @@ namespace sch = dualpath::schedule;
 
 namespace {
 
-constexpr uint32_t engines_per_node = 8;
-constexpr uint64_t hbm_per_engine = 60ull << 30;  // KV arena of one decode GPU
-
 struct cluster {
   sch::cluster_snapshot snap;
   std::vector<uint32_t> prefill_nodes, decode_nodes;

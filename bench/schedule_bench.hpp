@@ -29,6 +29,10 @@ struct schedule_bench_result {
   std::string to_text() const;
 };
 
+// The synthetic cluster's nodes: 8 engines each, a decode GPU's 60 GiB KV arena per engine.
+constexpr uint32_t engines_per_node = 8;
+constexpr uint64_t hbm_per_engine = 60ull << 30;
+
 // One agent turn of the paper's workload shape (8K-56K hit + 128-768 appended tokens), `kv_per_token` bytes
 // of KV a token, hits whole blocks of `block` tokens.
 schedule::request_info synthetic_request(uint64_t id, std::mt19937_64& rng, uint64_t kv_per_token, uint32_t block);

@@ -122,10 +122,7 @@ void turn_collector::report(caf::scoped_actor& self) {
         engine_samples.push_back({t, e.engine, n.node.kind == schedule::role::prefill, e.tok, e.seq});
         view_fingerprint = (view_fingerprint ^ (e.tok + (uint64_t(e.seq) << 40))) * 0x100000001b3ull;
       }
-    if (view_fingerprint != last_view_fingerprint) {
-      last_view_fingerprint = view_fingerprint;
-      last_event = std::max(last_event, now_ns());
-    }
+    note_progress(last_view_fingerprint, view_fingerprint);
   }
   if (options.on_progress) {
     progress.elapsed_s = seconds_between(t0, now_ns());
@@ -186,7 +183,7 @@ void turn_collector::check_stall(caf::scoped_actor& self) {
   if (nodes && stall.empty())
     for (uint32_t n : nodes->poll_rejoined()) on_rejoined(self, n);
   if (stall.empty() && stop_requested()) stall = fmt::format("stopped by signal {}", stop_requested());
-  note_progress(work_fingerprint());
+  note_progress(last_fingerprint, work_fingerprint());
   if (stall.empty() && seconds_between(last_event, now_ns()) > view.config.timeout_s)
     stall = fmt::format(
         "no progress for {:g} s: no turn finished, no layer computed, no KV read and no engine's "
@@ -203,9 +200,9 @@ uint64_t turn_collector::work_fingerprint() const {
   return f;
 }
 
-void turn_collector::note_progress(uint64_t fingerprint) {
-  if (fingerprint == last_fingerprint) return;
-  last_fingerprint = fingerprint;
+void turn_collector::note_progress(uint64_t& last, uint64_t fingerprint) {
+  if (fingerprint == last) return;
+  last = fingerprint;
   last_event = std::max(last_event, now_ns());
 }
 

@@ -61,7 +61,8 @@ struct turn_collector {
 
   void check_stall(caf::scoped_actor& self);
   uint64_t work_fingerprint() const;
-  void note_progress(uint64_t fingerprint);
+  // A fingerprint of some work that differs from `last` is progress: it moves last_event.
+  void note_progress(uint64_t& last, uint64_t fingerprint);
 
   // docs/design.md §13: the scheduler drops the node and names its turns in flight; every client hears of
   // the loss (the named turns, and those that failed meanwhile, are re-run). With no prefill or no decode

@@ -65,15 +65,15 @@ void cpu_attention::gather(const attention_request& r, bool parallel) {
   const uint64_t KV = uint64_t(m_.kv_heads) * m_.head_dim, ctx = r.cached + r.n, bpt = m_.kv_bytes_per_token_layer;
   kf_.resize(ctx * KV);
   vf_.resize(ctx * KV);
-  std::vector<std::pair<const std::byte*, uint64_t>> rows;  // (token's KV row, its index)
+  std::vector<const std::byte*> rows;  // token t's KV row
   rows.reserve(ctx);
   for (const auto& s : r.spans)
-    for (uint32_t i = 0; i < s.tokens; ++i) rows.emplace_back(s.data + uint64_t(i) * bpt, rows.size());
+    for (uint32_t i = 0; i < s.tokens; ++i) rows.push_back(s.data + uint64_t(i) * bpt);
   team_.split(
       rows.size(),
       [&](size_t b, size_t e, unsigned) {
         for (size_t t = b; t < e; ++t) {
-          const auto* src = reinterpret_cast<const uint16_t*>(rows[t].first);
+          const auto* src = reinterpret_cast<const uint16_t*>(rows[t]);
           cpu::bf16_to_f32(src, &kf_[t * KV], KV);
           cpu::bf16_to_f32(src + KV, &vf_[t * KV], KV);
         }
