@@ -32,7 +32,14 @@ struct layout_row {
   std::string why;  // binding or violated bounds
   double jct_s = 0, ttft_p50 = 0, tpot_p50 = 0, capacity_aps = 0;
   bool simulated = false;
+  bool adaptive = false;  // starts at P/D and moves nodes between roles (docs/design.md §7.9)
+  std::vector<sim::role_switch> moves;
+  std::string label() const { return fmt::format("{}P{}D{}", p, d, adaptive ? "+" : ""); }
 };
+
+// Adaptive P/D is recommended over the best static split only when it is this much better: a planner that
+// moves nodes for 1% is not worth the moving.
+constexpr double adaptive_margin = 0.02;
 
 // The bounds of docs/design.md §5 for P/D on this hardware; an uncapped link cannot be checked.
 void check_bounds(layout_row& row, const cluster_config& c, double dram) {
@@ -69,41 +76,49 @@ void plan_command(const plan_args& a) {
   }
   std::sort(rates.begin(), rates.end());
 
-  std::vector<layout_row> rows;
-  for (uint32_t p = 1; p < a.nodes; ++p) {
+  auto simulate_row = [&](layout_row& row, const cluster_config& c) {
+    if (online) {
+      std::vector<report::sweep_point> points;
+      for (double aps : rates) {
+        cli::workload_options w = a.workload;
+        w.mode = cli::arrivals::online;
+        w.aps = aps;
+        auto r = cli::simulate(c, a.flags, policy, w, fmt::format("{}@{}", row.label(), aps), a.serving.quiet);
+        const bool ok = report::meets_slo(r.summary, a.serving.slo);
+        if (points.empty()) row.moves = r.role_switches;
+        points.push_back({aps, std::move(r.summary)});
+        if (!ok) break;
+      }
+      row.capacity_aps = report::capacity_aps(points, a.serving.slo);
+      row.jct_s = points.front().run.jct_s;
+      row.ttft_p50 = points.front().run.ttft.p50;
+      row.tpot_p50 = points.front().run.tpot.p50;
+    } else {
+      const auto r = cli::simulate(c, a.flags, policy, a.workload, row.label(), a.serving.quiet);
+      row.jct_s = r.summary.jct_s;
+      row.ttft_p50 = r.summary.ttft.p50;
+      row.tpot_p50 = r.summary.tpot.p50;
+      row.moves = r.role_switches;
+    }
+    row.simulated = true;
+  };
+  auto config_of = [&](uint32_t p, bool adaptive) {
     cli::cluster_overrides o = a.overrides;
     o.prefill_nodes = p;
     o.decode_nodes = a.nodes - p;
-    const cluster_config c = cli::sim_cluster(a.cluster_file, o);
+    o.adaptive = adaptive;
+    return cli::sim_cluster(a.cluster_file, o);
+  };
+
+  std::vector<layout_row> rows;
+  rows.reserve(a.nodes);  // every split and the adaptive row: `ranked` and `best` point into it
+  for (uint32_t p = 1; p < a.nodes; ++p) {
+    const cluster_config c = config_of(p, false);
     layout_row row;
     row.p = p;
     row.d = a.nodes - p;
     check_bounds(row, c, a.dram_gb_per_s);
-    if (row.feasible) {
-      const std::string label = fmt::format("{}P{}D", p, a.nodes - p);
-      if (online) {
-        std::vector<report::sweep_point> points;
-        for (double aps : rates) {
-          cli::workload_options w = a.workload;
-          w.mode = cli::arrivals::online;
-          w.aps = aps;
-          auto r = cli::simulate(c, a.flags, policy, w, fmt::format("{}@{}", label, aps), a.serving.quiet);
-          const bool ok = report::meets_slo(r.summary, a.serving.slo);
-          points.push_back({aps, std::move(r.summary)});
-          if (!ok) break;
-        }
-        row.capacity_aps = report::capacity_aps(points, a.serving.slo);
-        row.jct_s = points.front().run.jct_s;
-        row.ttft_p50 = points.front().run.ttft.p50;
-        row.tpot_p50 = points.front().run.tpot.p50;
-      } else {
-        const auto r = cli::simulate(c, a.flags, policy, a.workload, label, a.serving.quiet).summary;
-        row.jct_s = r.jct_s;
-        row.ttft_p50 = r.ttft.p50;
-        row.tpot_p50 = r.tpot.p50;
-      }
-      row.simulated = true;
-    }
+    if (row.feasible) simulate_row(row, c);
     rows.push_back(row);
   }
   std::vector<const layout_row*> ranked;
@@ -115,13 +130,27 @@ void plan_command(const plan_args& a) {
   std::stable_sort(ranked.begin(), ranked.end(), [&](const layout_row* x, const layout_row* y) {
     return online ? x->capacity_aps > y->capacity_aps : x->jct_s < y->jct_s;
   });
-  const layout_row& best = *ranked.front();
+  const layout_row* best = ranked.front();
+  // Adaptive P/D starts from the best static split and must beat it by the margin.
+  if (a.overrides.adaptive) {
+    layout_row row;
+    row.p = best->p;
+    row.d = best->d;
+    row.adaptive = true;
+    row.bounds_checked = best->bounds_checked;
+    simulate_row(row, config_of(best->p, true));
+    rows.push_back(row);
+    const bool wins = online ? rows.back().capacity_aps > (1 + adaptive_margin) * best->capacity_aps
+                             : rows.back().jct_s < (1 - adaptive_margin) * best->jct_s;
+    if (wins) best = &rows.back();
+  }
 
   if (a.json) {
     auto list = nlohmann::json::array();
     for (const auto& r : rows) {
       nlohmann::json j{{"prefill_nodes", r.p},
                        {"decode_nodes", r.d},
+                       {"adaptive", r.adaptive},
                        {"feasible", r.feasible},
                        {"bounds_checked", r.bounds_checked},
                        {"simulated", r.simulated}};
@@ -132,13 +161,20 @@ void plan_command(const plan_args& a) {
         j["tpot_p50_s"] = r.tpot_p50;
         if (online) j["capacity_aps"] = r.capacity_aps;
       }
+      if (r.adaptive) {
+        auto moves = nlohmann::json::array();
+        for (const auto& m : r.moves)
+          moves.push_back({{"node", m.node}, {"to", m.to_prefill ? "prefill" : "decode"}, {"at_s", m.decided_s}});
+        j["role_switches"] = moves;
+      }
       list.push_back(j);
     }
-    nlohmann::json out{{"nodes", a.nodes},
-                       {"policy", policy},
-                       {"by", online ? "capacity_aps" : "jct_s"},
-                       {"layouts", list},
-                       {"recommended", {{"prefill_nodes", best.p}, {"decode_nodes", best.d}}}};
+    nlohmann::json out{
+        {"nodes", a.nodes},
+        {"policy", policy},
+        {"by", online ? "capacity_aps" : "jct_s"},
+        {"layouts", list},
+        {"recommended", {{"prefill_nodes", best->p}, {"decode_nodes", best->d}, {"adaptive", best->adaptive}}}};
     cli::print(out.dump(2) + "\n");
     return;
   }
@@ -151,12 +187,15 @@ void plan_command(const plan_args& a) {
                           bounds, r.why);
       continue;
     }
-    text += fmt::format("{:<8} {:>6} {:<10} {:>10.1f} {:>9.3f} {:>9.4f}{}\n", fmt::format("{}P{}D", r.p, r.d),
-                        as_fraction(double(r.p) / r.d), bounds, r.jct_s, r.ttft_p50, r.tpot_p50,
-                        online ? fmt::format("  {:>12.3f}", r.capacity_aps) : "");
+    text += fmt::format(
+        "{:<8} {:>6} {:<10} {:>10.1f} {:>9.3f} {:>9.4f}{}{}\n", r.label(), as_fraction(double(r.p) / r.d), bounds,
+        r.jct_s, r.ttft_p50, r.tpot_p50, online ? fmt::format("  {:>12.3f}", r.capacity_aps) : "",
+        r.adaptive ? fmt::format("  ({} role switch{})", r.moves.size(), r.moves.size() == 1 ? "" : "es") : "");
   }
-  text += fmt::format("recommended: {}P{}D ({} {})\n", best.p, best.d, online ? "highest capacity" : "shortest JCT",
-                      online ? fmt::format("{:.3f} APS", best.capacity_aps) : fmt::format("{:.1f} s", best.jct_s));
+  if (a.overrides.adaptive) text += "+: adaptive P/D starting from that split (docs/design.md §7.9)\n";
+  text += fmt::format("recommended: {}{} ({} {})\n", best->adaptive ? "adaptive from " : "",
+                      fmt::format("{}P{}D", best->p, best->d), online ? "highest capacity" : "shortest JCT",
+                      online ? fmt::format("{:.3f} APS", best->capacity_aps) : fmt::format("{:.1f} s", best->jct_s));
   cli::print(text);
 }
 

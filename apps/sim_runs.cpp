@@ -46,6 +46,9 @@ void add_cluster_overrides(CLI::App* cmd, cluster_overrides& o) {
   cmd->add_option("--dram-gb", o.dram_gb, "Override hardware.dram_buffer_gb (per node)");
   cmd->add_option("--hbm-gb", o.hbm_gb, "Override hardware.hbm_gb (KV per GPU)");
   cmd->add_option("--prefill-hbm-gb", o.prefill_hbm_gb, "Override hardware.prefill_hbm_gb (KV per prefill GPU)");
+  cmd->add_flag("--adaptive", o.adaptive,
+                "Adaptive P/D (planner.adaptive): nodes move between roles as the load calls for it; the split "
+                "given is where it starts");
 }
 
 cluster_config sim_cluster(const std::string& cluster_file, const cluster_overrides& o) {
@@ -61,9 +64,17 @@ cluster_config sim_cluster(const std::string& cluster_file, const cluster_overri
   if (o.dram_gb) c.dram_buffer_gb = *o.dram_gb;
   if (o.hbm_gb) c.hbm_gb = *o.hbm_gb;
   if (o.prefill_hbm_gb) c.prefill_hbm_gb = *o.prefill_hbm_gb;
+  if (o.adaptive) c.adaptive = true;
   validate_cluster_config(c, cluster_file.empty() ? "paper cluster with overrides" : cluster_file);
   find_model(c.model);  // an unknown model is refused with the known names before anything runs
   return c;
+}
+
+void refuse_adaptive(const cluster_config& c, const std::string& origin) {
+  if (c.adaptive)
+    throw user_error(origin +
+                     ": key 'planner.adaptive': the runtime does not move nodes between roles yet (docs/design.md "
+                     "§7.9); simulate it with `dualpath sim --adaptive` or `dualpath plan --adaptive`");
 }
 
 void add_sim_flags(CLI::App* cmd, sim_flags& f) {
@@ -110,6 +121,9 @@ sim::sim_result simulate(const cluster_config& c, const sim_flags& f, const std:
     fmt::print(stderr, "{}: {:.0f} simulated s in {:.2f} wall s, {:.2f}M events/s, {} decisions\n", label,
                r.counters.sim_s, r.counters.wall_s,
                r.counters.wall_s > 0 ? double(r.counters.events) / r.counters.wall_s / 1e6 : 0.0, r.counters.decisions);
+    for (const auto& m : r.role_switches)
+      fmt::print(stderr, "{}: node {} to {} at {:.1f} s (drained {:.1f} s, serving {:.1f} s): {}\n", label, m.node,
+                 m.to_prefill ? "prefill" : "decode", m.decided_s, m.drained_s, m.done_s, m.why);
   }
   return r;
 }

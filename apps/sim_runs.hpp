@@ -21,10 +21,14 @@ struct cluster_overrides {
   std::optional<uint32_t> prefill_nodes, decode_nodes, gpus_per_node;
   std::optional<std::string> model, gpu;
   std::optional<double> mfu, snic_gb_per_s, cnic_gb_per_s, dram_gb, hbm_gb, prefill_hbm_gb;
+  bool adaptive = false;
 };
 void add_cluster_overrides(CLI::App* cmd, cluster_overrides& o);
 // The cluster file (or the paper's cluster) with the overrides applied, validated.
 cluster_config sim_cluster(const std::string& cluster_file, const cluster_overrides& o);
+// The runtime's nodes keep their roles (docs/design.md §7.9): `[planner] adaptive` is for `sim` and `plan`,
+// and a cluster file asking the runtime for it is refused rather than silently run static.
+void refuse_adaptive(const cluster_config& c, const std::string& origin);
 
 struct sim_flags {
   bool ep_lockstep = false;

@@ -158,6 +158,14 @@ const key_def plain_keys[] = {
     {"serve", "max_requests", &C::serve_max_requests},
     {"serve", "max_waiting", &C::serve_max_waiting},
     {"serve", "max_queued_tokens", &C::serve_max_queued_tokens},
+    {"planner", "adaptive", &C::adaptive},
+    {"planner", "window_s", &C::planner_window_s},
+    {"planner", "switch_s", &C::planner_switch_s},
+    {"planner", "cooldown_s", &C::planner_cooldown_s},
+    {"planner", "sustain", &C::planner_sustain},
+    {"planner", "high", &C::planner_high},
+    {"planner", "low", &C::planner_low},
+    {"planner", "tpot_slo_s", &C::planner_tpot_slo_s},
 };
 // Every section of a cluster file, with its keys read by hand below: an enum, another name of a key, an array
 // of tables, and the secret, which is never written back.
@@ -169,6 +177,7 @@ const std::pair<const char*, std::vector<const char*>> special_keys[] = {
     {"storage", {}},
     {"runtime", {"secret"}},
     {"serve", {}},
+    {"planner", {}},
 };
 
 std::set<std::string> known_keys(const std::string& section) {
@@ -286,6 +295,16 @@ void validate_cluster_config(const cluster_config& c, const std::string& origin)
   if (c.timeout_s <= 0) fail("runtime.timeout_s", "must be positive");
   // A short secret is one a stranger can guess; the generated ones are 64 hex digits.
   if (!c.secret.empty() && c.secret.size() < 16) fail("runtime.secret", "must be at least 16 characters");
+  if (c.planner_window_s <= 0) fail("planner.window_s", "must be positive");
+  if (c.planner_switch_s < 0) fail("planner.switch_s", "must not be negative");
+  if (c.planner_cooldown_s < 0) fail("planner.cooldown_s", "must not be negative");
+  if (c.planner_sustain < 1) fail("planner.sustain", "must be at least 1 window");
+  if (!(c.planner_low > 0 && c.planner_low < c.planner_high))
+    fail("planner.low", fmt::format("must be in (0, planner.high = {})", c.planner_high));
+  if (c.planner_tpot_slo_s <= 0) fail("planner.tpot_slo_s", "must be positive");
+  // A node that changes role leaves its group: adaptive P/D moves single-node groups only.
+  if (c.adaptive && (c.pe_group_nodes > 1 || c.de_group_nodes > 1))
+    fail("planner.adaptive", "needs pe_group_nodes = de_group_nodes = 1 (a node moves alone)");
   for (const auto& s : c.switches)
     if (s.at_s < 0) fail("schedule.switch.at_s", "must not be negative");
 }

@@ -80,6 +80,15 @@ struct cluster_config {
   uint32_t serve_max_waiting = 0;        // of them, not yet at their first token; 0 = max_requests
   uint64_t serve_max_queued_tokens = 0;  // prompt tokens of the waiting ones; 0 = unbounded
 
+  // [planner] adaptive P/D (docs/design.md §7.9): a node moves between roles when one role's load calls for it.
+  bool adaptive = false;
+  double planner_window_s = 2.0;   // the planner looks at each window's load
+  double planner_switch_s = 2.0;   // a drained node's role switch: HBM and buffers laid out again, peers told
+  double planner_cooldown_s = 10;  // no move this soon after the last one finished
+  uint32_t planner_sustain = 3;    // a move is made once this many windows in a row call for it
+  double planner_high = 0.9;       // pressures of schedule/role_planner.hpp
+  double planner_low = 0.5;
+  double planner_tpot_slo_s = 0.05;
   uint32_t total_nodes() const { return prefill_nodes + decode_nodes; }
   double prefill_hbm() const { return prefill_hbm_gb > 0 ? prefill_hbm_gb : hbm_gb; }
 };

@@ -40,8 +40,10 @@ struct cluster_snapshot {
 
   node_snapshot* find(uint32_t node);
   const node_snapshot* find(uint32_t node) const;
-  // Inserts or returns the node `node`; a node never changes role once created.
+  // Inserts or returns the node `node`; a node keeps its role until erased (adaptive P/D, §7.9, erases a
+  // draining node and inserts it again in its new role).
   node_snapshot& upsert(uint32_t node, role kind);
+  void erase(uint32_t node);
   size_t engine_count(role kind) const;
 };
 

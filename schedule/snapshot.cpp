@@ -52,6 +52,11 @@ node_snapshot& cluster_snapshot::upsert(uint32_t node, role kind) {
   return *nodes.insert(it, std::move(fresh));
 }
 
+void cluster_snapshot::erase(uint32_t node) {
+  auto it = lower(nodes, node);
+  if (it != nodes.end() && it->node == node) nodes.erase(it);
+}
+
 size_t cluster_snapshot::engine_count(role kind) const {
   size_t count = 0;
   for (const auto& n : nodes)

@@ -138,6 +138,7 @@ void simulator::finish(uint32_t id) {
   a.de_hbm = 0;
   de.tok -= a.prompt + a.gen;
   de.seq -= 1;
+  if (a.gen > 1) window_tpot_sum_ += (a.last_token - a.first_token) / double(a.gen - 1), ++window_tpot_n_;
   events_.push(std::max(now_, a.writes_done), event_kind::turn_done, id);
   admit(a.asg.de);
   want_round();

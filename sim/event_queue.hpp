@@ -17,6 +17,8 @@ enum class event_kind : uint8_t {
   turn_done,      // agent a's turn answered (its writes done)
   policy_switch,  // [[schedule.switch]] entry id takes effect
   sample,         // every node's SNIC is sampled for snic_over_time
+  plan,           // adaptive P/D: the planner looks at the window that ends now
+  role_switched,  // adaptive P/D: node id serves in its new role
 };
 
 struct event {
@@ -32,6 +34,7 @@ class event_queue {
  public:
   void push(double t, event_kind kind, uint32_t id, uint32_t tag = 0) { heap_.push({t, next_++, kind, id, tag}); }
   bool empty() const { return heap_.empty(); }
+  size_t size() const { return heap_.size(); }
   event pop() {
     event e = heap_.top();
     heap_.pop();

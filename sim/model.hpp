@@ -15,6 +15,7 @@
 #include "core/roofline.hpp"
 #include "schedule/batcher.hpp"
 #include "schedule/policy.hpp"
+#include "schedule/role_planner.hpp"
 #include "sim/event_queue.hpp"
 #include "sim/sim.hpp"
 #include "sim/step_run.hpp"
@@ -43,8 +44,14 @@ struct agent_state {
   uint64_t written_blocks = 0;
 };
 
+// Adaptive P/D (docs/design.md §7.9): a draining node takes no new work and finishes what it holds; a
+// switching one is being laid out for its new role.
+enum class node_phase : uint8_t { serving, draining, switching };
+
 struct node_state {
   bool prefill = true;
+  node_phase phase = node_phase::serving;
+  size_t move = 0;                             // while draining or switching: its entry in the run's role switches
   double read_free_at = 0, write_free_at = 0;  // the SNIC's FIFOs drain at these times
   uint64_t slots = 0, slots_free = 0;          // DRAM buffer: Full Block slots
   struct waiter {
@@ -127,6 +134,14 @@ class simulator {
   void step_done(uint32_t de, uint32_t version);
   void join_steps(uint32_t de);
   void finish(uint32_t agent);
+  // adaptive P/D (role_model.cpp)
+  void plan();
+  schedule::role_load window_load() const;
+  void check_drained();
+  void push_tick(double t, event_kind kind);
+  bool drained(uint32_t node) const;
+  void role_switched(uint32_t node);
+  void add_to_snapshot(uint32_t node);
 
   decode_engine& de_of(uint32_t engine) { return des_[engine - first_de_]; }
   uint32_t node_of(uint32_t engine) const { return engine / cfg_.engines_per_node; }
@@ -160,10 +175,23 @@ class simulator {
   schedule::cluster_snapshot snap_;
   std::deque<schedule::request_info> waiting_;
   bool round_pending_ = false;
-  uint32_t round_start_ = 0;  // prefill node that fetches first, rotating
+  uint32_t round_start_ = 0;           // prefill node (index into prefill_ids_) that fetches first, rotating
+  std::vector<uint32_t> prefill_ids_;  // reused by every round
 
   std::vector<std::vector<report::snic_series_sample>> snic_samples_;  // per node, one per window boundary
   void sample();
+
+  // Adaptive P/D: what the window so far has seen, and the moves made.
+  double window_busy_s_ = 0, window_tpot_sum_ = 0;
+  uint64_t window_tpot_n_ = 0;
+  double cooldown_until_ = 0;
+  uint64_t submitted_ = 0;          // turns submitted so far
+  uint32_t moving_ = 0;             // nodes of the move in progress not yet serving in their new role
+  std::vector<uint32_t> draining_;  // nodes draining now
+  schedule::role_move last_move_ = schedule::role_move::none;
+  uint32_t sustained_ = 0;    // windows in a row that called for last_move_
+  size_t ticks_pending_ = 0;  // plan and sample events in the queue: the rest is the run's own work
+  std::vector<role_switch> switches_;
 
   std::vector<report::turn_record> records_;
   uint64_t turns_total_ = 0;

@@ -169,7 +169,9 @@ void simulator::try_pass(uint32_t e) {
   if (pe.busy || !plan_pass(e)) return;
   pe.busy = true;
   ++counters_.passes;
-  events_.push(now_ + pass_seconds(pe), event_kind::pass_done, e);
+  const double s = pass_seconds(pe);
+  window_busy_s_ += s;
+  events_.push(now_ + s, event_kind::pass_done, e);
 }
 
 // Expert-parallel lockstep: the engines of a node run a pass together and all wait for the slowest.
@@ -196,6 +198,7 @@ void simulator::try_group(uint32_t node) {
     if (pe.batch.empty()) continue;
     pe.busy = true;
     ++counters_.passes;
+    window_busy_s_ += longest;
     events_.push(now_ + longest, event_kind::pass_done, first + i);
   }
 }

@@ -53,17 +53,23 @@ void simulator::round() {
   if (waiting_.empty()) return;
   ++counters_.rounds;
   refresh_snapshot();
-  const uint32_t p = cfg_.prefill_nodes;
+  // The prefill nodes serving now (adaptive P/D changes them; a draining node is not in the snapshot).
+  prefill_ids_.clear();
+  for (const auto& n : snap_.nodes)
+    if (n.kind == schedule::role::prefill) prefill_ids_.push_back(n.node);
+  const uint32_t p = uint32_t(prefill_ids_.size());
+  if (p == 0) return;
   uint64_t assigned = 0;
   for (uint32_t k = 0; k < p && !waiting_.empty(); ++k) {
-    const uint32_t node = (round_start_ + k) % p;
+    const uint32_t node = prefill_ids_[(round_start_ + k) % p];
     // Only a group's first node fetches, for every engine of the group; and every policy gives work only to
     // prefill engines at or under β: a group with none cannot take work.
     const auto& groups = params_.groups;
     if (!groups.fetches(node)) continue;
     bool open = false;
-    for (uint32_t n = node; n < std::min(p, node + groups.pe_group_nodes) && !open; ++n)
-      for (const auto& e : snap_.find(n)->engines) open = open || e.tok <= params_.beta_tokens;
+    for (uint32_t n = node; n < node + groups.pe_group_nodes && !open; ++n)
+      if (const auto* sn = snap_.find(n); sn && sn->kind == schedule::role::prefill)
+        for (const auto& e : sn->engines) open = open || e.tok <= params_.beta_tokens;
     if (!open) continue;
     for (const auto& a : policy_->assign(snap_, node, waiting_, params_)) {
       start(a);

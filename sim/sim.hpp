@@ -57,10 +57,22 @@ struct sim_counters {
   double attention_max_over_avg = 0;  // with ep_lockstep: mean over rounds of max/avg pass time in a group
 };
 
+// One move of adaptive P/D (docs/design.md §7.9): decided, drained (the node finished what it held), serving
+// in its new role (after the switch cost).
+struct role_switch {
+  uint32_t node = 0;
+  bool to_prefill = false;
+  double decided_s = 0, drained_s = 0, done_s = 0;
+  std::string why;  // the window's loads (schedule::describe)
+};
+
 struct sim_result {
   report::run_summary summary;  // the same numbers `dualpath run` reports
   sim_counters counters;
   std::vector<uint64_t> snic_write_bytes;  // per node
+  bool adaptive = false;                   // [planner] adaptive: the run could move nodes
+  std::vector<role_switch> role_switches;
+  uint32_t final_prefill_nodes = 0;  // the split the run ended with
 };
 
 // Simulates the agents under one run policy. Throws user_error on a bad configuration or a policy name it

@@ -58,30 +58,22 @@ simulator::simulator(const sim_options& o) : o_(o), cfg_(o.config), mode_(run_mo
   const uint64_t slots = uint64_t(cfg_.dram_buffer_gb * 1e9) / file_bytes_;
   if (slots == 0)
     throw user_error("hardware.dram_buffer_gb: holds no Full Block of " + std::to_string(file_bytes_) + " bytes");
-  first_de_ = cfg_.prefill_nodes * g;
+  // Every engine has both a prefill and a decode state, and its node's role says which one serves, so a node
+  // can change role (adaptive P/D) without renumbering anything.
+  first_de_ = 0;
+  pes_.resize(cfg_.total_nodes() * g);
+  des_.resize(cfg_.total_nodes() * g);
   for (uint32_t n = 0; n < cfg_.total_nodes(); ++n) {
     node_state node;
     node.prefill = n < cfg_.prefill_nodes;
     node.slots = node.slots_free = slots;
     nodes_.push_back(node);
-    const auto kind = node.prefill ? schedule::role::prefill : schedule::role::decode;
-    auto& sn = snap_.upsert(n, kind);
     for (uint32_t i = 0; i < g; ++i) {
-      schedule::engine_snapshot e;
-      e.engine = n * g + i;
-      e.node = n;
-      e.free_hbm = node.prefill ? prefill_hbm_bytes_ : hbm_bytes_;
-      sn.engines.push_back(e);
-      if (node.prefill) {
-        pes_.emplace_back();
-        pes_.back().node = n;
-        pes_.back().hbm_free = prefill_hbm_bytes_;
-      } else {
-        des_.emplace_back();
-        des_.back().node = n;
-        des_.back().hbm_free = hbm_bytes_;
-      }
+      pes_[n * g + i].node = des_[n * g + i].node = n;
+      pes_[n * g + i].hbm_free = prefill_hbm_bytes_;
+      des_[n * g + i].hbm_free = hbm_bytes_;
     }
+    add_to_snapshot(n);
   }
 
   agents_.resize(o.agents.size());
@@ -100,7 +92,8 @@ sim_result simulator::run() {
   }
   for (uint32_t i = 0; i < cfg_.switches.size(); ++i) events_.push(cfg_.switches[i].at_s, event_kind::policy_switch, i);
   snic_samples_.assign(nodes_.size(), {});
-  if (o_.window_s > 0) events_.push(0, event_kind::sample, 0);
+  if (o_.window_s > 0) push_tick(0, event_kind::sample);
+  if (cfg_.adaptive) push_tick(cfg_.planner_window_s, event_kind::plan);
   double last_progress = 0;
   while (!events_.empty() && agents_done_ < agents_.size()) {
     const event e = events_.pop();
@@ -114,9 +107,12 @@ sim_result simulator::run() {
       case event_kind::admitted: admitted(e.id); break;
       case event_kind::step_done: step_done(e.id, e.tag); break;
       case event_kind::turn_done: turn_done(e.id); break;
-      case event_kind::sample: sample(); break;
+      case event_kind::sample: --ticks_pending_, sample(); break;
       case event_kind::policy_switch: policy_ = schedule::make_policy(cfg_.switches[e.id].policy); break;
+      case event_kind::plan: --ticks_pending_, plan(); break;
+      case event_kind::role_switched: role_switched(e.id); break;
     }
+    if (!draining_.empty()) check_drained();
     if (o_.on_progress && (counters_.events & 0xffff) == 0) {
       const double wall = seconds_since(wall_start_);
       if (wall - last_progress >= 1.0) {
@@ -152,6 +148,9 @@ sim_result simulator::run() {
        [m, fit](uint64_t cached, uint64_t tokens) { return fit.seconds(prefill_flops(m, cached, tokens)); }});
   if (lockstep_rounds_) counters_.attention_max_over_avg = lockstep_ratio_sum_ / double(lockstep_rounds_);
   r.counters = counters_;
+  r.adaptive = cfg_.adaptive;
+  r.role_switches = switches_;
+  for (const auto& n : nodes_) r.final_prefill_nodes += n.prefill;
   return r;
 }
 
@@ -189,6 +188,7 @@ void simulator::arrive(uint32_t id) {
     return;
   }
   waiting_.push_back(info);
+  ++submitted_;
   want_round();
 }
 
@@ -243,7 +243,13 @@ void simulator::sample() {
     const uint64_t queued = read_q(n) - nodes_[n].waiting_read_bytes;
     snic_samples_[n].push_back({now_, nodes_[n].read_bytes - std::min(queued, nodes_[n].read_bytes), read_q(n)});
   }
-  if (agents_done_ < agents_.size() && !events_.empty()) events_.push(now_ + o_.window_s, event_kind::sample, 0);
+  if (agents_done_ < agents_.size() && events_.size() > ticks_pending_)
+    push_tick(now_ + o_.window_s, event_kind::sample);
+}
+
+void simulator::push_tick(double t, event_kind kind) {
+  ++ticks_pending_;
+  events_.push(t, kind, 0);
 }
 
 void add_counters(nlohmann::json& run, const sim_result& r) {
@@ -258,6 +264,18 @@ void add_counters(nlohmann::json& run, const sim_result& r) {
                 {"events_per_wall_s", c.wall_s > 0 ? double(c.events) / c.wall_s : 0.0},
                 {"snic_write_bytes", r.snic_write_bytes}};
   if (c.attention_max_over_avg > 0) run["sim"]["attention_max_over_avg"] = c.attention_max_over_avg;
+  if (r.adaptive) {
+    auto moves = nlohmann::json::array();
+    for (const auto& m : r.role_switches)
+      moves.push_back({{"node", m.node},
+                       {"to", m.to_prefill ? "prefill" : "decode"},
+                       {"decided_s", m.decided_s},
+                       {"drained_s", m.drained_s},
+                       {"done_s", m.done_s},
+                       {"why", m.why}});
+    run["sim"]["role_switches"] = moves;
+    run["sim"]["final_prefill_nodes"] = r.final_prefill_nodes;
+  }
 }
 
 sim_result run_sim(const sim_options& options) {

@@ -10,6 +10,7 @@ of turns) and its mode (offline, or online at a rate near the cluster's turn thr
 deterministic: the same seed gives the same table.
 
   arena.py [--scenarios N] [--seed S] [--policies a,b,...] [--out FILE] [--svg FILE] [--jobs J] [--short]
+           [--only I,J,...]
 
 Writes the result JSON (per scenario: its draw and every policy's JCT; per policy: win rates, worst ratios,
 geometric means) and prints the table and the worst scenarios with their seeds. --svg draws the distribution
@@ -160,14 +161,17 @@ def main():
     ap.add_argument("--svg", default="")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--short", action="store_true", help="at most 48 agents of at most 6 turns (the test's arena)")
+    ap.add_argument("--only", default="", help="comma-separated scenario indices to run (of the --scenarios drawn)")
     args = ap.parse_args()
     policies = args.policies.split(",")
     if "round_robin" not in policies:
         sys.exit("arena.py: --policies must include round_robin (every ratio is taken against it)")
     scenarios = [draw(i, args.seed, args.short) for i in range(args.scenarios)]
+    if args.only:
+        scenarios = [scenarios[int(i)] for i in args.only.split(",")]
     results = [None] * len(scenarios)
     with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(run_scenario, s, policies): s["index"] for s in scenarios}
+        futures = {pool.submit(run_scenario, s, policies): n for n, s in enumerate(scenarios)}
         for n, f in enumerate(cf.as_completed(futures), 1):
             results[futures[f]] = f.result()
             print(f"arena: {n}/{len(scenarios)} scenarios", file=sys.stderr, flush=True)

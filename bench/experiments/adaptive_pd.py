@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Adaptive P/D against every static split (docs/experiments.md, "Adaptive P/D"; docs/design.md §7.9).
+
+For a cluster of N nodes, every static split P + D = N is simulated (`dualpath sim`), then the adaptive mode
+(`--adaptive`) from a starting split. Two workloads:
+
+  shift       agents that first explore (long appends: tool output, files read; short answers) and then edit
+              (short appends, long generations): the prefill/decode mix turns over mid-run;
+  stationary  the paper's 64k preset, whose mix does not change: adaptive must stay within 2% of the split
+              it starts from.
+
+  adaptive_pd.py [--nodes N] [--agents A] [--turns T] [--cluster FILE] [--gpus G] [--seed S] [--step K]
+                 [--workloads shift,stationary] [--out FILE]
+
+Prints one table per workload (every static split, the best, adaptive from the best and from the paper's
+1:2 split, with the role switches each made) and writes the result JSON.
+"""
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BIN = os.environ.get("DUALPATH_BIN", os.path.join(HERE, "..", "..", "build", "apps", "dualpath"))
+
+
+def shift_trace(path, agents, turns, seed):
+    """Explore, then edit: the first half of each agent's turns append 2-6K tokens and answer in 20-80; the
+    second half append 100-400 and generate 600-1,600. The first turn is a 6-12K-token task."""
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        for a in range(agents):
+            rounds = [{"append": rng.randint(6000, 12000), "gen": rng.randint(20, 80)}]
+            for t in range(1, turns):
+                if t < turns // 2:
+                    rounds.append({"append": rng.randint(2000, 6000), "gen": rng.randint(20, 80)})
+                else:
+                    rounds.append({"append": rng.randint(100, 400), "gen": rng.randint(600, 1600)})
+            f.write(json.dumps({"id": f"a{a}", "rounds": rounds}) + "\n")
+
+
+def sim(args, trace, p, d, adaptive, policy):
+    with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "r.json")
+        cmd = [BIN, "sim", "--trace", trace, "--prefill-nodes", str(p), "--decode-nodes", str(d), "--policy", policy,
+               "--seed", str(args.seed), "--quiet", "--report", report]
+        if args.cluster:
+            cmd += ["--cluster", args.cluster]
+        if args.gpus:
+            cmd += ["--gpus-per-node", str(args.gpus)]
+        if adaptive:
+            cmd.append("--adaptive")
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        run = json.load(open(report))["runs"][0]
+    return {"p": p, "d": d, "adaptive": adaptive, "jct_s": run["jct_s"], "ttft_mean_s": run["ttft_s"]["mean"],
+            "tpot_mean_s": run["tpot_s"]["mean"], "failed_turns": run["failed_turns"],
+            "role_switches": run["sim"].get("role_switches", []),
+            "final_prefill_nodes": run["sim"].get("final_prefill_nodes", p)}
+
+
+def workload(args, name, trace):
+    n = args.nodes
+    statics = [sim(args, trace, p, n - p, False, args.policy) for p in range(1, n, args.step)]
+    best = min(statics, key=lambda r: r["jct_s"])
+    paper_p = max(1, round(n / 3))
+    starts = sorted({best["p"], paper_p})
+    adaptive = [sim(args, trace, p, n - p, True, args.policy) for p in starts]
+    rows = [f"### {name} ({n} nodes)", "", "| split | JCT (s) | TTFT mean (s) | TPOT mean (ms) | vs best static | role switches |",
+            "|---|---|---|---|---|---|"]
+    for r in statics + adaptive:
+        label = f"{r['p']}P{r['d']}D" + (" adaptive" if r["adaptive"] else "") + (" (best static)" if r is best else "")
+        moves = "; ".join(f"node {m['node']} to {m['to']} at {m['decided_s']:.0f} s (serving {m['done_s']:.0f} s)"
+                          for m in r["role_switches"])
+        rows.append(f"| {label} | {r['jct_s']:.1f} | {r['ttft_mean_s']:.2f} | {1e3 * r['tpot_mean_s']:.1f} | "
+                    f"{r['jct_s'] / best['jct_s']:.3f} | {moves or '-'} |")
+    print("\n".join(rows) + "\n", flush=True)
+    return {"static": statics, "adaptive": adaptive, "best_static": {"p": best["p"], "jct_s": best["jct_s"]},
+            "adaptive_from_best_over_best": next(r for r in adaptive if r["p"] == best["p"])["jct_s"] / best["jct_s"],
+            "adaptive_best_over_best": min(r["jct_s"] for r in adaptive) / best["jct_s"]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, default=6)
+    ap.add_argument("--agents", type=int, default=512)
+    ap.add_argument("--turns", type=int, default=16)
+    ap.add_argument("--cluster", default="", help="cluster file (default: the paper's DS 660B cluster)")
+    ap.add_argument("--gpus", type=int, default=0, help="override gpus_per_node")
+    ap.add_argument("--policy", default="dualpath")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--step", type=int, default=1, help="static splits P = 1, 1 + step, ... (large clusters)")
+    ap.add_argument("--workloads", default="shift,stationary")
+    ap.add_argument("--out", default=os.path.join(HERE, "adaptive_pd.result.json"))
+    args = ap.parse_args()
+    out = {"nodes": args.nodes, "agents": args.agents, "turns": args.turns, "cluster": args.cluster or "paper",
+           "policy": args.policy, "workloads": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.workloads.split(","):
+            trace = os.path.join(tmp, name + ".jsonl")
+            if name == "shift":
+                shift_trace(trace, args.agents, args.turns, args.seed)
+            elif name == "stationary":
+                subprocess.run([BIN, "trace", "gen", "--preset", "64k", "--agents", str(args.agents), "--seed",
+                                str(args.seed), "-o", trace], check=True, stdout=subprocess.DEVNULL)
+            else:
+                sys.exit(f"adaptive_pd.py: unknown workload '{name}' (shift, stationary)")
+            out["workloads"][name] = workload(args, name, trace)
+    with open(args.out, "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
