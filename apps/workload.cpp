@@ -10,6 +10,7 @@
 
 #include "apps/cli_checks.hpp"
 #include "apps/command_registry.hpp"
+#include "core/arrivals.hpp"
 #include "core/modes.hpp"
 #include "core/status.hpp"
 
@@ -26,6 +27,8 @@ void add_workload_options(CLI::App* cmd, workload_options& w) {
       ->transform(
           one_of(std::map<std::string, arrivals>{{"offline", arrivals::offline}, {"online", arrivals::online}}));
   cmd->add_option("--aps", w.aps, "Online mode: agents arriving per second")->check(positive());
+  cmd->add_option("--aps-profile", w.aps_profile,
+                  "Online mode: a rate that changes, FROM_S:APS,... (0:0.2,600:0.8,1200:0.2 rises and falls)");
   cmd->add_option("--time-scale", w.time_scale,
                   "Timestamped (Mooncake) traces: replay the recorded gaps times this (0.5 = twice as fast)")
       ->capture_default_str();
@@ -34,7 +37,13 @@ void add_workload_options(CLI::App* cmd, workload_options& w) {
 }
 
 void check_workload_options(const workload_options& w, bool sweep) {
-  if (w.mode == arrivals::online && !sweep && !(w.aps > 0)) throw user_error("--mode online needs --aps > 0");
+  if (!w.aps_profile.empty()) {
+    value_or_throw(parse_aps_profile(w.aps_profile));
+    if (w.mode != arrivals::online) throw user_error("--aps-profile sets online arrival rates: add --mode online");
+    if (w.aps > 0 || sweep) throw user_error("--aps-profile replaces --aps and --aps-sweep: give one of them");
+  } else if (w.mode == arrivals::online && !sweep && !(w.aps > 0)) {
+    throw user_error("--mode online needs --aps > 0 (or --aps-profile)");
+  }
   if (w.mode == arrivals::offline && w.aps > 0)
     throw user_error("--aps sets the online arrival rate: add --mode online (offline agents all start at t = 0)");
   if (sweep && w.aps > 0) throw user_error("--aps and --aps-sweep: give one of them");
@@ -44,15 +53,10 @@ void check_workload_options(const workload_options& w, bool sweep) {
 
 std::vector<workload_agent> build_workload(const workload_options& w, bool demo) {
   std::vector<workload_agent> out;
-  std::mt19937_64 arrivals(w.seed * 7919 + 1);
-  double clock = 0;
-  auto next_arrival = [&]() {
-    if (w.mode != arrivals::online) return 0.0;
-    std::exponential_distribution<double> gap(w.aps);
-    const double t = clock;
-    clock += gap(arrivals);
-    return t;
-  };
+  const auto profile =
+      w.aps_profile.empty() ? std::vector<rate_step>{{0, w.aps}} : value_or_throw(parse_aps_profile(w.aps_profile));
+  arrival_clock clock(profile, w.seed * 7919 + 1);
+  auto next_arrival = [&]() { return w.mode == arrivals::online ? clock.next() : 0.0; };
   auto add = [&](const trajectory& t) {
     workload_agent a;
     a.index = uint32_t(out.size());

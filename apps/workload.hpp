@@ -21,7 +21,8 @@ struct workload_options {
   arrivals mode = arrivals::offline;
   uint32_t agents = 0, max_turns = 0;
   double aps = 0;
-  double time_scale = 1;  // recorded timestamps × this (0.5 replays a trace twice as fast)
+  std::string aps_profile;  // online: "FROM_S:APS,..." instead of one rate (core/arrivals.hpp)
+  double time_scale = 1;    // recorded timestamps × this (0.5 replays a trace twice as fast)
   uint64_t seed = 1;
   bool tool_time = false;
 };
@@ -33,7 +34,8 @@ struct workload_agent {
   std::optional<mooncake_request> mooncake;  // the request a Mooncake agent replays
 };
 
-// Registers --trace, --preset, --agents, --max-turns, --mode, --aps, --time-scale, --seed, --tool-time.
+// Registers --trace, --preset, --agents, --max-turns, --mode, --aps, --aps-profile, --time-scale, --seed,
+// --tool-time.
 void add_workload_options(CLI::App* cmd, workload_options& w);
 // Throws user_error on a bad combination (online without --aps, a non-positive time scale, ...).
 void check_workload_options(const workload_options& w, bool sweep);

@@ -7,7 +7,10 @@ For a cluster of N nodes, every static split P + D = N is simulated (`dualpath s
   shift       agents that first explore (long appends: tool output, files read; short answers) and then edit
               (short appends, long generations): the prefill/decode mix turns over mid-run;
   stationary  the paper's 64k preset, whose mix does not change: adaptive must stay within 2% of the split
-              it starts from.
+              it starts from;
+  online      the 64k preset online, at a rate that rises and falls (--profile); judged by mean turn latency;
+  online_shift  the shift agents online at that rate: while arrivals rise most agents explore, after they
+              fall most edit.
 
   adaptive_pd.py [--nodes N] [--agents A] [--turns T] [--cluster FILE] [--gpus G] [--seed S] [--step K]
                  [--workloads shift,stationary] [--out FILE]
@@ -42,7 +45,7 @@ def shift_trace(path, agents, turns, seed):
             f.write(json.dumps({"id": f"a{a}", "rounds": rounds}) + "\n")
 
 
-def sim(args, trace, p, d, adaptive, policy):
+def sim(args, trace, p, d, adaptive, policy, online=""):
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "r.json")
         cmd = [BIN, "sim", "--trace", trace, "--prefill-nodes", str(p), "--decode-nodes", str(d), "--policy", policy,
@@ -53,33 +56,40 @@ def sim(args, trace, p, d, adaptive, policy):
             cmd += ["--gpus-per-node", str(args.gpus)]
         if adaptive:
             cmd.append("--adaptive")
+        if online:
+            cmd += ["--mode", "online", "--aps-profile", online]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         run = json.load(open(report))["runs"][0]
-    return {"p": p, "d": d, "adaptive": adaptive, "jct_s": run["jct_s"], "ttft_mean_s": run["ttft_s"]["mean"],
+    # Offline a split is judged by its JCT; online, where the arrivals set the JCT, by its mean turn latency.
+    value = run["e2e_s"]["mean"] if online else run["jct_s"]
+    return {"p": p, "d": d, "adaptive": adaptive, "value": value, "jct_s": run["jct_s"],
+            "turn_mean_s": run["e2e_s"]["mean"], "ttft_mean_s": run["ttft_s"]["mean"],
             "tpot_mean_s": run["tpot_s"]["mean"], "failed_turns": run["failed_turns"],
             "role_switches": run["sim"].get("role_switches", []),
             "final_prefill_nodes": run["sim"].get("final_prefill_nodes", p)}
 
 
-def workload(args, name, trace):
+def workload(args, name, trace, online=""):
     n = args.nodes
-    statics = [sim(args, trace, p, n - p, False, args.policy) for p in range(1, n, args.step)]
-    best = min(statics, key=lambda r: r["jct_s"])
+    statics = [sim(args, trace, p, n - p, False, args.policy, online) for p in range(1, n, args.step)]
+    best = min(statics, key=lambda r: r["value"])
     paper_p = max(1, round(n / 3))
     starts = sorted({best["p"], paper_p})
-    adaptive = [sim(args, trace, p, n - p, True, args.policy) for p in starts]
-    rows = [f"### {name} ({n} nodes)", "", "| split | JCT (s) | TTFT mean (s) | TPOT mean (ms) | vs best static | role switches |",
-            "|---|---|---|---|---|---|"]
+    adaptive = [sim(args, trace, p, n - p, True, args.policy, online) for p in starts]
+    rows = [f"### {name} ({n} nodes{', online ' + online if online else ''})", "",
+            "| split | JCT (s) | turn mean (s) | TTFT mean (s) | TPOT mean (ms) | vs best static | role switches |",
+            "|---|---|---|---|---|---|---|"]
     for r in statics + adaptive:
         label = f"{r['p']}P{r['d']}D" + (" adaptive" if r["adaptive"] else "") + (" (best static)" if r is best else "")
         moves = "; ".join(f"node {m['node']} to {m['to']} at {m['decided_s']:.0f} s (serving {m['done_s']:.0f} s)"
                           for m in r["role_switches"])
-        rows.append(f"| {label} | {r['jct_s']:.1f} | {r['ttft_mean_s']:.2f} | {1e3 * r['tpot_mean_s']:.1f} | "
-                    f"{r['jct_s'] / best['jct_s']:.3f} | {moves or '-'} |")
+        rows.append(f"| {label} | {r['jct_s']:.1f} | {r['turn_mean_s']:.2f} | {r['ttft_mean_s']:.2f} | "
+                    f"{1e3 * r['tpot_mean_s']:.1f} | {r['value'] / best['value']:.3f} | {moves or '-'} |")
     print("\n".join(rows) + "\n", flush=True)
-    return {"static": statics, "adaptive": adaptive, "best_static": {"p": best["p"], "jct_s": best["jct_s"]},
-            "adaptive_from_best_over_best": next(r for r in adaptive if r["p"] == best["p"])["jct_s"] / best["jct_s"],
-            "adaptive_best_over_best": min(r["jct_s"] for r in adaptive) / best["jct_s"]}
+    return {"metric": "turn_mean_s" if online else "jct_s", "static": statics, "adaptive": adaptive,
+            "best_static": {"p": best["p"], "value": best["value"]},
+            "adaptive_from_best_over_best": next(r for r in adaptive if r["p"] == best["p"])["value"] / best["value"],
+            "adaptive_best_over_best": min(r["value"] for r in adaptive) / best["value"]}
 
 
 def main():
@@ -93,6 +103,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--step", type=int, default=1, help="static splits P = 1, 1 + step, ... (large clusters)")
     ap.add_argument("--workloads", default="shift,stationary")
+    ap.add_argument("--profile", default="0:0.15,900:0.6,1800:0.15",
+                    help="the online workload's arrival rates (dualpath --aps-profile): a load that rises and falls")
     ap.add_argument("--out", default=os.path.join(HERE, "adaptive_pd.result.json"))
     args = ap.parse_args()
     out = {"nodes": args.nodes, "agents": args.agents, "turns": args.turns, "cluster": args.cluster or "paper",
@@ -100,14 +112,14 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.workloads.split(","):
             trace = os.path.join(tmp, name + ".jsonl")
-            if name == "shift":
+            if name in ("shift", "online_shift"):
                 shift_trace(trace, args.agents, args.turns, args.seed)
-            elif name == "stationary":
+            elif name in ("stationary", "online"):
                 subprocess.run([BIN, "trace", "gen", "--preset", "64k", "--agents", str(args.agents), "--seed",
                                 str(args.seed), "-o", trace], check=True, stdout=subprocess.DEVNULL)
             else:
-                sys.exit(f"adaptive_pd.py: unknown workload '{name}' (shift, stationary)")
-            out["workloads"][name] = workload(args, name, trace)
+                sys.exit(f"adaptive_pd.py: unknown workload '{name}' (shift, stationary, online, online_shift)")
+            out["workloads"][name] = workload(args, name, trace, args.profile if name.startswith("online") else "")
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1)
         f.write("\n")
