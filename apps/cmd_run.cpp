@@ -19,7 +19,6 @@
 #include "cluster/control_client.hpp"
 #include "apps/command_registry.hpp"
 #include "apps/node_flags.hpp"
-#include "apps/sim_runs.hpp"
 #include "apps/workload.hpp"
 #include "core/model_catalog.hpp"
 #include "core/secret.hpp"
@@ -128,7 +127,6 @@ void run_command(run_args& a) {
   cluster_config config = embedded_default ? parse_cluster_config(cli::default_cluster, "embedded default cluster")
                                            : load_cluster_config(a.cluster_file);
   cli::check_workload_options(a.workload, !a.serving.aps_sweep.empty());
-  cli::refuse_adaptive(config, embedded_default ? "embedded default cluster" : a.cluster_file);
   if (a.ui_port) {
     // docs/design.md §15: the page switches policies, so off loopback it needs the cluster's secret (§13).
     const std::string secret = given_secret(config.secret);

@@ -7,7 +7,6 @@
 #include "apps/command_registry.hpp"
 #include "apps/node_flags.hpp"
 #include "apps/default_cluster.hpp"
-#include "apps/sim_runs.hpp"
 #include "cluster/control_client.hpp"
 #include "core/status.hpp"
 #include "core/stop_signals.hpp"
@@ -78,7 +77,6 @@ void setup(CLI::App& root) {
     serve::serve_options o;
     o.config = a->cluster_file.empty() ? parse_cluster_config(cli::default_cluster, "embedded default cluster")
                                        : load_cluster_config(a->cluster_file);
-    cli::refuse_adaptive(o.config, a->cluster_file.empty() ? "embedded default cluster" : a->cluster_file);
     if (a->cluster_file.empty()) o.config.store_dir = "dualpath-data/serve";
     // Node processes started by hand elsewhere find the store where this process does (a shared filesystem).
     o.config.store_dir = std::filesystem::absolute(o.config.store_dir).string();

@@ -70,13 +70,6 @@ cluster_config sim_cluster(const std::string& cluster_file, const cluster_overri
   return c;
 }
 
-void refuse_adaptive(const cluster_config& c, const std::string& origin) {
-  if (c.adaptive)
-    throw user_error(origin +
-                     ": key 'planner.adaptive': the runtime does not move nodes between roles yet (docs/design.md "
-                     "§7.9); simulate it with `dualpath sim --adaptive` or `dualpath plan --adaptive`");
-}
-
 void add_sim_flags(CLI::App* cmd, sim_flags& f) {
   cmd->add_flag("--ep-lockstep", f.ep_lockstep,
                 "The prefill engines of a node run each pass together and wait for the slowest (EP all-to-all)");

@@ -26,9 +26,6 @@ struct cluster_overrides {
 void add_cluster_overrides(CLI::App* cmd, cluster_overrides& o);
 // The cluster file (or the paper's cluster) with the overrides applied, validated.
 cluster_config sim_cluster(const std::string& cluster_file, const cluster_overrides& o);
-// The runtime's nodes keep their roles (docs/design.md §7.9): `[planner] adaptive` is for `sim` and `plan`,
-// and a cluster file asking the runtime for it is refused rather than silently run static.
-void refuse_adaptive(const cluster_config& c, const std::string& origin);
 
 struct sim_flags {
   bool ep_lockstep = false;

@@ -14,6 +14,12 @@ namespace dualpath::cluster {
 
 run_base prepare_run(const cluster_config& c, const std::string& origin) {
   validate_cluster_config(c, origin);
+  // The runtime's nodes keep their roles (docs/design.md §7.9): a cluster file asking for adaptive P/D is
+  // refused here, where every run, server and node process starts, rather than silently run static.
+  if (c.adaptive)
+    throw user_error(origin +
+                     ": key 'planner.adaptive': the runtime does not move nodes between roles yet (docs/design.md "
+                     "§7.9); simulate it with `dualpath sim --adaptive` or `dualpath plan --adaptive`");
   run_base b;
   b.backend_options.kind = c.backend;
   b.backend_options.model = c.model;

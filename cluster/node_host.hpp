@@ -26,7 +26,8 @@ struct run_base {
   std::unique_ptr<storage::block_store> store;
 };
 
-// Validates `c` (user_error naming `origin`), makes the first backend and opens the store.
+// Validates `c` (user_error naming `origin`; `planner.adaptive` is refused), makes the first backend and opens
+// the store.
 run_base prepare_run(const cluster_config& c, const std::string& origin);
 
 // The view every actor of this process reads; actor handles are filled in by the caller.

@@ -142,6 +142,8 @@ class simulator {
   bool drained(uint32_t node) const;
   void role_switched(uint32_t node);
   void add_to_snapshot(uint32_t node);
+  // The node's engines as new: idle, their role's HBM free (set-up, and a node that changed role).
+  void reset_engines(uint32_t node);
 
   decode_engine& de_of(uint32_t engine) { return des_[engine - first_de_]; }
   uint32_t node_of(uint32_t engine) const { return engine / cfg_.engines_per_node; }

@@ -145,15 +145,7 @@ void simulator::role_switched(uint32_t n) {
   auto& node = nodes_[n];
   node.prefill = !node.prefill;
   node.phase = node_phase::serving;
-  for (uint32_t i = 0; i < cfg_.engines_per_node; ++i) {
-    const uint32_t e = n * cfg_.engines_per_node + i;
-    pes_[e] = prefill_engine{};
-    pes_[e].node = n;
-    pes_[e].hbm_free = prefill_hbm_bytes_;
-    des_[e] = decode_engine{};
-    des_[e].node = n;
-    des_[e].hbm_free = hbm_bytes_;
-  }
+  reset_engines(n);
   add_to_snapshot(n);
   switches_[node.move].done_s = now_;
   // The cooldown runs from the last node of a move.

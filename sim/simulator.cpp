@@ -68,11 +68,7 @@ simulator::simulator(const sim_options& o) : o_(o), cfg_(o.config), mode_(run_mo
     node.prefill = n < cfg_.prefill_nodes;
     node.slots = node.slots_free = slots;
     nodes_.push_back(node);
-    for (uint32_t i = 0; i < g; ++i) {
-      pes_[n * g + i].node = des_[n * g + i].node = n;
-      pes_[n * g + i].hbm_free = prefill_hbm_bytes_;
-      des_[n * g + i].hbm_free = hbm_bytes_;
-    }
+    reset_engines(n);
     add_to_snapshot(n);
   }
 
@@ -82,6 +78,18 @@ simulator::simulator(const sim_options& o) : o_(o), cfg_(o.config), mode_(run_mo
     turns_total_ += o.agents[a].turns.size();
   }
   records_.reserve(turns_total_);
+}
+
+void simulator::reset_engines(uint32_t n) {
+  for (uint32_t i = 0; i < cfg_.engines_per_node; ++i) {
+    const uint32_t e = n * cfg_.engines_per_node + i;
+    pes_[e] = prefill_engine{};
+    pes_[e].node = n;
+    pes_[e].hbm_free = prefill_hbm_bytes_;
+    des_[e] = decode_engine{};
+    des_[e].node = n;
+    des_[e].hbm_free = hbm_bytes_;
+  }
 }
 
 sim_result simulator::run() {
