@@ -245,6 +245,7 @@ prefill_engine_actor::behavior_type prefill_engine(prefill_engine_actor::statefu
       [self](atom::assign, const envelope<schema::Assignments>& e) { self->state.on_assign(e); },
       [self](atom::tick) { self->state.try_pass(); },
       [self](atom::cancel, uint64_t id) { self->state.cancel(id); },
+      [self](atom::lost, uint32_t node) { self->state.node_lost(node); },
   };
 }
 

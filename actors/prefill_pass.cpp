@@ -69,6 +69,7 @@ void prefill_state::try_pass() {
   }
   p->layer_expected_s = pass_s / std::max<uint32_t>(1, g.layers);
   pass = std::move(p);
+  pass->seq = ++passes_begun;
   pass->began_ns = now_ns();
   pass->admissions_pending = setup.ep_group ? 2 : 1;
   ++pass->in_flight;
@@ -148,16 +149,17 @@ void prefill_state::fetch_layer() {
   auto remaining = std::make_shared<size_t>(by_node.size());
   for (auto& [n, ops] : by_node) {
     ++p.in_flight;
+    ++p.fetching_from[n];
     self->request(view().traffic_queue(n), data_plane_timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
         .then(
-            [this, layer, remaining](uint64_t) {
-              if (!returned() || --*remaining > 0) return;
+            [this, layer, remaining, seq = p.seq, n = n](uint64_t) {
+              if (!fetch_returned(seq, n) || --*remaining > 0) return;
               pass->fetched[layer] = true;
               verify_staged(layer);
               advance();
             },
-            [this](caf::error& err) {
-              if (returned()) abort_pass("hit KV transfer failed: " + describe(err), kind_of(err));
+            [this, seq = p.seq, n = n](caf::error& err) {
+              if (fetch_returned(seq, n)) abort_pass("hit KV transfer failed: " + describe(err), kind_of(err));
             });
   }
 }
@@ -352,6 +354,25 @@ bool prefill_state::returned() {
   if (!pass->aborted()) return true;
   settle();
   return false;
+}
+
+bool prefill_state::fetch_returned(uint64_t seq, uint32_t node) {
+  if (!pass || pass->seq != seq || pass->written_off.count(node)) return false;
+  --pass->fetching_from[node];
+  return returned();
+}
+
+void prefill_state::node_lost(uint32_t node) {
+  if (!pass) return;
+  auto it = pass->fetching_from.find(node);
+  if (it == pass->fetching_from.end() || it->second == 0) return;
+  // Its process is gone (the launcher killed it if it hung), and the transport refuses its peer: none of
+  // these copies lands, so the pass's memory may be freed without them.
+  pass->in_flight -= it->second;
+  it->second = 0;
+  pass->written_off.insert(node);
+  if (pass->aborted()) return settle();
+  abort_pass("node " + std::to_string(node) + " was lost while this pass read hit KV from it");
 }
 
 void prefill_state::settle() {

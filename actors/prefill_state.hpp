@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <set>
 #include <vector>
 
 #include "actors/cancelled_ids.hpp"
@@ -67,6 +68,11 @@ struct pass_state {
   // requests' buffer slots until this is zero, so no late copy or kernel writes into memory that was
   // handed to another request.
   uint32_t in_flight = 0;
+  // Hit-KV copies in flight per source node, and the nodes whose copies were written off when the node was
+  // lost (their late answers are ignored): a lost node's copy never lands, so the pass need not wait for it.
+  std::map<uint32_t, uint32_t> fetching_from;
+  std::set<uint32_t> written_off;
+  uint64_t seq = 0;  // which pass: a written-off copy may answer after its pass settled
   bool aborted() const { return phase == pass_phase::aborted; }
   double layer_expected_s = 0;  // cost-model time of one layer of this pass (the compute deadline)
   int64_t began_ns = 0;
@@ -132,6 +138,11 @@ struct prefill_state : engine_base {
   void abort_pass(const std::string& why, failure_kind kind = failure_kind::fatal);
   // A request of the pass answered: false when the pass was aborted (and is settled once all have).
   bool returned();
+  // returned() for a hit-KV copy of pass `seq` from `node`: false, and nothing counted, once written off.
+  bool fetch_returned(uint64_t seq, uint32_t node);
+  // Node `node` was lost: the pass's copies from it are written off and the pass is aborted.
+  void node_lost(uint32_t node);
+  uint64_t passes_begun = 0;
   void settle();
 };
 

@@ -29,6 +29,18 @@ status tell_lost(caf::scoped_actor& self, const cluster_view& view, uint32_t nod
                  out = status(errc::unavailable,
                               "the scheduler did not drop node " + std::to_string(node) + ": " + describe(e));
                });
+  // Those turns are re-run by their clients. Survivors holding their earlier attempts (a DE reservation, a load
+  // or a hand-off from the lost node) would wait out the data plane's deadline on them, holding buffer slots
+  // and HBM the re-runs need: they drop them now (docs/design.md §13).
+  for (uint32_t e = 0; e < view.engine_count(); ++e) {
+    if (view.node_of(e) == node) continue;
+    const auto pe = view.prefill_engine(e);
+    const auto de = view.decode_engine(e);
+    for (uint64_t id : turns) {
+      if (pe) caf::anon_send(pe, atom::cancel_v, id);
+      if (de) caf::anon_send(de, atom::cancel_v, id);
+    }
+  }
   for (const auto& client : view.clients) caf::anon_send(client, atom::lost_v, losses, turns);
   return out;
 }

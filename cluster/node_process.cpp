@@ -59,6 +59,10 @@ node_control_actor::behavior_type node_control(node_control_actor::pointer, runt
         io->node_lost(node);
         // The lost process's handles are still in the view (a rejoin replaces them later).
         caf::anon_send(view->traffic_queue(io->node()), atom::lost_v, view->traffic_queue(node).node());
+        // A pass fetching from the lost node is not held for those copies' deadline.
+        const uint32_t per_node = view->config.engines_per_node;
+        for (uint32_t e = io->node() * per_node; e < (io->node() + 1) * per_node; ++e)
+          if (auto pe = view->prefill_engine(e)) caf::anon_send(pe, atom::lost_v, node);
       },
       [io, view](atom::rejoin, const node_handles& h, const envelope<schema::FabricDirectory>& e) {
         return rejoined(*view, *io, h, decode(e));

@@ -144,7 +144,10 @@ using prefill_engine_actor = caf::typed_actor<
     caf::reacts_to<atom::tick>,
     // Serving client: the request was cancelled. Whatever it holds here (buffer slots, HBM) goes back, at
     // once or, within a pass, at the pass's end; it is not handed off. No answer.
-    caf::reacts_to<atom::cancel, uint64_t>>;
+    caf::reacts_to<atom::cancel, uint64_t>,
+    // Its node's control actor: node N was lost. A pass still fetching hit KV from N's buffer is aborted now
+    // rather than after those copies' data-plane deadline: a dead node writes nothing more. No answer.
+    caf::reacts_to<atom::lost, uint32_t>>;
 
 // A decode engine: decodes the requests prefill engines hand off to it and persists their blocks.
 using decode_engine_actor = caf::typed_actor<
@@ -249,7 +252,8 @@ using node_control_actor = caf::typed_actor<
     // The launcher's heartbeat (docs/design.md §13): answers the node's index. A node that does not answer
     // within the heartbeat deadline is treated as lost. The launcher waits that deadline.
     caf::replies_to<atom::ping>::with<uint32_t>,
-    // The launcher: node N was lost; this node's copies to it fail at once from now on. No answer.
+    // The launcher: node N was lost; this node's copies to it fail at once from now on, and its prefill
+    // engines abort a pass still fetching from N. No answer.
     caf::reacts_to<atom::lost, uint32_t>,
     // The launcher: lost node N is back with these handles and endpoints; this node's engines and copies
     // reach it from the answer on. Answers N. The launcher waits `timeout_s`.

@@ -137,7 +137,8 @@ struct engine_fixture {
     return p;
   }
   // The scheduler's assignment of request `id` to PE 0 / DE 1, PE read path; the client knows its turn.
-  void assign(uint64_t id, uint32_t prompt, uint32_t hit_blocks, uint32_t gen = 3) {
+  void assign(uint64_t id, uint32_t prompt, uint32_t hit_blocks, uint32_t gen = 3,
+              schedule::read_path path = schedule::read_path::pe) {
     rec->turns.push_back(payload(id, prompt, hit_blocks, gen));
     schedule::assignment a;
     a.request.id = id;
@@ -147,8 +148,8 @@ struct engine_fixture {
     a.pe_node = 0;
     a.de = de_id;
     a.de_node = 1;
-    a.path = schedule::read_path::pe;
-    a.pe_blocks = hit_blocks;
+    a.path = path;
+    a.pe_blocks = path == schedule::read_path::pe ? hit_blocks : 0;
     self->send(pe, atom::assign_v, encode(std::vector<schedule::assignment>{a}));
     sched.run();
   }

@@ -168,3 +168,40 @@ TEST_CASE_FIXTURE(engine_fixture, "a DE node that rejoined as a new process: the
   assign(2, 40, 2);  // assigned after the rejoin: it knows the new generation
   check_only_handoff(2, 1);
 }
+
+// docs/design.md §13: a node lost while a pass fetches hit KV from its buffer. Its copies will never answer
+// (the node is gone), so the pass is aborted and its memory freed at once, not after the data-plane deadline;
+// a written-off copy that answers after all changes nothing.
+TEST_CASE_FIXTURE(engine_fixture,
+                  "a node lost mid-fetch: the pass aborts at once, frees everything, ignores late answers") {
+  start(big_hbm, big_hbm, false);
+  tq_s[1]->copy = answer::hold;  // the DE node, where the hit KV was read (DE path)
+  assign(1, 40, 2, 3, schedule::read_path::de);
+  REQUIRE(in_flight(1, copy_kind::fetch) == 2);
+  CHECK(rec->results.empty());
+  CHECK(io[0]->hbm(pe_id).free_bytes() < big_hbm);
+
+  self->send(pe, atom::lost_v, uint32_t(1));
+  sched.run();
+  REQUIRE(rec->results.size() == 1);
+  CHECK(rec->results[0].request == 1);
+  CHECK(contains(rec->results[0].error, "node 1 was lost"));
+  CHECK(pe_cs->layers().empty());
+  CHECK(last_report(pe_id).free_hbm == big_hbm);  // settled without the two copies
+
+  // A loss of a node the pass does not read from changes nothing.
+  assign(2, 40, 2, 3, schedule::read_path::de);
+  REQUIRE(in_flight(1, copy_kind::fetch) == 4);
+  self->send(pe, atom::lost_v, uint32_t(0));
+  sched.run();
+  CHECK(rec->results.size() == 1);
+
+  // The written-off copies of request 1 answer late: request 2's pass counts only its own.
+  answer_copy(1, find_copy(1, copy_kind::fetch, 0, 0));
+  answer_copy(1, find_copy(1, copy_kind::fetch, 1, 0));
+  CHECK(pe_cs->layers().empty());
+  drain(1);
+  drain(0);
+  check_only_handoff(2, 1);
+  CHECK(last_report(pe_id).free_hbm == big_hbm);
+}
