@@ -104,6 +104,8 @@ void prefill_state::on_assign(const envelope<schema::Assignments>& e) {
 }
 
 void prefill_state::prepare(pe_request& r) {
+  if (is_lost(r.asg.de_node))
+    return fail(r, "DE node " + std::to_string(r.asg.de_node) + " was lost before this request's KV was read");
   const auto& g = geo();
   const uint32_t blocks = g.blocks_for(r.prompt());
   const uint32_t max_hit = uint32_t((r.prompt() - 1) / g.block_tokens);  // at least one token to compute
@@ -221,6 +223,24 @@ void prefill_state::cancel(uint64_t id) {
   // Loads and reservations still out find the request gone and give their slots straight back.
   spdlog::debug("engine {}: request {:x} cancelled", setup.engine, id);
   drop_cancelled(r);
+  try_pass();
+}
+
+void prefill_state::node_lost(uint32_t node) {
+  lost_at[node] = view().generation(node);
+  // Requests outside the pass that wait on the node (a reservation or a load there, KV staged in its buffer)
+  // fail now; their clients re-run them elsewhere. Answers that come late find them gone.
+  std::vector<uint64_t> doomed;
+  for (auto& [id, r] : requests) {
+    const bool in_pass = pass && std::any_of(pass->entries.begin(), pass->entries.end(),
+                                             [&](const pass_entry& e) { return e.req == &r; });
+    if (r.asg.de_node == node && !in_pass) doomed.push_back(id);
+  }
+  for (uint64_t id : doomed) {
+    unqueue(id);
+    fail(requests.at(id), "DE node " + std::to_string(node) + " was lost");
+  }
+  pass_node_lost(node);
   try_pass();
 }
 

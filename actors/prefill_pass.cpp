@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "actors/prefill_state.hpp"
+#include "core/pass_timeline.hpp"
 #include "core/cost_model.hpp"
 #include "protocol/errors.hpp"
 
@@ -50,7 +51,7 @@ void prefill_state::try_pass() {
   }
   const auto& g = geo();
   p->fetched.assign(g.layers, false);
-  p->slot_busy.assign(p->staging.depth, false);
+  p->slot_busy.assign(p->staging.depth, 0);
   p->job = std::make_shared<prefill_job>();
   const int64_t start = now_ns();
   const auto fit = setup.backend->fit();
@@ -70,7 +71,7 @@ void prefill_state::try_pass() {
   p->layer_expected_s = pass_s / std::max<uint32_t>(1, g.layers);
   pass = std::move(p);
   pass->seq = ++passes_begun;
-  pass->began_ns = now_ns();
+  pass->began_ns = pass->phase_since = now_ns();
   pass->admissions_pending = setup.ep_group ? 2 : 1;
   ++pass->in_flight;
   self->request(setup.worker, compute_timeout(pass->layer_expected_s), atom::start_v, pass->job)
@@ -136,7 +137,7 @@ void prefill_state::fetch_layer() {
   if (p.fetched_next >= geo().layers) return;
   if (abort_if_stale()) return;
   const uint32_t layer = p.fetched_next;
-  // Its staging slot is free once layer - depth is computed and its forward landed.
+  // Its staging slot is free once layer - depth is computed and its hit forward (if any) landed.
   if (layer >= p.computed + p.staging.depth || p.slot_busy[layer % p.staging.depth]) return;
   p.fetched_next++;
   std::vector<const runtime::kv_sources*> sources;
@@ -146,6 +147,8 @@ void prefill_state::fetch_layer() {
     p.fetched[layer] = true;
     return;
   }
+  for (const auto& [n, ops] : by_node)
+    if (is_lost(n)) return abort_pass("node " + std::to_string(n) + " was lost; this pass reads hit KV from it");
   auto remaining = std::make_shared<size_t>(by_node.size());
   for (auto& [n, ops] : by_node) {
     ++p.in_flight;
@@ -156,6 +159,7 @@ void prefill_state::fetch_layer() {
               if (!fetch_returned(seq, n) || --*remaining > 0) return;
               pass->fetched[layer] = true;
               verify_staged(layer);
+              forward_layer(layer, runtime::forward_part::hit);  // beside the layer's compute, not after it
               advance();
             },
             [this, seq = p.seq, n = n](caf::error& err) {
@@ -200,7 +204,7 @@ void prefill_state::advance() {
 
 void prefill_state::admitted() {
   if (--pass->admissions_pending > 0) return;
-  pass->phase = pass_phase::waiting_kv;
+  pass->enter(pass_phase::waiting_kv, now_ns());
   advance();
 }
 
@@ -223,8 +227,8 @@ void prefill_state::compute_layer() {
     in->cached.push_back(std::move(spans));
     in->new_kv.push_back(layer_base + (e.cached - hit_tokens) * g.bytes_per_token_layer);
   }
-  p.phase = pass_phase::computing;
   p.layer_sent_ns = now_ns();
+  p.enter(pass_phase::computing, p.layer_sent_ns);
   ++p.in_flight;
   self->request(setup.worker, compute_timeout(p.layer_expected_s), atom::layer_v, p.job, in)
       .then(
@@ -241,31 +245,37 @@ void prefill_state::compute_layer() {
 
 void prefill_state::layer_computed(uint32_t layer) {
   pass->computed = layer + 1;
-  pass->phase = pass->computed == geo().layers ? pass_phase::draining : pass_phase::waiting_kv;
-  forward_layer(layer);
+  pass->enter(pass->computed == geo().layers ? pass_phase::draining : pass_phase::waiting_kv, now_ns());
+  forward_layer(layer, runtime::forward_part::new_kv);
   advance();
 }
 
-// Layer `layer` to the DE buffer: hit KV too on the PE path (first pass only), new KV always.
-void prefill_state::forward_layer(uint32_t layer) {
+// Part of layer `layer` to the DE buffers: the PE-path hit KV of first passes as soon as it is staged (it
+// needs no compute, so it travels while the layer computes), the new KV once computed. The staging slot is
+// read by the layer's compute and its hit forward only: it is reused once both are done, while the new KV
+// (in the request's own HBM) may still be on its way.
+void prefill_state::forward_layer(uint32_t layer, runtime::forward_part part) {
   if (!pass || pass->aborted()) return;  // an aborted pass (perhaps settled already) does nothing more
   auto& p = *pass;
   if (abort_if_stale()) return;
   std::vector<runtime::forward_entry> entries;
   for (auto& e : p.entries)
     entries.push_back({&e.req->src, e.cached, e.bsz, e.req->prompt(), e.req->new_kv->offset, e.forward_hit});
-  auto by_de = runtime::plan_forward(geo(), slots(), entries, p.staging, layer);
-  p.slot_busy[layer % p.staging.depth] = true;
+  auto by_de = runtime::plan_forward(geo(), slots(), entries, p.staging, layer, part);
+  if (by_de.empty()) return;
+  const bool reads_staging = part == runtime::forward_part::hit;
+  const uint32_t slot = layer % p.staging.depth;
+  if (reads_staging) ++p.slot_busy[slot];
+  ++p.forwards_pending;
   auto remaining = std::make_shared<size_t>(by_de.size());
-  p.forwards_pending++;
   for (auto& [de, ops] : by_de) {
     ++p.in_flight;
     self->request(view().traffic_queue(node()), data_plane_timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
         .then(
-            [this, layer, remaining](uint64_t) {
+            [this, slot, reads_staging, remaining](uint64_t) {
               if (!returned() || --*remaining > 0) return;
               pass->forwards_pending--;
-              pass->slot_busy[layer % pass->staging.depth] = false;
+              if (reads_staging) pass->slot_busy[slot]--;
               // Refill every free staging slot: an earlier forward may have landed out of order.
               for (uint32_t i = 0; i < pass->staging.depth; ++i) fetch_layer();
               advance();
@@ -276,8 +286,26 @@ void prefill_state::forward_layer(uint32_t layer) {
   }
 }
 
+// The pass ended at `t`: its phases into the process's timeline (core/pass_timeline.hpp) and the debug log.
+void prefill_state::record_timeline(pass_state& p, int64_t t) {
+  p.enter(pass_phase::aborted, t);  // closes the finishing phase; the pass is over either way
+  pass_timeline::pass_record r;
+  for (size_t i = 0; i < r.ms.size(); ++i) r.ms[i] = p.phase_ns[i] / 1e6;
+  r.worker_ms = p.compute_ns / 1e6;
+  r.requests = uint32_t(p.entries.size());
+  for (auto& e : p.entries) r.tokens += e.bsz;
+  pass_timeline::process_log().record(r);
+  using pass_timeline::phase;
+  spdlog::debug(
+      "engine {}: pass of {} requests, {} tokens: {:.1f} ms, layers computing {:.1f} ms (admit {:.1f}, waiting "
+      "for KV {:.1f}, computing {:.1f}, draining {:.1f}, finishing {:.1f})",
+      setup.engine, r.requests, r.tokens, (t - p.began_ns) / 1e6, r.worker_ms, r.ms[size_t(phase::admit)],
+      r.ms[size_t(phase::wait_kv)], r.ms[size_t(phase::compute)], r.ms[size_t(phase::drain)],
+      r.ms[size_t(phase::finish)]);
+}
+
 void prefill_state::finish_pass() {
-  pass->phase = pass_phase::finishing;
+  pass->enter(pass_phase::finishing, now_ns());
   ++pass->in_flight;
   self->request(setup.worker, compute_timeout(pass->layer_expected_s), atom::finish_v, pass->job)
       .then(
@@ -286,10 +314,7 @@ void prefill_state::finish_pass() {
             auto p = std::move(pass);
             hbm->free(p->staging_alloc);
             const int64_t t = now_ns();
-            uint64_t tokens = 0;
-            for (auto& e : p->entries) tokens += e.bsz;
-            spdlog::debug("engine {}: pass of {} requests, {} tokens: {:.1f} ms, layers computing {:.1f} ms",
-                          setup.engine, p->entries.size(), tokens, (t - p->began_ns) / 1e6, p->compute_ns / 1e6);
+            record_timeline(*p, t);
             hand_off(*p, t);
             report();
             try_pass();
@@ -336,7 +361,7 @@ void prefill_state::hand_off(pass_state& p, int64_t first_token_ns) {
 // back once every request of the pass has answered (settle), since copies may still be landing in it.
 void prefill_state::abort_pass(const std::string& why, failure_kind kind) {
   if (!pass || pass->aborted()) return;
-  pass->phase = pass_phase::aborted;
+  pass->enter(pass_phase::aborted, now_ns());
   // Out of its EP round, so the others' layers go on (its own waits there fail and settle this pass).
   if (setup.ep_group) self->send(setup.ep_group, atom::leave_v, setup.engine);
   for (auto& e : pass->entries) {
@@ -362,7 +387,7 @@ bool prefill_state::fetch_returned(uint64_t seq, uint32_t node) {
   return returned();
 }
 
-void prefill_state::node_lost(uint32_t node) {
+void prefill_state::pass_node_lost(uint32_t node) {
   if (!pass) return;
   auto it = pass->fetching_from.find(node);
   if (it == pass->fetching_from.end() || it->second == 0) return;

@@ -2,12 +2,13 @@
 // The prefill engine's state (docs/design.md §4): each request from its assignment to its hand-off, and the
 // layer-wise pass in flight. Loading lives in prefill_engine.cpp, passes in prefill_pass.cpp; the copies
 // they post come from the pure plans of runtime/kv_plan.hpp.
+#include <array>
 #include <deque>
 #include <map>
 #include <memory>
 #include <optional>
-#include <string>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "actors/cancelled_ids.hpp"
@@ -63,7 +64,7 @@ struct pass_state {
   std::vector<bool> fetched;
   uint32_t computed = 0;  // layers computed
   uint32_t forwards_pending = 0;
-  std::vector<bool> slot_busy;  // staging slot still being forwarded
+  std::vector<uint32_t> slot_busy;  // per staging slot: hit forwards still reading it
   // Requests of this pass still unanswered (copies, compute). An aborted pass keeps its HBM and its
   // requests' buffer slots until this is zero, so no late copy or kernel writes into memory that was
   // handed to another request.
@@ -77,6 +78,15 @@ struct pass_state {
   double layer_expected_s = 0;  // cost-model time of one layer of this pass (the compute deadline)
   int64_t began_ns = 0;
   int64_t compute_ns = 0;  // time the compute worker spent on this pass's layers
+  // Wall time per phase (core/pass_timeline.hpp; the aborted phase is not counted), and when the current
+  // phase began.
+  std::array<int64_t, 5> phase_ns{};
+  int64_t phase_since = 0;
+  void enter(pass_phase next, int64_t now) {
+    if (phase != pass_phase::aborted) phase_ns[size_t(phase)] += now - phase_since;
+    phase = next;
+    phase_since = now;
+  }
   int64_t layer_sent_ns = 0;
   // `ep_sync` (docs/design.md §7.6): no layer is computed before the pass's EP round started (admitting), and
   // each layer ends when every member of the round computed it.
@@ -129,7 +139,8 @@ struct prefill_state : engine_base {
   void admitted();
   void compute_layer();
   void layer_computed(uint32_t layer);
-  void forward_layer(uint32_t layer);
+  void forward_layer(uint32_t layer, runtime::forward_part part);
+  void record_timeline(pass_state& p, int64_t t);
   // EP lockstep (prefill_pass.cpp): join the group's round, wait at each layer; no-ops without ep_sync.
   void ep_join();
   void ep_barrier(uint32_t layer, double attention_s);
@@ -140,8 +151,16 @@ struct prefill_state : engine_base {
   bool returned();
   // returned() for a hit-KV copy of pass `seq` from `node`: false, and nothing counted, once written off.
   bool fetch_returned(uint64_t seq, uint32_t node);
-  // Node `node` was lost: the pass's copies from it are written off and the pass is aborted.
+  // Node `node` was lost (docs/design.md §13): requests waiting on it fail now, the pass's copies from it
+  // are written off and the pass is aborted (pass_node_lost), and nothing more is asked of it.
   void node_lost(uint32_t node);
+  void pass_node_lost(uint32_t node);
+  // Whether `node` was lost and has not rejoined since (a rejoin bumps its generation).
+  bool is_lost(uint32_t node) const {
+    const auto it = lost_at.find(node);
+    return it != lost_at.end() && it->second == view().generation(node);
+  }
+  std::map<uint32_t, uint32_t> lost_at;  // node -> its generation when it was lost
   uint64_t passes_begun = 0;
   void settle();
 };

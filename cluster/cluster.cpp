@@ -24,6 +24,7 @@
 #include "protocol/runtime_codec.hpp"
 #include "protocol/system_config.hpp"
 #include "core/cost_model.hpp"
+#include "core/pass_timeline.hpp"
 #include "core/secret.hpp"
 #include "core/status.hpp"
 #include "core/stop_signals.hpp"
@@ -154,7 +155,9 @@ run_summary run_cluster(const run_options& o) {
 
     turn_collector collector{o, *view, nodes.get()};
     collector.ios = &ios;
+    pass_timeline::process_log().take();  // an earlier run's passes (--compare runs policies in turn)
     collector.run(self);
+    summary.passes = pass_timeline::summarize(pass_timeline::process_log().take());
     records = std::move(collector.records);
     engine_samples = std::move(collector.engine_samples);
     to_verify = std::move(collector.to_verify);

@@ -126,6 +126,19 @@ nlohmann::json to_json(const run_summary& s) {
   j["snic_over_time"] = to_json(s.snic_time);
   if (!s.load_time.windows.empty()) j["load_over_time"] = to_json(s.load_time);
   if (s.ep.enabled) j["ep_rounds"] = to_json(s.ep);
+  if (s.passes.passes > 0) {
+    nlohmann::json phases, shares;
+    for (size_t p = 0; p < pass_timeline::phase_count; ++p) {
+      const char* name = pass_timeline::phase_name(pass_timeline::phase(p));
+      phases[name] = s.passes.median_ms[p];
+      shares[name] = s.passes.share[p];
+    }
+    j["pass_timeline_ms"] = {{"passes", s.passes.passes},
+                             {"median", phases},
+                             {"total_median", s.passes.total_median_ms},
+                             {"worker_median", s.passes.worker_median_ms},
+                             {"share", shares}};
+  }
   j["working_set"] = {{"lambda_agents_per_s", s.ws_lambda_per_s},
                       {"mean_agent_jct_s", s.ws_t_bar_s},
                       {"final_context_tokens", s.ws_len_tokens},

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/pass_timeline.hpp"
 #include "report/ep_round_series.hpp"
 #include "report/load_series.hpp"
 #include "report/snic_over_time.hpp"
@@ -65,6 +66,9 @@ struct run_summary {
   snic_over_time snic_time;                // per 1 s window (snic_over_time.hpp)
   load_over_time load_time;                // engines' load and finished turns per window (load_series.hpp)
   ep_round_series ep;                      // `ep_sync`: per EP round, attention max/avg (ep_round_series.hpp)
+  // Prefill passes phase by phase (core/pass_timeline.hpp): the engines of the launcher's process only, so an
+  // embedded run; empty for node processes and the simulator.
+  pass_timeline::summary passes;
   // Working set λ·T̄·len/2 (working_set.hpp): tokens and bytes, with the λ, T̄ and len it used.
   double ws_lambda_per_s = 0, ws_t_bar_s = 0, ws_len_tokens = 0, ws_tokens = 0, ws_bytes = 0;
   uint64_t path_pe = 0, path_de = 0, path_split = 0;

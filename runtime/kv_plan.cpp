@@ -47,18 +47,21 @@ std::map<uint32_t, std::vector<copy_op>> plan_fetch(const kv_geometry& g, const 
 
 std::map<uint32_t, std::vector<copy_op>> plan_forward(const kv_geometry& g, const slot_layout& slots,
                                                       const std::vector<forward_entry>& entries,
-                                                      const staging_layout& staging, uint32_t layer) {
+                                                      const staging_layout& staging, uint32_t layer,
+                                                      forward_part part) {
   std::map<uint32_t, std::vector<copy_op>> by_de;
   for (size_t k = 0; k < entries.size(); ++k) {
     const forward_entry& e = entries[k];
     const kv_sources& r = *e.src;
-    auto& ops = by_de[r.de];
-    if (e.forward_hit) {
+    if (part == forward_part::hit) {
+      if (!e.forward_hit) continue;
       // PE path: the DE buffer has not seen these hit blocks yet. (DE path: they were read there.)
       for (uint32_t b = 0; b < std::min(r.valid, r.pe_blocks); ++b)
-        ops.push_back({r.pe, region_kind::hbm, staging.offset(g, layer, k, b), r.de, region_kind::buffer,
-                       slots.offset(r.de_slots.at(b)) + layer * g.layer_bytes(), g.layer_bytes()});
+        by_de[r.de].push_back({r.pe, region_kind::hbm, staging.offset(g, layer, k, b), r.de, region_kind::buffer,
+                               slots.offset(r.de_slots.at(b)) + layer * g.layer_bytes(), g.layer_bytes()});
+      continue;
     }
+    auto& ops = by_de[r.de];
     const uint64_t hit_tokens = uint64_t(r.valid) * g.block_tokens;
     const uint64_t new_tokens = e.prompt - hit_tokens;
     const uint64_t layer_base = e.new_kv_offset + layer * new_tokens * g.bytes_per_token_layer;
@@ -69,6 +72,7 @@ std::map<uint32_t, std::vector<copy_op>> plan_forward(const kv_geometry& g, cons
                      uint64_t(run.count) * g.bytes_per_token_layer});
     }
   }
+  for (auto it = by_de.begin(); it != by_de.end();) it = it->second.empty() ? by_de.erase(it) : std::next(it);
   return by_de;
 }
 

@@ -78,21 +78,25 @@ TEST_CASE_FIXTURE(engine_fixture, "the next pass starts only once the aborted pa
   CHECK(contains(rec->results[0].error, "KV forwarding to the DE failed"));
   CHECK(contains(rec->results[0].error, "DE buffer unreachable"));
 
-  // Request 2 waits while request 1's forward of layer 1 is still out: it reads from HBM the new pass would get.
+  // Request 2 waits while request 1's forwards are still out: they read from HBM the new pass would get.
   assign(2, 40, 2);
   CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1});
-  answer_copy(0, find_copy(0, kind::forward, 1));  // the old pass's copy lands now: request 2's pass starts
+  answer_copy(0, find_copy(0, kind::hit_forward, 0));
+  answer_copy(0, find_copy(0, kind::hit_forward, 1));
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1});
+  answer_copy(0, find_copy(0, kind::forward, 1));  // the old pass's last copy lands now: request 2's pass starts
   CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 0, 1});
   CHECK(in_flight(0, kind::fetch) == 2);
 
   answer_copy(0, find_copy(0, kind::fetch, 0, 1));
   CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 0});
   // The rest, one copy at a time: the pass finishes only once all of its own forwards landed.
-  for (int i = 0; i < 20 && in_flight(0, kind::fetch) + in_flight(0, kind::forward) > 0; ++i) {
+  for (int i = 0;
+       i < 30 && in_flight(0, kind::fetch) + in_flight(0, kind::forward) + in_flight(0, kind::hit_forward) > 0; ++i) {
     size_t next = 0;
     while (tq_s[0]->copies[next].done) ++next;
     answer_copy(0, next);
-    if (pe_cs->count(work::finish) > 0) CHECK(in_flight(0, kind::forward) == 0);
+    if (pe_cs->count(work::finish) > 0) CHECK(in_flight(0, kind::forward) + in_flight(0, kind::hit_forward) == 0);
   }
   CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 0, 1, 2, 3});
   check_only_handoff(2, 1);  // only request 1's failure
@@ -159,6 +163,7 @@ TEST_CASE_FIXTURE(engine_fixture, "a DE node that rejoined as a new process: the
   CHECK(rec->results[0].request == 1);
   CHECK(contains(rec->results[0].error, "DE node 1 was lost and has rejoined"));
   CHECK(layers_posted(0, kind::forward).empty());
+  CHECK(layers_posted(0, kind::hit_forward).empty());
   CHECK(rec->handoffs.empty());
   CHECK(tq_s[1]->released.empty());                         // its DE slots died with the old process
   CHECK(tq_s[0]->released == std::vector<uint32_t>{3, 4});  // its PE slots come back here
@@ -189,11 +194,15 @@ TEST_CASE_FIXTURE(engine_fixture,
   CHECK(pe_cs->layers().empty());
   CHECK(last_report(pe_id).free_hbm == big_hbm);  // settled without the two copies
 
-  // A loss of a node the pass does not read from changes nothing.
+  // Node 1 rejoins as a new process (the same actors here); request 2 reads there again.
+  node_handles back;
+  back.node = 1;
+  back.traffic_queue = caf::actor_cast<caf::actor>(tq[1]);
+  back.leader = caf::actor_cast<caf::actor>(view->leaders[1]);
+  back.engines = {caf::actor_cast<caf::actor>(de)};
+  view->set_node(back);
   assign(2, 40, 2, 3, schedule::read_path::de);
   REQUIRE(in_flight(1, copy_kind::fetch) == 4);
-  self->send(pe, atom::lost_v, uint32_t(0));
-  sched.run();
   CHECK(rec->results.size() == 1);
 
   // The written-off copies of request 1 answer late: request 2's pass counts only its own.
@@ -204,4 +213,28 @@ TEST_CASE_FIXTURE(engine_fixture,
   drain(0);
   check_only_handoff(2, 1);
   CHECK(last_report(pe_id).free_hbm == big_hbm);
+}
+
+// docs/design.md §13: a request still waiting on its DE node (here behind a pass) fails as soon as the node
+// is lost, and no later request is sent there until it rejoins.
+TEST_CASE_FIXTURE(engine_fixture,
+                  "a node lost while a request waits on it: the request fails at once, the next is refused") {
+  start(big_hbm, big_hbm, false);
+  pe_cs->start = answer::hold;  // request 1's pass waits for the worker, so request 2 waits behind it
+  assign(1, 40, 2);
+  assign(2, 40, 2);
+  REQUIRE(pe_cs->calls.size() == 1);
+  const size_t released = tq_s[0]->released.size();
+  self->send(pe, atom::lost_v, uint32_t(1));
+  sched.run();
+  REQUIRE(rec->results.size() == 1);
+  CHECK(rec->results[0].request == 2);  // request 1's pass reads nothing there; its forward will fail alone
+  CHECK(contains(rec->results[0].error, "DE node 1 was lost"));
+  CHECK(tq_s[0]->released.size() == released + 2);  // its two hits read on the PE side go back
+
+  const size_t reserves = tq_s[1]->reserves.size();
+  assign(3, 40, 2);  // assigned to the lost node (whoever assigned it did not know yet)
+  REQUIRE(rec->results.size() == 2);
+  CHECK(contains(rec->results[1].error, "was lost before this request's KV was read"));
+  CHECK(tq_s[1]->reserves.size() == reserves);  // nothing more asked of the lost node
 }

@@ -34,43 +34,53 @@ TEST_CASE_FIXTURE(engine_fixture,
     CHECK(c.batch.ops[0].dst_engine == pe_id);
   }
 
-  // Layer 1 lands first: layer 0 still has to come first.
+  // Layer 1 lands first: layer 0 still has to come first. Its hit KV leaves for the DE buffer at once.
   answer_copy(0, find_copy(0, kind::fetch, 1));
   CHECK(pe_cs->layers().empty());
+  CHECK(layers_posted(0, kind::hit_forward) == std::vector<uint32_t>{1});
   answer_copy(0, find_copy(0, kind::fetch, 0));
   CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1});
-  // Each computed layer is forwarded; the staging slots stay busy until then, so no third fetch yet.
+  // Each computed layer's new KV is forwarded; the staging slots stay busy until their hit forwards
+  // landed, so no third fetch yet.
+  CHECK(layers_posted(0, kind::hit_forward) == std::vector<uint32_t>{1, 0});
   CHECK(layers_posted(0, kind::forward) == std::vector<uint32_t>{0, 1});
   CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1});
   {
-    // First pass of a PE-path request: the two hit blocks and the new tokens [32, 40) into DE slots 10..12.
+    // First pass of a PE-path request: the two hit blocks into DE slots 10 and 11 as soon as staged, the
+    // new tokens [32, 40) into slot 12 once computed.
+    const auto& h0 = tq_s[0]->copies[find_copy(0, kind::hit_forward, 0)].batch;
+    REQUIRE(h0.ops.size() == 2);
+    CHECK(slot_of(h0.ops[0].dst_offset) == 10);
+    CHECK(slot_of(h0.ops[1].dst_offset) == 11);
     const auto& f0 = tq_s[0]->copies[find_copy(0, kind::forward, 0)].batch;
-    REQUIRE(f0.ops.size() == 3);
-    CHECK(slot_of(f0.ops[0].dst_offset) == 10);
-    CHECK(slot_of(f0.ops[1].dst_offset) == 11);
-    CHECK(slot_of(f0.ops[2].dst_offset) == 12);
-    CHECK(f0.ops[2].length == 8 * geo.bytes_per_token_layer);
-    for (auto& op : f0.ops) CHECK(op.dst_engine == de_id);
+    REQUIRE(f0.ops.size() == 1);
+    CHECK(slot_of(f0.ops[0].dst_offset) == 12);
+    CHECK(f0.ops[0].length == 8 * geo.bytes_per_token_layer);
+    for (auto& op : h0.ops) CHECK(op.dst_engine == de_id);
+    CHECK(f0.ops[0].dst_engine == de_id);
   }
 
-  // Layer 0's forward frees staging slot 0: only now is layer 2 fetched into it.
-  answer_copy(0, find_copy(0, kind::forward, 0));
+  // Layer 0's hit forward lands: staging slot 0 is free (layer 0 is computed) and takes layer 2, while
+  // layer 0's new KV, which lives in the request's own HBM, is still on its way.
+  answer_copy(0, find_copy(0, kind::hit_forward, 0));
   CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2});
+  CHECK(in_flight(0, kind::forward) == 2);
   CHECK(in_flight(0, kind::fetch) == 1);
   CHECK(pe_cs->layers().size() == 2);  // layer 2 is not here yet
-  answer_copy(0, find_copy(0, kind::forward, 1));
+  answer_copy(0, find_copy(0, kind::hit_forward, 1));
   CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2, 3});
   CHECK(in_flight(0, kind::fetch) == 2);
 
   answer_copy(0, find_copy(0, kind::fetch, 2));
   answer_copy(0, find_copy(0, kind::fetch, 3));
   CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 2, 3});
-  // The new KV of the last layers is still on its way: no finish, no hand-off.
+  // The KV of the last layers is still on its way: no finish, no hand-off.
   CHECK(pe_cs->count(work::finish) == 0);
   CHECK(rec->handoffs.empty());
-  answer_copy(0, find_copy(0, kind::forward, 2));
+  for (uint32_t l : {0, 1, 2, 3}) answer_copy(0, find_copy(0, kind::forward, l));
+  answer_copy(0, find_copy(0, kind::hit_forward, 2));
   CHECK(pe_cs->count(work::finish) == 0);
-  answer_copy(0, find_copy(0, kind::forward, 3));
+  answer_copy(0, find_copy(0, kind::hit_forward, 3));
 
   REQUIRE(pe_cs->calls.size() == 6);
   CHECK(pe_cs->calls.back().kind == work::finish);
@@ -90,7 +100,7 @@ TEST_CASE_FIXTURE(engine_fixture,
   CHECK(r.seq == 0);
   CHECK(r.ids.empty());
   CHECK(r.free_hbm == big_hbm);
-  CHECK(tq_s[0]->copies.size() == 8);  // 4 fetches, 4 forwards: nothing else
+  CHECK(tq_s[0]->copies.size() == 12);  // 4 fetches, 4 hit forwards, 4 new-KV forwards: nothing else
   check_staging_reuse(0, 2);
 }
 
@@ -112,13 +122,13 @@ TEST_CASE_FIXTURE(engine_fixture, "forwards finishing out of order refill both s
   start_holding_copies();
   assign(1, 40, 2);
   answer_fetches({0, 1});
-  REQUIRE(layers_posted(0, kind::forward) == std::vector<uint32_t>{0, 1});
+  REQUIRE(layers_posted(0, kind::hit_forward) == std::vector<uint32_t>{0, 1});
 
-  // Layer 1's forward lands first: its slot is free, but layer 2 goes into slot 0, still busy.
-  answer_copy(0, find_copy(0, kind::forward, 1));
+  // Layer 1's hit forward lands first: its slot is free, but layer 2 goes into slot 0, still busy.
+  answer_copy(0, find_copy(0, kind::hit_forward, 1));
   CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1});
-  // Layer 0's forward lands: both slots are free, so layers 2 and 3 are both fetched now.
-  answer_copy(0, find_copy(0, kind::forward, 0));
+  // Layer 0's lands: both slots are free, so layers 2 and 3 are both fetched now.
+  answer_copy(0, find_copy(0, kind::hit_forward, 0));
   CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2, 3});
   CHECK(in_flight(0, kind::fetch) == 2);
 
@@ -137,7 +147,8 @@ TEST_CASE_FIXTURE(engine_fixture, "a staged layer still computing keeps its slot
   REQUIRE(pe_cs->layers() == std::vector<uint32_t>{0});
   answer_compute(pe_worker, pe_cs, 1);  // layer 0 done: its forward goes out, layer 1 computes from slot 1
   REQUIRE(pe_cs->layers() == std::vector<uint32_t>{0, 1});
-  answer_copy(0, find_copy(0, kind::forward, 0));
+  answer_copy(0, find_copy(0, kind::hit_forward, 0));
+  answer_copy(0, find_copy(0, kind::hit_forward, 1));
   // Slot 0 is free again and takes layer 2; slot 1 still holds layer 1, so layer 3 must wait.
   CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2});
 

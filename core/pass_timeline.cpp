@@ -1,0 +1,55 @@
+#include "core/pass_timeline.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace dualpath::pass_timeline {
+
+const char* phase_name(phase p) {
+  switch (p) {
+    case phase::admit: return "admit";
+    case phase::wait_kv: return "wait_kv";
+    case phase::compute: return "compute";
+    case phase::drain: return "drain";
+    case phase::finish: return "finish";
+  }
+  return "?";
+}
+
+double pass_record::total_ms() const { return std::accumulate(ms.begin(), ms.end(), 0.0); }
+
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  if (v.size() % 2) return v[mid];
+  const double upper = v[mid];
+  return (upper + *std::max_element(v.begin(), v.begin() + mid)) / 2;
+}
+
+}  // namespace
+
+summary summarize(const std::vector<pass_record>& passes) {
+  summary s;
+  s.passes = passes.size();
+  if (passes.empty()) return s;
+  std::vector<double> column(passes.size());
+  double all = 0;
+  for (size_t p = 0; p < phase_count; ++p) {
+    double sum = 0;
+    for (size_t i = 0; i < passes.size(); ++i) sum += column[i] = passes[i].ms[p];
+    s.median_ms[p] = median(column);
+    s.share[p] = sum;
+    all += sum;
+  }
+  for (auto& x : s.share) x = all > 0 ? x / all : 0;
+  for (size_t i = 0; i < passes.size(); ++i) column[i] = passes[i].total_ms();
+  s.total_median_ms = median(column);
+  for (size_t i = 0; i < passes.size(); ++i) column[i] = passes[i].worker_ms;
+  s.worker_median_ms = median(column);
+  return s;
+}
+
+}  // namespace dualpath::pass_timeline

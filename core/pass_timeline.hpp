@@ -1,0 +1,59 @@
+#pragma once
+// Where a prefill pass's wall time goes, phase by phase (docs/design.md §4): admitting (the worker's start
+// and, under ep_sync, the EP round), waiting for staged hit KV, computing layers, draining (the last
+// forwards after the last layer) and finishing (LM head, first token). Each engine of the runtime records
+// its finished passes here; a run's report gives medians (`pass_timeline_ms`), so that the runtime's cost per
+// pass can be set against the simulator's cost model phase by phase. One log per process, as
+// core/progress.hpp: an embedded run's engines all record here; node processes keep theirs (not reported).
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace dualpath::pass_timeline {
+
+enum class phase : uint8_t { admit, wait_kv, compute, drain, finish };
+inline constexpr size_t phase_count = 5;
+const char* phase_name(phase p);
+
+struct pass_record {
+  std::array<double, phase_count> ms{};  // wall time in each phase
+  double worker_ms = 0;                  // of `compute`: what the compute worker itself measured
+  uint32_t requests = 0;
+  uint64_t tokens = 0;
+  double total_ms() const;
+};
+
+// Medians over a run's passes, per phase and in all; `passes` = 0 when none was recorded.
+struct summary {
+  uint64_t passes = 0;
+  std::array<double, phase_count> median_ms{};
+  double total_median_ms = 0, worker_median_ms = 0;
+  std::array<double, phase_count> share{};  // each phase's part of the summed wall time of all passes
+};
+summary summarize(const std::vector<pass_record>& passes);
+
+class log {
+ public:
+  void record(const pass_record& r) {
+    std::lock_guard lock(mutex_);
+    passes_.push_back(r);
+  }
+  // The passes recorded since the last take (a run's, when each run takes them at its end).
+  std::vector<pass_record> take() {
+    std::lock_guard lock(mutex_);
+    return std::exchange(passes_, {});
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<pass_record> passes_;
+};
+
+inline log& process_log() {
+  static log l;
+  return l;
+}
+
+}  // namespace dualpath::pass_timeline

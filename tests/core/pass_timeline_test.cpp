@@ -1,0 +1,45 @@
+// core/pass_timeline.hpp: a run's passes summed up phase by phase, and the process log each run takes.
+#include <doctest/doctest.h>
+
+#include "core/pass_timeline.hpp"
+
+using namespace dualpath::pass_timeline;
+
+namespace {
+
+pass_record pass(double admit, double wait, double compute, double drain, double finish, double worker) {
+  pass_record r;
+  r.ms = {admit, wait, compute, drain, finish};
+  r.worker_ms = worker;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("pass timeline: medians per phase and in all, and each phase's share of the summed time") {
+  const auto s = summarize({pass(1, 10, 20, 4, 5, 18), pass(3, 30, 40, 2, 5, 35), pass(2, 20, 60, 8, 10, 50)});
+  CHECK(s.passes == 3);
+  CHECK(s.median_ms[size_t(phase::admit)] == 2);
+  CHECK(s.median_ms[size_t(phase::wait_kv)] == 20);
+  CHECK(s.median_ms[size_t(phase::compute)] == 40);
+  CHECK(s.median_ms[size_t(phase::drain)] == 4);
+  CHECK(s.median_ms[size_t(phase::finish)] == 5);
+  CHECK(s.total_median_ms == 80);  // totals 40, 80, 100
+  CHECK(s.worker_median_ms == 35);
+  CHECK(s.share[size_t(phase::compute)] == doctest::Approx(120.0 / 220.0));
+  double shares = 0;
+  for (double x : s.share) shares += x;
+  CHECK(shares == doctest::Approx(1.0));
+  // An even count takes the mean of the two middle values.
+  CHECK(summarize({pass(1, 0, 0, 0, 0, 0), pass(3, 0, 0, 0, 0, 0)}).median_ms[0] == 2);
+  CHECK(summarize({}).passes == 0);
+  CHECK(std::string(phase_name(phase::wait_kv)) == "wait_kv");
+}
+
+TEST_CASE("pass timeline: a run takes what was recorded since the last take") {
+  log l;
+  l.record(pass(1, 2, 3, 4, 5, 3));
+  l.record(pass(1, 2, 3, 4, 5, 3));
+  CHECK(l.take().size() == 2);
+  CHECK(l.take().empty());
+}
