@@ -36,19 +36,31 @@ summary summarize(const std::vector<pass_record>& passes);
 
 class log {
  public:
+  // A long-lived process (`dualpath serve`) keeps a uniform sample of its passes, not every one.
+  static constexpr size_t capacity = size_t(1) << 16;
+
   void record(const pass_record& r) {
     std::lock_guard lock(mutex_);
-    passes_.push_back(r);
+    ++seen_;
+    if (passes_.size() < capacity) return passes_.push_back(r);
+    // Reservoir sampling: every pass seen since the last take stays with the same chance, so the medians
+    // hold. A fixed-seed LCG: deterministic, and no shared random state.
+    rng_ = rng_ * 6364136223846793005ULL + 1442695040888963407ULL;
+    const uint64_t k = (rng_ >> 11) % seen_;
+    if (k < capacity) passes_[k] = r;
   }
-  // The passes recorded since the last take (a run's, when each run takes them at its end).
+  // The passes recorded since the last take (a run's, when each run takes them at its end; at most
+  // `capacity`, sampled beyond it).
   std::vector<pass_record> take() {
     std::lock_guard lock(mutex_);
+    seen_ = 0;
     return std::exchange(passes_, {});
   }
 
  private:
   std::mutex mutex_;
   std::vector<pass_record> passes_;
+  uint64_t seen_ = 0, rng_ = 1;
 };
 
 inline log& process_log() {

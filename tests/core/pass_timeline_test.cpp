@@ -43,3 +43,14 @@ TEST_CASE("pass timeline: a run takes what was recorded since the last take") {
   CHECK(l.take().size() == 2);
   CHECK(l.take().empty());
 }
+
+TEST_CASE("pass timeline: a long-lived process keeps a bounded, uniform sample of its passes") {
+  log l;
+  const size_t n = 3 * log::capacity;
+  for (size_t i = 0; i < n; ++i) l.record(pass(double(i), 0, 0, 0, 0, 0));
+  const auto kept = l.take();
+  CHECK(kept.size() == log::capacity);
+  // Uniform over all passes, not the first ones: the sample's median admit time is near the middle.
+  const auto s = summarize(kept);
+  CHECK(s.median_ms[size_t(phase::admit)] == doctest::Approx(double(n) / 2).epsilon(0.05));
+}
