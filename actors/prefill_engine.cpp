@@ -214,9 +214,7 @@ void prefill_state::cancel(uint64_t id) {
   const auto it = requests.find(id);
   if (it == requests.end()) return cancelled_early.add(id);
   auto& r = it->second;
-  const bool in_pass =
-      pass && std::any_of(pass->entries.begin(), pass->entries.end(), [&](const pass_entry& e) { return e.req == &r; });
-  if (in_pass) {
+  if (in_pass(r)) {
     r.cancelled = true;  // its KV may be in flight: hand_off drops it once the pass is done
     return;
   }
@@ -231,17 +229,19 @@ void prefill_state::node_lost(uint32_t node) {
   // Requests outside the pass that wait on the node (a reservation or a load there, KV staged in its buffer)
   // fail now; their clients re-run them elsewhere. Answers that come late find them gone.
   std::vector<uint64_t> doomed;
-  for (auto& [id, r] : requests) {
-    const bool in_pass = pass && std::any_of(pass->entries.begin(), pass->entries.end(),
-                                             [&](const pass_entry& e) { return e.req == &r; });
-    if (r.asg.de_node == node && !in_pass) doomed.push_back(id);
-  }
+  for (auto& [id, r] : requests)
+    if (r.asg.de_node == node && !in_pass(r)) doomed.push_back(id);
   for (uint64_t id : doomed) {
     unqueue(id);
     fail(requests.at(id), "DE node " + std::to_string(node) + " was lost");
   }
   pass_node_lost(node);
   try_pass();
+}
+
+bool prefill_state::in_pass(const pe_request& r) const {
+  return pass &&
+         std::any_of(pass->entries.begin(), pass->entries.end(), [&](const pass_entry& e) { return e.req == &r; });
 }
 
 void prefill_state::unqueue(uint64_t id) {

@@ -7,7 +7,6 @@
 #include <algorithm>
 
 #include "actors/prefill_state.hpp"
-#include "core/pass_timeline.hpp"
 #include "core/cost_model.hpp"
 #include "protocol/errors.hpp"
 

@@ -14,6 +14,7 @@
 #include "actors/cancelled_ids.hpp"
 #include "actors/vocabulary.hpp"
 #include "actors/engine_base.hpp"
+#include "core/pass_timeline.hpp"
 #include "schedule/batcher.hpp"
 
 namespace dualpath::actors {
@@ -52,6 +53,9 @@ struct pass_entry {
 // Fetches run beside the phases: layer l is fetched once its staging slot is free (layer l - depth computed
 // and forwarded), so up to `depth` layers are staged ahead of compute.
 enum class pass_phase { admitting, waiting_kv, computing, draining, finishing, aborted };
+// The timeline's phases are the first five, in this order (core/pass_timeline.hpp).
+static_assert(size_t(pass_phase::finishing) == size_t(pass_timeline::phase::finish) &&
+              size_t(pass_phase::aborted) == pass_timeline::phase_count);
 
 struct pass_state {
   pass_phase phase = pass_phase::admitting;
@@ -80,7 +84,7 @@ struct pass_state {
   int64_t compute_ns = 0;  // time the compute worker spent on this pass's layers
   // Wall time per phase (core/pass_timeline.hpp; the aborted phase is not counted), and when the current
   // phase began.
-  std::array<int64_t, 5> phase_ns{};
+  std::array<int64_t, pass_timeline::phase_count> phase_ns{};
   int64_t phase_since = 0;
   void enter(pass_phase next, int64_t now) {
     if (phase != pass_phase::aborted) phase_ns[size_t(phase)] += now - phase_since;
@@ -155,6 +159,7 @@ struct prefill_state : engine_base {
   // are written off and the pass is aborted (pass_node_lost), and nothing more is asked of it.
   void node_lost(uint32_t node);
   void pass_node_lost(uint32_t node);
+  bool in_pass(const pe_request& r) const;  // whether `r` is an entry of the pass in flight
   // Whether `node` was lost and has not rejoined since (a rejoin bumps its generation).
   bool is_lost(uint32_t node) const {
     const auto it = lost_at.find(node);
