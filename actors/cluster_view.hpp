@@ -21,6 +21,8 @@
 
 namespace dualpath::actors {
 
+enum class node_role : uint8_t { prefill, decode, switching };
+
 struct cluster_view {
   kv_geometry geometry;
   runtime::slot_layout slots;  // DRAM buffer slots, the same on every node
@@ -67,7 +69,32 @@ struct cluster_view {
   bool fits_decode_engine(uint64_t kv_bytes) const { return kv_bytes + model_traffic_bytes() <= hbm_bytes(); }
   uint32_t nodes() const { return config.total_nodes(); }
   uint32_t node_of(uint32_t engine) const { return engine / config.engines_per_node; }
-  bool is_prefill_node(uint32_t node) const { return node < config.prefill_nodes; }
+  // Nodes 0..P−1 start as prefill nodes; with adaptive P/D (docs/design.md §7.9) a node changes role
+  // (set_role, between its old engines' exit and its new engines' filing) and a switching node is in neither.
+  bool is_prefill_node(uint32_t node) const {
+    std::shared_lock lock(*handles_mutex_);
+    return role_locked(node) == node_role::prefill;
+  }
+  bool is_decode_node(uint32_t node) const {
+    std::shared_lock lock(*handles_mutex_);
+    return role_locked(node) == node_role::decode;
+  }
+  void set_role(uint32_t node, node_role r) {
+    std::unique_lock lock(*handles_mutex_);
+    if (roles_.empty())
+      for (uint32_t n = 0; n < nodes(); ++n)
+        roles_.push_back(n < config.prefill_nodes ? node_role::prefill : node_role::decode);
+    roles_.at(node) = r;
+  }
+  // The decode engines now, in id order (a decode engine's all-to-all peer is the next of them).
+  std::vector<uint32_t> decode_engine_ids() const {
+    std::shared_lock lock(*handles_mutex_);
+    std::vector<uint32_t> out;
+    for (uint32_t n = 0; n < nodes(); ++n)
+      if (role_locked(n) == node_role::decode)
+        for (uint32_t i = 0; i < config.engines_per_node; ++i) out.push_back(n * config.engines_per_node + i);
+    return out;
+  }
   // Multi-process runs: how long a client holds a failed attempt, waiting for news that a node was lost
   // (then the turn is re-run instead of failed); 0 (embedded runs): a failure is final at once.
   double node_loss_grace_s = 0;
@@ -81,6 +108,13 @@ struct cluster_view {
   // Shared by copies of the view (a copy reads the same kind of vectors, so the same lock serves).
   std::shared_ptr<std::shared_mutex> handles_mutex_ = std::make_shared<std::shared_mutex>();
   std::vector<uint32_t> generations_;  // per node, under the lock
+  std::vector<node_role> roles_;       // per node once a role changed (empty: the cluster file's split)
+
+  node_role role_locked(uint32_t node) const {
+    if (node < roles_.size()) return roles_[node];
+    return node < config.prefill_nodes ? node_role::prefill : node_role::decode;
+  }
+  void set_engine_locked(uint32_t engine, const caf::actor& a);
 };
 
 inline void cluster_view::set_node(const node_handles& h) {
@@ -88,14 +122,25 @@ inline void cluster_view::set_node(const node_handles& h) {
   traffic_queues.at(h.node) = caf::actor_cast<traffic_queue_actor>(h.traffic_queue);
   leaders.at(h.node) = caf::actor_cast<leader_actor>(h.leader);
   for (size_t i = 0; i < h.engines.size(); ++i)
-    set_engine(uint32_t(h.node * config.engines_per_node + i), h.engines[i]);
+    set_engine_locked(uint32_t(h.node * config.engines_per_node + i), h.engines[i]);
   if (generations_.size() <= h.node) generations_.resize(h.node + 1, 0);
   ++generations_[h.node];
 }
 
 inline void cluster_view::set_engine(uint32_t engine, const caf::actor& a) {
-  if (is_prefill_node(node_of(engine))) prefill_engines.at(engine) = caf::actor_cast<prefill_engine_actor>(a);
-  else decode_engines.at(engine) = caf::actor_cast<decode_engine_actor>(a);
+  std::unique_lock lock(*handles_mutex_);
+  set_engine_locked(engine, a);
+}
+
+// The entry of the other role is emptied: a node that changed role has no engine of its old one.
+inline void cluster_view::set_engine_locked(uint32_t engine, const caf::actor& a) {
+  if (role_locked(node_of(engine)) == node_role::prefill) {
+    prefill_engines.at(engine) = caf::actor_cast<prefill_engine_actor>(a);
+    decode_engines.at(engine) = decode_engine_actor{};
+  } else {
+    decode_engines.at(engine) = caf::actor_cast<decode_engine_actor>(a);
+    prefill_engines.at(engine) = prefill_engine_actor{};
+  }
 }
 
 using cluster_view_ptr = std::shared_ptr<cluster_view>;

@@ -59,11 +59,12 @@ struct decode_state : engine_base {
     report();
   }
 
-  // The next decode engine (cyclic): the peer of this engine's emulated all-to-all.
+  // The next decode engine (cyclic, over the nodes decoding now: adaptive P/D changes them, docs/design.md
+  // §7.9): the peer of this engine's emulated all-to-all.
   uint32_t collective_peer() const {
-    const uint32_t first = view().config.prefill_nodes * view().config.engines_per_node;
-    const uint32_t count = view().config.decode_nodes * view().config.engines_per_node;
-    return first + (setup.engine - first + 1) % count;
+    const auto ids = view().decode_engine_ids();
+    const auto next = std::upper_bound(ids.begin(), ids.end(), setup.engine);
+    return next != ids.end() ? *next : ids.empty() ? setup.engine : ids.front();
   }
 
   // A decode engine learns of a request at hand-off: from then on its numbers count it, and the ids say

@@ -42,6 +42,12 @@ struct leader_state {
     }
   }
 
+  uint32_t held() const {
+    uint32_t n = 0;
+    for (const auto& e : group.engines) n += e.seq;
+    return n;
+  }
+
   // The report names the requests its numbers count, so the scheduler's fresh view drops exactly those
   // charges and keeps the rest (docs/design.md §7.1).
   schedule::group_report make_report() {
@@ -100,6 +106,7 @@ leader_actor::behavior_type leader(leader_actor::stateful_pointer<leader_state> 
       [=](atom::engine_st, uint32_t engine, uint32_t seq, uint64_t tok, uint64_t free_hbm,
           const std::vector<uint64_t>& ids) { self->state.on_engine(engine, seq, tok, free_hbm, ids); },
       [=](atom::tick) { self->state.on_tick(); },
+      [=](atom::held) { return self->state.held(); },
   };
 }
 

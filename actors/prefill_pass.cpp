@@ -8,6 +8,7 @@
 
 #include "actors/prefill_state.hpp"
 #include "core/cost_model.hpp"
+#include "core/progress.hpp"
 #include "protocol/errors.hpp"
 
 namespace dualpath::actors {
@@ -294,6 +295,7 @@ void prefill_state::record_timeline(pass_state& p, int64_t t) {
   r.requests = uint32_t(p.entries.size());
   for (auto& e : p.entries) r.tokens += e.bsz;
   pass_timeline::process_log().record(r);
+  progress::prefill_busy_ns().fetch_add(uint64_t(std::max<int64_t>(0, t - p.began_ns)), std::memory_order_relaxed);
   using pass_timeline::phase;
   spdlog::debug(
       "engine {}: pass of {} requests, {} tokens: {:.1f} ms, layers computing {:.1f} ms (admit {:.1f}, waiting "

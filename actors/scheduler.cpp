@@ -142,6 +142,14 @@ struct scheduler_state {
     return {engines->first, engines->second};
   }
 
+  // docs/design.md §7.9: no new work for the node; what it holds finishes there.
+  std::vector<uint64_t> drain_node(uint32_t node) {
+    view.remove_node(node);
+    auto turns = placements.on_node(node);
+    spdlog::info("scheduler: node {} drains to change role: {} turns in flight there", node, turns.size());
+    return turns;
+  }
+
   uint32_t rejoin_node(uint32_t node) {
     view.restore_node(node);
     spdlog::info("scheduler: node {} rejoined; its engines take work from its next report", node);
@@ -180,6 +188,7 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
       [=](atom::scripted, uint32_t index) { self->state.apply_switch(index); },
       [=](atom::lost, uint32_t node) { return self->state.lose_node(node); },
       [=](atom::rejoin, uint32_t node) { return self->state.rejoin_node(node); },
+      [=](atom::drain, uint32_t node) { return self->state.drain_node(node); },
       [=](atom::cancel, uint64_t request) -> caf::result<uint32_t, uint32_t> {
         auto [pe, de] = self->state.cancel(request);
         return {pe, de};

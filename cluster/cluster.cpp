@@ -10,10 +10,12 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "cluster/calibration.hpp"
 #include "cluster/embedded.hpp"
 #include "cluster/control_client.hpp"
+#include "cluster/role_switch.hpp"
 #include "cluster/turn_collector.hpp"
 #include "observe/metrics.hpp"
 #include "cluster/node_processes.hpp"
@@ -71,7 +73,7 @@ run_summary run_cluster(const run_options& o) {
   if (o.processes) check_processes(c, mode, o.node_program, o.node_registry);
   const std::string secret = launch_secret(c, o.processes, o.node_registry, o.control_port.has_value());
   auto refused = std::make_shared<refused_peers>();
-  const run_base base = prepare_run(c, "cluster configuration");
+  const run_base base = prepare_run(c, "cluster configuration", !o.processes);
   std::vector<std::unique_ptr<runtime::node_io>> ios;  // node processes build their own
   if (!o.processes) ios = embedded_data_planes(base, c, mode);
   // Destroyed before `ios`: every node's transfers stop before any node's memory is freed (runtime/node_io.hpp).
@@ -125,6 +127,7 @@ run_summary run_cluster(const run_options& o) {
                         : ui_page::attachment{};
 
     std::vector<caf::actor> all{caf::actor_cast<caf::actor>(view->scheduler)};  // to stop at the end
+    std::vector<node_actors> node_set;  // embedded nodes' actors (a role switch replaces a node's)
     caf::scoped_actor self{sys};
     for (const auto& script : o.scripts) {
       view->clients.push_back(spawn_agent_client(sys, view, script, caf::actor_cast<caf::actor>(self)));
@@ -150,11 +153,16 @@ run_summary run_cluster(const run_options& o) {
       }
       if (o.on_nodes_started) o.on_nodes_started(nodes->pids());
     } else {
-      spawn_embedded_nodes(sys, base, view, ios, ep, all);
+      spawn_embedded_nodes(sys, base, view, ios, ep, all, &node_set);
     }
+    std::optional<role_switcher> switcher;  // adaptive P/D (docs/design.md §7.9)
+    if (c.adaptive)
+      switcher.emplace(
+          role_switch_parts{&sys, &base, view, &ios, &node_set, &all, double(sched.params.beta_tokens) / c.beta_s});
 
     turn_collector collector{o, *view, nodes.get()};
     collector.ios = &ios;
+    collector.switcher = switcher ? &*switcher : nullptr;
     pass_timeline::process_log().take();  // an earlier run's passes (--compare runs policies in turn)
     collector.run(self);
     summary.passes = pass_timeline::summarize(pass_timeline::process_log().take());
@@ -167,6 +175,11 @@ run_summary run_cluster(const run_options& o) {
     summary.rejoined_nodes = collector.rejoined;
     summary.migrated_turns = collector.migrated;
     summary.retried_turns = collector.retried;
+    if (switcher) {
+      summary.adaptive = true;
+      summary.role_switches = switcher->switches();
+      summary.final_prefill_nodes = switcher->prefill_nodes();
+    }
     if (nodes && stall.empty()) stall = nodes->check().message();  // a dead node cannot report its counters
     if (nodes && stall.empty()) {
       auto stats = nodes->stats();

@@ -32,7 +32,8 @@ std::vector<std::unique_ptr<runtime::node_io>> embedded_data_planes(const run_ba
 // Every actor spawned is added to `all` at once, so that a throw half-way still leaves it to be stopped.
 void spawn_embedded_nodes(caf::actor_system& sys, const run_base& base, const cluster_view_ptr& view,
                           std::vector<std::unique_ptr<runtime::node_io>>& ios,
-                          std::vector<std::shared_ptr<runtime::ep_rounds>>& ep, std::vector<caf::actor>& all) {
+                          std::vector<std::shared_ptr<runtime::ep_rounds>>& ep, std::vector<caf::actor>& all,
+                          std::vector<node_actors>* kept) {
   const auto& c = view->config;
   for (uint32_t n = 0; n < c.total_nodes(); ++n) {
     node_actors na = spawn_node_actors(sys, base, view, *ios[n], n, n == 0 ? base.first : nullptr);
@@ -42,6 +43,7 @@ void spawn_embedded_nodes(caf::actor_system& sys, const run_base& base, const cl
     for (size_t i = 0; i < na.engines.size(); ++i)
       view->set_engine(uint32_t(n * c.engines_per_node + i), na.engines[i]);
     all.insert(all.end(), na.all.begin(), na.all.end());
+    if (kept) kept->push_back(std::move(na));
   }
   for (auto& l : view->leaders) caf::anon_send(l, atom::tick_v);
 }

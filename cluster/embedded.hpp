@@ -29,6 +29,7 @@ std::vector<std::unique_ptr<runtime::node_io>> embedded_data_planes(const run_ba
 // once, so that a throw half-way still leaves it to be stopped.
 void spawn_embedded_nodes(caf::actor_system& sys, const run_base& base, const cluster_view_ptr& view,
                           std::vector<std::unique_ptr<runtime::node_io>>& ios,
-                          std::vector<std::shared_ptr<runtime::ep_rounds>>& ep, std::vector<caf::actor>& all);
+                          std::vector<std::shared_ptr<runtime::ep_rounds>>& ep, std::vector<caf::actor>& all,
+                          std::vector<node_actors>* kept = nullptr);
 
 }  // namespace dualpath::cluster

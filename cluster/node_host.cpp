@@ -3,6 +3,8 @@
 #include <caf/all.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "actors/engines.hpp"
 #include "actors/ep_group.hpp"
 #include "actors/leader.hpp"
@@ -12,14 +14,14 @@
 
 namespace dualpath::cluster {
 
-run_base prepare_run(const cluster_config& c, const std::string& origin) {
+run_base prepare_run(const cluster_config& c, const std::string& origin, bool adaptive_ok) {
   validate_cluster_config(c, origin);
-  // The runtime's nodes keep their roles (docs/design.md §7.9): a cluster file asking for adaptive P/D is
-  // refused here, where every run, server and node process starts, rather than silently run static.
-  if (c.adaptive)
+  // Only the embedded `run` moves nodes between roles (docs/design.md §7.9): a server or a node process asked
+  // for adaptive P/D is refused here, where each starts, rather than silently run static.
+  if (c.adaptive && !adaptive_ok)
     throw user_error(origin +
-                     ": key 'planner.adaptive': the runtime does not move nodes between roles yet (docs/design.md "
-                     "§7.9); simulate it with `dualpath sim --adaptive` or `dualpath plan --adaptive`");
+                     ": key 'planner.adaptive': only an embedded `dualpath run` (without --processes) moves nodes "
+                     "between roles (docs/design.md §7.9); simulate it with `dualpath sim --adaptive`");
   run_base b;
   b.backend_options.kind = c.backend;
   b.backend_options.model = c.model;
@@ -74,6 +76,8 @@ std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const kv
   no.geometry = geo;
   no.buffer_bytes = uint64_t(c.dram_buffer_gb * 1e9);
   no.hbm_bytes = uint64_t((node < c.prefill_nodes ? c.prefill_hbm() : c.hbm_gb) * 1e9);
+  // A node that may change role registers room for either role's HBM (docs/design.md §7.9).
+  if (c.adaptive) no.hbm_region_bytes = uint64_t(std::max(c.prefill_hbm(), c.hbm_gb) * 1e9);
   no.snic_gb_per_s = c.snic_gb_per_s;
   no.fabric.provider = c.provider;
   no.fabric.rate_gb_per_s = c.cnic_gb_per_s;
@@ -93,6 +97,18 @@ node_actors spawn_node_actors(caf::actor_system& sys, const run_base& base, cons
   node_actors out;
   out.traffic_queue = spawn_traffic_queue(sys, io);
   out.all.push_back(caf::actor_cast<caf::actor>(out.traffic_queue));
+  std::vector<std::shared_ptr<gpu::compute_backend>> backends;
+  if (first_backend) backends.push_back(first_backend);
+  spawn_node_engines(sys, base, view, io, node, out, std::move(backends));
+  return out;
+}
+
+void spawn_node_engines(caf::actor_system& sys, const run_base& base, const cluster_view_ptr& view,
+                        runtime::node_io& io, uint32_t node, node_actors& out,
+                        std::vector<std::shared_ptr<gpu::compute_backend>> backends) {
+  out.engines.clear();
+  out.workers.clear();
+  out.backends.clear();
   const uint32_t per_node = view->config.engines_per_node;
   // docs/design.md §7.6: under ep_sync a PE group (today: one node's engines) runs in lockstep.
   ep_group_actor ep;
@@ -107,18 +123,19 @@ node_actors spawn_node_actors(caf::actor_system& sys, const run_base& base, cons
     es.view = view;
     es.node = &io;
     es.ep_group = ep;
-    es.backend = i == 0 && first_backend
-                     ? first_backend
+    es.backend = i < backends.size() && backends[i]
+                     ? backends[i]
                      : std::shared_ptr<gpu::compute_backend>(gpu::make_backend(base.backend_options));
+    out.backends.push_back(es.backend);
     es.worker = spawn_compute_worker(sys, es.backend);
-    out.all.push_back(caf::actor_cast<caf::actor>(es.worker));
+    out.workers.push_back(caf::actor_cast<caf::actor>(es.worker));
+    out.all.push_back(out.workers.back());
     out.engines.push_back(view->is_prefill_node(node) ? caf::actor_cast<caf::actor>(spawn_prefill_engine(sys, es))
                                                       : caf::actor_cast<caf::actor>(spawn_decode_engine(sys, es)));
     out.all.push_back(out.engines.back());
   }
   out.leader = spawn_leader(sys, view, node, &io);
   out.all.push_back(caf::actor_cast<caf::actor>(out.leader));
-  return out;
 }
 
 }  // namespace dualpath::cluster

@@ -26,9 +26,9 @@ struct run_base {
   std::unique_ptr<storage::block_store> store;
 };
 
-// Validates `c` (user_error naming `origin`; `planner.adaptive` is refused), makes the first backend and opens
-// the store.
-run_base prepare_run(const cluster_config& c, const std::string& origin);
+// Validates `c` (user_error naming `origin`; `planner.adaptive` is refused unless `adaptive_ok`: only the
+// embedded `run` moves nodes between roles), makes the first backend and opens the store.
+run_base prepare_run(const cluster_config& c, const std::string& origin, bool adaptive_ok = false);
 
 // The view every actor of this process reads; actor handles are filled in by the caller.
 cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const run_mode& mode);
@@ -44,7 +44,9 @@ struct node_actors {
   traffic_queue_actor traffic_queue;
   leader_actor leader;
   std::vector<caf::actor> engines;  // this node's, in global engine order (cluster_view::set_engine types them)
-  std::vector<caf::actor> all;      // everything spawned, to stop at the end
+  std::vector<caf::actor> workers;  // the engines' compute workers, in the same order
+  std::vector<std::shared_ptr<gpu::compute_backend>> backends;  // the engines' backends, in the same order
+  std::vector<caf::actor> all;                                  // everything spawned, to stop at the end
   std::shared_ptr<runtime::ep_rounds> ep_rounds;  // `ep_sync`, prefill node: its group's rounds (else null)
 };
 
@@ -53,5 +55,12 @@ struct node_actors {
 node_actors spawn_node_actors(caf::actor_system& sys, const run_base& base, const cluster_view_ptr& view,
                               runtime::node_io& io, uint32_t node,
                               const std::shared_ptr<gpu::compute_backend>& first_backend = nullptr);
+
+// The node's compute workers, engines (in the role the view gives the node now) and leader, added to `out`
+// (whose traffic queue is kept). `backends` (one per engine, if given) are reused: a node that changes role
+// (docs/design.md §7.9) keeps its model.
+void spawn_node_engines(caf::actor_system& sys, const run_base& base, const cluster_view_ptr& view,
+                        runtime::node_io& io, uint32_t node, node_actors& out,
+                        std::vector<std::shared_ptr<gpu::compute_backend>> backends = {});
 
 }  // namespace dualpath::cluster

@@ -69,6 +69,7 @@ void turn_collector::run(caf::scoped_actor& self) {
   progress.agents_total = uint32_t(options.scripts.size());
   progress.turns_total = turns_total(options.scripts);
   t0 = now_ns();
+  if (switcher) switcher->begin(t0);
   start_clients();
   int64_t last_report = t0;
   last_event = t0;
@@ -96,6 +97,7 @@ void turn_collector::run(caf::scoped_actor& self) {
     if (seconds_between(last_check, now_ns()) >= 0.2) {
       last_check = now_ns();
       check_stall(self);
+      if (switcher && stall.empty()) switcher->tick(self, records);
     }
     if (seconds_between(last_report, now_ns()) >= report_every_s()) {
       last_report = now_ns();
@@ -170,6 +172,7 @@ void turn_collector::start_clients() {
 
 void turn_collector::on_result(const turn_result& r, const turn_payload& payload, int64_t t0) {
   records.push_back(record_of(r, t0, view.geometry.block_tokens));
+  if (switcher) switcher->on_result(r.request);
   if (options.metrics) options.metrics->observe_turn(records.back(), view.geometry.block_tokens);
   if (options.ui) options.ui->observe_turn(records.back());
   if (r.error.empty() && !payload.tokens.empty()) to_verify.emplace_back(payload.tokens, r.generated);

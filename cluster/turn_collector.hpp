@@ -12,6 +12,7 @@
 #include "cluster/vocabulary.hpp"
 #include "cluster/cluster.hpp"
 #include "cluster/node_processes.hpp"
+#include "cluster/role_switch.hpp"
 #include "observe/ui_page.hpp"
 #include "cluster/verify.hpp"
 #include "protocol/runtime_codec.hpp"
@@ -42,6 +43,7 @@ struct turn_collector {
   std::string stall;
   int64_t t0 = 0;  // the run's start: just before the clients are started
   const std::vector<std::unique_ptr<runtime::node_io>>* ios = nullptr;  // embedded runs: the SNICs to sample
+  role_switcher* switcher = nullptr;  // adaptive P/D (docs/design.md §7.9): moves nodes between roles
 
   void run(caf::scoped_actor& self);
 

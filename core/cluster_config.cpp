@@ -305,6 +305,7 @@ void validate_cluster_config(const cluster_config& c, const std::string& origin)
   // A node that changes role leaves its group: adaptive P/D moves single-node groups only.
   if (c.adaptive && (c.pe_group_nodes > 1 || c.de_group_nodes > 1))
     fail("planner.adaptive", "needs pe_group_nodes = de_group_nodes = 1 (a node moves alone)");
+  if (c.adaptive && c.ep_sync) fail("planner.adaptive", "cannot be combined with cluster.ep_sync (a node moves alone)");
   for (const auto& s : c.switches)
     if (s.at_s < 0) fail("schedule.switch.at_s", "must not be negative");
 }

@@ -14,4 +14,11 @@ inline std::atomic<uint64_t>& work_units() {
 
 inline void count_work() { work_units().fetch_add(1, std::memory_order_relaxed); }
 
+// Nanoseconds this process's prefill engines spent in passes (a pass counts when it ends): adaptive P/D's
+// prefill busy time per window (docs/design.md §7.9).
+inline std::atomic<uint64_t>& prefill_busy_ns() {
+  static std::atomic<uint64_t> ns{0};
+  return ns;
+}
+
 }  // namespace dualpath::progress

@@ -52,6 +52,9 @@ CAF_ADD_ATOM(dualpath, dualpath::atom, retry, "retry")
 CAF_ADD_ATOM(dualpath, dualpath::atom, ping, "ping")
 // A lost node's index joined again with a new process (docs/design.md §13).
 CAF_ADD_ATOM(dualpath, dualpath::atom, rejoin, "rejoin")
+// Adaptive P/D in the runtime (docs/design.md §7.9): a node leaves the view to change role; what it holds.
+CAF_ADD_ATOM(dualpath, dualpath::atom, drain, "drain")
+CAF_ADD_ATOM(dualpath, dualpath::atom, held, "held")
 // The serving front end asks one of its clients to run a conversation's turn (docs/design.md §18).
 CAF_ADD_ATOM(dualpath, dualpath::atom, ask, "ask")
 // A streamed turn's tokens as they are made, and a turn its front end gave up on (docs/design.md §18).

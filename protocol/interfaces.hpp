@@ -54,6 +54,11 @@ using scheduler_actor = caf::typed_actor<
     // count again, so its engines get work from its first report on. Answers N. The launcher waits
     // `timeout_s`.
     caf::replies_to<atom::rejoin, uint32_t>::with<uint32_t>,
+    // Launcher (adaptive P/D, docs/design.md §7.9): node N is to change role. Its engines leave the fresh
+    // view, so nothing more is assigned to them, as for a lost node, but nothing is re-run: answers the
+    // requests in flight with their PE or DE on N, which the launcher waits for before the switch. `rejoin(N)`
+    // brings N back, in the role its leader's next report names. The launcher waits `timeout_s`.
+    caf::replies_to<atom::drain, uint32_t>::with<std::vector<uint64_t>>,
     // Serving client: its request was given up (docs/design.md §18). Still waiting: it leaves the queue and
     // the answer is (none, none); assigned: answers its PE and DE engine, which the client tells in turn.
     // none = UINT32_MAX. Clients wait `timeout_s`.
@@ -188,7 +193,10 @@ using leader_actor = caf::typed_actor<
     // Engine -> leader: seq_e, tok_e, free HBM of one engine, and the requests they count. No answer.
     caf::reacts_to<atom::engine_st, uint32_t, uint32_t, uint64_t, uint64_t, std::vector<uint64_t>>,
     // Internal, every 2 ms: report to the scheduler (and fetch, for a PE group).
-    caf::reacts_to<atom::tick>>;
+    caf::reacts_to<atom::tick>,
+    // Launcher (adaptive P/D, docs/design.md §7.9): the requests the node's engines hold now, as they last
+    // reported (seq_e summed); a draining node switches role at 0. The launcher waits `timeout_s`.
+    caf::replies_to<atom::held>::with<uint32_t>>;
 
 // ---- agent client (one per agent, docs/design.md §11) ----
 using client_actor = caf::typed_actor<

@@ -161,6 +161,18 @@ nlohmann::json to_json(const run_summary& s) {
   j["retried_turns"] = s.retried_turns;
   j["unpersisted_blocks"] = s.unpersisted_blocks;
   j["refused_peers"] = {{"registry", s.refused_joins}, {"control", s.refused_commands}};
+  if (s.adaptive) {
+    auto moves = nlohmann::json::array();
+    for (const auto& m : s.role_switches)
+      moves.push_back({{"node", m.node},
+                       {"to", m.to_prefill ? "prefill" : "decode"},
+                       {"decided_s", m.decided_s},
+                       {"drained_s", m.drained_s},
+                       {"done_s", m.done_s},
+                       {"why", m.why}});
+    j["role_switches"] = moves;
+    j["final_prefill_nodes"] = s.final_prefill_nodes;
+  }
   if (!s.first_error.empty()) j["first_error"] = s.first_error;
   return j;
 }
@@ -210,6 +222,14 @@ std::string report_table(const std::vector<run_summary>& runs) {
       out += fmt::format("{}: {} nodes lost, {} turns re-run on the survivors{}\n", r.policy, r.lost_nodes,
                          r.migrated_turns,
                          r.rejoined_nodes ? fmt::format(", {} nodes rejoined", r.rejoined_nodes) : std::string());
+  for (const auto& r : runs)
+    if (r.adaptive) {
+      out += fmt::format("{}: {} role switches, {} prefill nodes at the end\n", r.policy, r.role_switches.size(),
+                         r.final_prefill_nodes);
+      for (const auto& m : r.role_switches)
+        out += fmt::format("  node {} to {}: decided {:.2f} s, drained {:.2f} s, serving {:.2f} s ({})\n", m.node,
+                           m.to_prefill ? "prefill" : "decode", m.decided_s, m.drained_s, m.done_s, m.why);
+    }
   for (const auto& r : runs)
     if (r.retried_turns > 0 || r.unpersisted_blocks > 0)
       out += fmt::format("{}: {} turns retried after a KV transfer fault, {} blocks not persisted\n", r.policy,

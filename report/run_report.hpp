@@ -15,6 +15,7 @@
 #include "report/load_series.hpp"
 #include "report/snic_over_time.hpp"
 #include "schedule/policy.hpp"
+#include "schedule/role_planner.hpp"
 
 namespace dualpath::report {
 
@@ -81,6 +82,10 @@ struct run_summary {
   // Multi-process runs (docs/design.md §13): nodes lost while the run went on, and turns re-run because of it.
   uint64_t lost_nodes = 0, migrated_turns = 0;
   uint64_t rejoined_nodes = 0;  // lost nodes that joined again and took work
+  // Adaptive P/D in the runtime (docs/design.md §7.9): the moves made, and the prefill nodes at the end.
+  bool adaptive = false;
+  std::vector<schedule::role_switch> role_switches;
+  uint32_t final_prefill_nodes = 0;
   // Faults survived (docs/design.md §13): turns re-run after a KV transfer's error; blocks a write-back
   // could not persist (ENOSPC, EROFS, EIO: the turn is answered, the next turn recomputes them).
   uint64_t retried_turns = 0, unpersisted_blocks = 0;

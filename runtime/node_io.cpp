@@ -33,16 +33,17 @@ node_io::node_io(const node_io_options& options, storage::block_store& store)
   fabric_.engines = options_.engines;
   fabric_.buffer = buffer_memory_->data();
   fabric_.buffer_bytes = uint64_t(slots_.total()) * slot_stride_;
-  fabric_.hbm_bytes = options_.hbm_bytes;
+  const uint64_t region = std::max(options_.hbm_bytes, options_.hbm_region_bytes);
+  fabric_.hbm_bytes = region;
   hbm_memory_.reserve(options_.engines.size());
   for (size_t i = 0; i < options_.engines.size(); ++i) {
-    hbm_memory_.emplace_back(options_.hbm_bytes);
+    hbm_memory_.emplace_back(region);
     hbm_.push_back(std::make_unique<gpu::hbm_arena>(hbm_memory_.back().data(), options_.hbm_bytes));
     fabric_.hbm.push_back(hbm_.back()->base());
     fabric_.endpoints.push_back(transport::endpoint::open(options_.fabric));
     auto& ep = *fabric_.endpoints.back();
     fabric_.buffer_regions.push_back(ep.register_memory(fabric_.buffer, fabric_.buffer_bytes));
-    fabric_.hbm_regions.push_back(ep.register_memory(hbm_.back()->base(), hbm_.back()->capacity()));
+    fabric_.hbm_regions.push_back(ep.register_memory(hbm_.back()->base(), region));
   }
   mover_ = options_.bypass ? make_memcpy_mover(fabric_) : make_fabric_mover(fabric_);
   thread_ = std::thread([this] { run(); });
@@ -113,6 +114,17 @@ gpu::hbm_arena& node_io::hbm(uint32_t engine) {
   if (!li)
     throw std::logic_error("engine " + std::to_string(engine) + " is not on node " + std::to_string(options_.node));
   return *hbm_[*li];
+}
+
+void node_io::relayout_hbm(uint32_t engine, uint64_t capacity, uint64_t reserve_front) {
+  const auto li = fabric_.local_index(engine);
+  if (!li)
+    throw std::logic_error("engine " + std::to_string(engine) + " is not on node " + std::to_string(options_.node));
+  if (capacity > hbm_memory_[*li].size())
+    throw std::logic_error("engine " + std::to_string(engine) + ": HBM of " + std::to_string(capacity) +
+                           " bytes exceeds its registered " + std::to_string(hbm_memory_[*li].size()));
+  hbm_[*li] = std::make_unique<gpu::hbm_arena>(hbm_memory_[*li].data(), capacity);
+  if (reserve_front) hbm_[*li]->allocate(reserve_front);
 }
 
 std::byte* node_io::slot_data(uint32_t slot) const { return fabric_.buffer + slot_offset(slot); }

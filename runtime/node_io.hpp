@@ -41,8 +41,11 @@ struct node_io_options {
   uint32_t node = 0;
   std::vector<uint32_t> engines;  // global engine ids of this node, local index = position
   kv_geometry geometry;
-  uint64_t buffer_bytes = 0;         // DRAM buffer for Full Blocks
-  uint64_t hbm_bytes = 0;            // per engine
+  uint64_t buffer_bytes = 0;  // DRAM buffer for Full Blocks
+  uint64_t hbm_bytes = 0;     // per engine: its arena's capacity
+  // Per engine: the memory registered for its HBM, at least hbm_bytes (0 = hbm_bytes). Adaptive P/D
+  // registers the larger of the two roles' HBM once, so a role switch lays the arena out again in place.
+  uint64_t hbm_region_bytes = 0;
   double snic_gb_per_s = 0;          // 0 = uncapped
   transport::fabric_options fabric;  // provider, CNIC cap, isolation
   std::chrono::milliseconds timeout{60000};
@@ -81,6 +84,10 @@ class node_io final : public data_plane, public node_services {
   void connect(const fabric_directory& directory);
 
   gpu::hbm_arena& hbm(uint32_t engine) override;
+  // Adaptive P/D (docs/design.md §7.9): engine's arena laid out again with `capacity` bytes (at most its
+  // registered region), its first `reserve_front` bytes taken and never given out. Only between the exit of
+  // the engine's actor and the start of the next one: nothing else may hold the arena then.
+  void relayout_hbm(uint32_t engine, uint64_t capacity, uint64_t reserve_front);
   std::byte* slot_data(uint32_t slot) const;                 // payload of a buffer slot: one Full Block
   uint64_t slot_offset(uint32_t slot) const;                 // its offset in the buffer region (for copy_op)
   uint64_t hbm_offset(uint32_t engine, const std::byte* p);  // offset of p in the engine's HBM region

@@ -55,6 +55,20 @@ role_plan plan_roles(const role_load& l, const planner_params& p) {
   return plan;
 }
 
+role_plan role_driver::step(double now_s, const role_load& l, uint64_t done, uint64_t in_flight) {
+  if (done < in_flight || moving_ > 0 || now_s < cooldown_until_) return {};
+  const role_plan plan = plan_roles(l, params_);
+  sustained_ = plan.move == last_ ? sustained_ + 1 : 1;
+  last_ = plan.move;
+  if (plan.move == role_move::none || sustained_ < sustain_) return {};
+  sustained_ = 0;
+  return plan;
+}
+
+void role_driver::switched(double now_s) {
+  if (moving_ > 0 && --moving_ == 0) cooldown_until_ = now_s + cooldown_s_;
+}
+
 std::string describe(const role_load& l, const planner_params& p) {
   const double cap = double(std::max(1u, l.prefill_nodes)) * l.engines_per_node * l.window_s;
   return fmt::format(

@@ -50,6 +50,42 @@ struct role_plan {
 // The move the window calls for: decode nodes to prefill, prefill nodes to decode, or none.
 role_plan plan_roles(const role_load& l, const planner_params& p);
 
+// One move of adaptive P/D: decided, drained (the node finished what it held), serving in its new role.
+// Seconds since the run's start (simulated or wall).
+struct role_switch {
+  uint32_t node = 0;
+  bool to_prefill = false;
+  double decided_s = 0, drained_s = 0, done_s = 0;
+  std::string why;  // the window's loads (describe)
+};
+
+// When a window's plan is carried out, shared by the simulator and the runtime: not before a full wave of
+// turns has finished (at the start of an offline run decode is empty while every first turn waits for
+// prefill, and its load says nothing of what it will need), not while a move is in progress or cooling down,
+// and only once `sustain` windows in a row call for the same move (a transient is not a new mix).
+class role_driver {
+ public:
+  role_driver(const planner_params& p, uint32_t sustain, double cooldown_s)
+      : params_(p), sustain_(sustain), cooldown_s_(cooldown_s) {}
+  // The move to start now (none if nothing), given this window's load and the turns finished and in flight.
+  role_plan step(double now_s, const role_load& l, uint64_t done, uint64_t in_flight);
+  // `nodes` of the move started by step() are under way; each calls switched() once it serves in its new
+  // role, and the cooldown runs from the last of them. A node whose move is given up counts as switched.
+  void started(uint32_t nodes) { moving_ += nodes; }
+  void switched(double now_s);
+  bool moving() const { return moving_ > 0; }
+  const planner_params& params() const { return params_; }
+
+ private:
+  planner_params params_;
+  uint32_t sustain_ = 1;
+  double cooldown_s_ = 0;
+  double cooldown_until_ = 0;
+  uint32_t moving_ = 0;
+  role_move last_ = role_move::none;
+  uint32_t sustained_ = 0;
+};
+
 // "2P4D: prefill 1.31 (busy 0.97, backlog 0.34), decode 0.22 (...)": why, for the log and the report.
 std::string describe(const role_load& l, const planner_params& p);
 

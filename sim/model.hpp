@@ -5,6 +5,7 @@
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -186,13 +187,10 @@ class simulator {
   // Adaptive P/D: what the window so far has seen, and the moves made.
   double window_busy_s_ = 0, window_tpot_sum_ = 0;
   uint64_t window_tpot_n_ = 0;
-  double cooldown_until_ = 0;
-  uint64_t submitted_ = 0;          // turns submitted so far
-  uint32_t moving_ = 0;             // nodes of the move in progress not yet serving in their new role
-  std::vector<uint32_t> draining_;  // nodes draining now
-  schedule::role_move last_move_ = schedule::role_move::none;
-  uint32_t sustained_ = 0;    // windows in a row that called for last_move_
-  size_t ticks_pending_ = 0;  // plan and sample events in the queue: the rest is the run's own work
+  std::optional<schedule::role_driver> driver_;  // with planner.adaptive
+  uint64_t submitted_ = 0;                       // turns submitted so far
+  std::vector<uint32_t> draining_;               // nodes draining now
+  size_t ticks_pending_ = 0;                     // plan and sample events in the queue: the rest is the run's own work
   std::vector<role_switch> switches_;
 
   std::vector<report::turn_record> records_;

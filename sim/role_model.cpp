@@ -71,19 +71,13 @@ void simulator::plan() {
   // Ticks stop with the last turn, and when nothing but ticks is left (a stalled run must still end).
   if (agents_done_ >= agents_.size() || events_.size() <= ticks_pending_) return;
   push_tick(now_ + cfg_.planner_window_s, event_kind::plan);
-  // Until as many turns have finished as are in flight, decode has not seen a full wave of the workload (at
-  // the start of an offline run it is empty while every agent's first turn waits for prefill): its load says
-  // nothing yet about what it needs.
+  if (!driver_)
+    driver_.emplace(schedule::planner_params{cfg_.planner_high, cfg_.planner_low, cfg_.planner_tpot_slo_s, 1},
+                    cfg_.planner_sustain, cfg_.planner_cooldown_s);
   const uint64_t done = records_.size(), in_flight = submitted_ - done;
-  if (done < in_flight) return;
-  if (moving_ || now_ < cooldown_until_) return;
-  const schedule::planner_params p{cfg_.planner_high, cfg_.planner_low, cfg_.planner_tpot_slo_s, 1};
-  const schedule::role_plan plan = schedule::plan_roles(l, p);
-  // A transient (the first turns of every agent at once, one long generation) is not a new mix.
-  sustained_ = plan.move == last_move_ ? sustained_ + 1 : 1;
-  last_move_ = plan.move;
-  if (plan.move == schedule::role_move::none || sustained_ < cfg_.planner_sustain) return;
-  sustained_ = 0;
+  const schedule::role_plan plan = driver_->step(now_, l, done, in_flight);
+  if (plan.move == schedule::role_move::none) return;
+  const schedule::planner_params& p = driver_->params();
   const bool to_prefill = plan.move == schedule::role_move::to_prefill;
   // The nodes of the giving role that hold the least: they drain soonest.
   std::vector<std::pair<uint64_t, uint32_t>> held;
@@ -100,7 +94,7 @@ void simulator::plan() {
   const std::string why = schedule::describe(l, p);
   for (uint32_t k = 0; k < plan.nodes && k < held.size(); ++k) {
     const uint32_t n = held[k].second;
-    moving_ += 1;
+    driver_->started(1);
     nodes_[n].phase = node_phase::draining;
     nodes_[n].move = switches_.size();
     snap_.erase(n);
@@ -148,8 +142,7 @@ void simulator::role_switched(uint32_t n) {
   reset_engines(n);
   add_to_snapshot(n);
   switches_[node.move].done_s = now_;
-  // The cooldown runs from the last node of a move.
-  if (--moving_ == 0) cooldown_until_ = now_ + cfg_.planner_cooldown_s;
+  driver_->switched(now_);  // the cooldown runs from the last node of a move
   want_round();
 }
 

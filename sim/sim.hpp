@@ -12,6 +12,7 @@
 #include "core/cluster_config.hpp"
 #include "core/trace.hpp"
 #include "report/run_report.hpp"
+#include "schedule/role_planner.hpp"
 
 namespace dualpath::sim {
 
@@ -57,14 +58,8 @@ struct sim_counters {
   double attention_max_over_avg = 0;  // with ep_lockstep: mean over rounds of max/avg pass time in a group
 };
 
-// One move of adaptive P/D (docs/design.md §7.9): decided, drained (the node finished what it held), serving
-// in its new role (after the switch cost).
-struct role_switch {
-  uint32_t node = 0;
-  bool to_prefill = false;
-  double decided_s = 0, drained_s = 0, done_s = 0;
-  std::string why;  // the window's loads (schedule::describe)
-};
+// One move of adaptive P/D (docs/design.md §7.9), as the runtime records it too.
+using role_switch = schedule::role_switch;
 
 struct sim_result {
   report::run_summary summary;  // the same numbers `dualpath run` reports
