@@ -145,7 +145,7 @@ struct scheduler_state {
   // docs/design.md §7.9: no new work for the node; what it holds finishes there.
   std::vector<uint64_t> drain_node(uint32_t node) {
     view.remove_node(node);
-    auto turns = placements.on_node(node);
+    auto turns = placements.decoding_on(node);
     spdlog::info("scheduler: node {} drains to change role: {} turns in flight there", node, turns.size());
     return turns;
   }

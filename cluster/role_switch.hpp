@@ -53,7 +53,7 @@ class role_switcher {
   struct drain {
     schedule::role_switch move;
     int64_t since = 0;           // ns, when it left the view
-    std::set<uint64_t> pending;  // its turns in flight when it left, not answered yet
+    std::set<uint64_t> pending;  // turns placed to decode on it when it left, not answered yet
     bool quiet = false;          // nothing held at the last check (two in a row move it on)
   };
 

@@ -56,8 +56,9 @@ using scheduler_actor = caf::typed_actor<
     caf::replies_to<atom::rejoin, uint32_t>::with<uint32_t>,
     // Launcher (adaptive P/D, docs/design.md §7.9): node N is to change role. Its engines leave the fresh
     // view, so nothing more is assigned to them, as for a lost node, but nothing is re-run: answers the
-    // requests in flight with their PE or DE on N, which the launcher waits for before the switch. `rejoin(N)`
-    // brings N back, in the role its leader's next report names. The launcher waits `timeout_s`.
+    // requests in flight with their DE on N (N's decode engines may not have them yet), which the launcher
+    // waits for before the switch. `rejoin(N)` brings N back, in the role its leader's next report names. The
+    // launcher waits `timeout_s`.
     caf::replies_to<atom::drain, uint32_t>::with<std::vector<uint64_t>>,
     // Serving client: its request was given up (docs/design.md §18). Still waiting: it leaves the queue and
     // the answer is (none, none); assigned: answers its PE and DE engine, which the client tells in turn.

@@ -19,10 +19,10 @@ std::vector<uint64_t> turn_placements::lose(uint32_t node) {
   return out;
 }
 
-std::vector<uint64_t> turn_placements::on_node(uint32_t node) const {
+std::vector<uint64_t> turn_placements::decoding_on(uint32_t node) const {
   std::vector<uint64_t> out;
   for (const auto& [agent, p] : by_agent_)
-    if (p.pe_node == node || p.de_node == node) out.push_back(p.request);
+    if (p.de_node == node) out.push_back(p.request);
   std::sort(out.begin(), out.end());
   return out;
 }

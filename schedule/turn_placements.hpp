@@ -22,9 +22,9 @@ class turn_placements {
   void submitted(uint32_t agent) { by_agent_.erase(agent); }
   // Node `node` is lost: the requests placed with their PE or DE on it, forgotten here (sorted by id).
   std::vector<uint64_t> lose(uint32_t node);
-  // The requests placed with their PE or DE on `node`, kept here (sorted by id): a node that drains to change
-  // role (docs/design.md §7.9) finishes them.
-  std::vector<uint64_t> on_node(uint32_t node) const;
+  // The requests placed with their DE on `node`, kept here (sorted by id): a decode node that drains to change
+  // role (docs/design.md §7.9) decodes them, though it may not have heard of them yet.
+  std::vector<uint64_t> decoding_on(uint32_t node) const;
   size_t size() const { return by_agent_.size(); }
   // The PE and DE engine of `request` (of `agent`) while it is the agent's turn in flight.
   std::optional<std::pair<uint32_t, uint32_t>> engines_of(uint32_t agent, uint64_t request) const {

@@ -79,3 +79,16 @@ TEST_CASE("fresh view: a restored node's next report brings its engines back, em
   v.report(report_of(2, role::decode), 3);
   CHECK(v.snapshot().find(2)->engines.at(0).seq == 1);  // charged like any engine's
 }
+
+TEST_CASE("turn placements: a draining decode node is named the turns it will decode, and they stay placed") {
+  turn_placements p;
+  p.placed(0, placed_on(100, 0, 2));
+  p.placed(1, placed_on(200, 1, 3));
+  p.placed(2, placed_on(300, 1, 2));
+  CHECK(p.decoding_on(2) == std::vector<uint64_t>{100, 300});
+  CHECK(p.decoding_on(1).empty());  // a prefill node's turns decode elsewhere
+  CHECK(p.size() == 3);             // nothing is forgotten: the turns finish where they are
+  CHECK(p.decoding_on(2) == std::vector<uint64_t>{100, 300});
+  p.submitted(0);
+  CHECK(p.decoding_on(2) == std::vector<uint64_t>{300});
+}
