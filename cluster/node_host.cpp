@@ -87,6 +87,7 @@ std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const kv
   no.fabric.provider_lock = std::move(provider_lock);
   no.timeout = no.fabric.timeout;
   no.bypass = bypass;
+  no.write_queue_bytes = uint64_t(c.write_queue_gb * 1e9);
   no.dram = std::move(dram);
   return std::make_unique<runtime::node_io>(no, store);
 }

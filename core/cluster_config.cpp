@@ -144,6 +144,7 @@ const key_def plain_keys[] = {
     {"storage", "dir", &C::store_dir},
     {"storage", "capacity_gb", &C::capacity_gb},
     {"storage", "fsync", &C::fsync},
+    {"storage", "write_queue_gb", &C::write_queue_gb},
     {"schedule", "policy", &C::policy},
     {"schedule", "alpha_s", &C::alpha_s},
     {"schedule", "beta_s", &C::beta_s},
@@ -285,6 +286,7 @@ void validate_cluster_config(const cluster_config& c, const std::string& origin)
   if (c.prefill_hbm_gb < 0) fail("hardware.prefill_hbm_gb", "must not be negative (0: the same as hbm_gb)");
   if (c.kv_share <= 0 || c.kv_share > 1) fail("hardware.kv_share", "must be in (0, 1]");
   if (c.capacity_gb < 0) fail("storage.capacity_gb", "must not be negative");
+  if (c.write_queue_gb < 0) fail("storage.write_queue_gb", "must not be negative");
   if (c.store_dir.empty()) fail("storage.dir", "must not be empty");
   if (c.alpha_s <= 0) fail("schedule.alpha_s", "must be positive");
   if (c.beta_s <= 0) fail("schedule.beta_s", "must be positive");

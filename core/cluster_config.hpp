@@ -56,6 +56,10 @@ struct cluster_config {
   std::string store_dir = "dualpath-data";
   double capacity_gb = 0;  // 0 = unlimited
   bool fsync = false;
+  // Per node: at most this many GB of filled blocks wait for the store; a block beyond it is not persisted
+  // (counted; a later turn recomputes it), so memory stays bounded when the store is slower than the
+  // decode engines' write-back. 0 = unbounded.
+  double write_queue_gb = 0;
   // [schedule]
   std::string policy = "dualpath";
   double alpha_s = 3.0;       // α = tokens a SNIC reads in alpha_s seconds

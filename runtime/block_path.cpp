@@ -47,7 +47,9 @@ class snic_path final : public block_path {
 
   bool idle() const override { return loads_.empty(); }
   void keep(block_key, const std::shared_ptr<std::vector<std::byte>>&) override {}
-  void pace_write() override { pacer_.pace(file_bytes_); }
+  std::chrono::steady_clock::time_point reserve_write() override {
+    return pacer_.reserve(file_bytes_, std::chrono::steady_clock::now());
+  }
   uint64_t read_q() const override { return gate_.read_q(); }
 
   block_path_stats stats() const override {
@@ -99,7 +101,7 @@ class dram_path final : public block_path {
   void keep(block_key key, const std::shared_ptr<std::vector<std::byte>>& payload) override {
     dram_->put(key, payload);
   }
-  void pace_write() override {}
+  std::chrono::steady_clock::time_point reserve_write() override { return std::chrono::steady_clock::now(); }
   uint64_t read_q() const override { return 0; }
   block_path_stats stats() const override { return {0, file_bytes_.load(), 0, 0, 0}; }
   bool quiesce(std::chrono::milliseconds) override { return true; }  // its copies run on the writer, drained first

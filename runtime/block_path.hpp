@@ -47,8 +47,9 @@ class block_path {
   // Caller's thread, before the write-back is queued: the oracle keeps the block, so a load that finds
   // it indexed finds it in memory too.
   virtual void keep(block_key key, const std::shared_ptr<std::vector<std::byte>>& payload) = 0;
-  // Background writer, before each block is written: the SNIC's write pacing.
-  virtual void pace_write() = 0;
+  // Background writer, as each block is written: when the SNIC would have sent it (its write pacing; now
+  // when writes are not paced). The write is answered then; the block goes to the store at once.
+  virtual std::chrono::steady_clock::time_point reserve_write() = 0;
   // Bytes asked for and not yet released by the SNIC (0 for the oracle's memory).
   virtual uint64_t read_q() const = 0;
   virtual block_path_stats stats() const = 0;

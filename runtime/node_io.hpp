@@ -33,6 +33,7 @@
 #include "gpu/hbm_arena.hpp"
 #include "storage/block_store.hpp"
 #include "transport/endpoint.hpp"
+#include "runtime/due_calls.hpp"
 #include "transport/host_buffer.hpp"
 
 namespace dualpath::runtime {
@@ -53,6 +54,7 @@ struct node_io_options {
   // memory), bypassing the SNIC gate, its cap and the block files; writes bypass the SNIC's write pacer; and
   // copies are plain memcpy in this process instead of fabric transfers (a memcpy kv_mover).
   bool bypass = false;
+  uint64_t write_queue_bytes = 0;     // block copies waiting for the store, at most (0 = unbounded)
   std::shared_ptr<dram_blocks> dram;  // with bypass: shared by every node of the run
 };
 
@@ -64,6 +66,7 @@ struct node_io_stats {
   uint64_t read_failures = 0;
   uint64_t copies = 0, copy_bytes = 0, copy_errors = 0;
   uint64_t persisted_blocks = 0, persist_errors = 0;
+  uint64_t write_queue_peak_bytes = 0;  // the most bytes of block copies ever waiting for the store at once
   uint32_t slots_total = 0, slots_free = 0, slots_low_water = 0;
 };
 
@@ -142,6 +145,9 @@ class node_io final : public data_plane, public node_services {
   std::unique_ptr<block_path> blocks_;
   std::unique_ptr<kv_mover> mover_;
   snic_sampler sampler_;  // sampled by the progress thread
+  // Write-backs answered when the SNIC would have sent them (declared before the writer, which posts to it
+  // while it drains).
+  due_calls answers_;
   // Persists and the oracle's loads; destroyed (drained) first, before the block path and memory they use.
   // The oracle's block path holds it from construction on but posts to it only once the node runs.
   background_writer writer_;
@@ -150,7 +156,9 @@ class node_io final : public data_plane, public node_services {
   std::condition_variable wake_;
   std::deque<std::function<void()>> commands_;  // run on the progress thread (endpoints are single-threaded)
   std::atomic<uint64_t> persisted_{0}, persist_errors_{0};
-  std::atomic<uint64_t> waiting_bytes_{0};  // loads waiting for slots, not yet at the gate
+  std::atomic<uint64_t> write_queued_{0}, write_queued_peak_{0};  // bytes of block copies waiting for the store
+  std::atomic<uint64_t> persist_dropped_{0};                      // blocks not queued: the queue was full
+  std::atomic<uint64_t> waiting_bytes_{0};                        // loads waiting for slots, not yet at the gate
   std::mutex reads_mutex_;
   std::unordered_map<uint64_t, uint32_t> reading_;  // request -> its loads not yet answered
   std::vector<uint64_t> read_done_;                 // requests whose loads all ended since the last report

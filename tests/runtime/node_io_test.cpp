@@ -168,3 +168,43 @@ TEST_CASE("copies to a lost node fail at once; after node_rejoined they reach it
   CHECK(copy_to(b2).empty());
   CHECK(std::memcmp(b2.slot_data(1), p.data(), p.size()) == 0);
 }
+
+TEST_CASE("write-back: stored at once, answered no sooner than the capped SNIC would have sent it") {
+  fixture fx;
+  auto o = fx.options(0, 4);
+  o.snic_gb_per_s = 1e-4;  // 100 KB/s: each block file takes 20 ms or more of the link
+  node_io io(o, *fx.store);
+  const double link_s = double(fx.store->read_buffer_bytes()) / 1e5;
+  const std::vector<block_key> keys{21, 22, 23, 24, 25};
+  std::vector<std::promise<std::chrono::steady_clock::time_point>> answered(keys.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const auto p = fx.payload(uint8_t(i));
+    io.persist(keys[i], i ? keys[i - 1] : 0, p.data(),
+               [&, i] { answered[i].set_value(std::chrono::steady_clock::now()); });
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const double at = std::chrono::duration<double>(answered[i].get_future().get() - t0).count();
+    CHECK(at >= double(i + 1) * link_s * 0.99);  // the link sends one block after another
+  }
+  CHECK(fx.store->lookup(keys) == keys.size());
+  CHECK(io.stats().persisted_blocks == keys.size());
+  CHECK(io.stats().snic_write_bytes == keys.size() * fx.store->read_buffer_bytes());
+  CHECK(io.stats().write_queue_peak_bytes >= fx.geo.block_bytes());
+}
+
+TEST_CASE("write-back: a block beyond a full queue is not persisted, and its turn is still answered") {
+  fixture fx;
+  auto o = fx.options(0, 4);
+  o.write_queue_bytes = fx.geo.block_bytes() - 1;  // not even one block fits: every write-back is refused
+  node_io io(o, *fx.store);
+  std::promise<void> answered;
+  const auto p = fx.payload(1);
+  io.persist(31, 0, p.data(), [&] { answered.set_value(); });
+  auto f = answered.get_future();
+  REQUIRE(ready(f, 2000));
+  CHECK(fx.store->lookup({31}) == 0);
+  CHECK(io.stats().persisted_blocks == 0);
+  CHECK(io.stats().persist_errors == 1);
+  CHECK(io.stats().write_queue_peak_bytes == 0);
+}
