@@ -101,6 +101,18 @@ nlohmann::json dist(const distribution& d) {
 }
 }  // namespace
 
+nlohmann::json role_switches_json(const std::vector<schedule::role_switch>& moves) {
+  auto out = nlohmann::json::array();
+  for (const auto& m : moves)
+    out.push_back({{"node", m.node},
+                   {"to", m.to_prefill ? "prefill" : "decode"},
+                   {"decided_s", m.decided_s},
+                   {"drained_s", m.drained_s},
+                   {"done_s", m.done_s},
+                   {"why", m.why}});
+  return out;
+}
+
 nlohmann::json to_json(const run_summary& s) {
   nlohmann::json j;
   j["policy"] = s.policy;
@@ -162,15 +174,7 @@ nlohmann::json to_json(const run_summary& s) {
   j["unpersisted_blocks"] = s.unpersisted_blocks;
   j["refused_peers"] = {{"registry", s.refused_joins}, {"control", s.refused_commands}};
   if (s.adaptive) {
-    auto moves = nlohmann::json::array();
-    for (const auto& m : s.role_switches)
-      moves.push_back({{"node", m.node},
-                       {"to", m.to_prefill ? "prefill" : "decode"},
-                       {"decided_s", m.decided_s},
-                       {"drained_s", m.drained_s},
-                       {"done_s", m.done_s},
-                       {"why", m.why}});
-    j["role_switches"] = moves;
+    j["role_switches"] = role_switches_json(s.role_switches);
     j["final_prefill_nodes"] = s.final_prefill_nodes;
   }
   if (!s.first_error.empty()) j["first_error"] = s.first_error;

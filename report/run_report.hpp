@@ -116,6 +116,8 @@ struct bound_inputs {
 void set_jct_bound(run_summary& s, const std::vector<turn_record>& records, const bound_inputs& in);
 
 nlohmann::json to_json(const run_summary& s);
+// Adaptive P/D's moves (docs/design.md §7.9), as the runtime's and the simulator's reports list them.
+nlohmann::json role_switches_json(const std::vector<schedule::role_switch>& moves);
 // {"runs": [...], "speedup": {"dualpath_vs_basic": ...}} for the pairs present.
 nlohmann::json report_json(const std::vector<run_summary>& runs);
 std::string report_table(const std::vector<run_summary>& runs);

@@ -273,15 +273,7 @@ void add_counters(nlohmann::json& run, const sim_result& r) {
                 {"snic_write_bytes", r.snic_write_bytes}};
   if (c.attention_max_over_avg > 0) run["sim"]["attention_max_over_avg"] = c.attention_max_over_avg;
   if (r.adaptive) {
-    auto moves = nlohmann::json::array();
-    for (const auto& m : r.role_switches)
-      moves.push_back({{"node", m.node},
-                       {"to", m.to_prefill ? "prefill" : "decode"},
-                       {"decided_s", m.decided_s},
-                       {"drained_s", m.drained_s},
-                       {"done_s", m.done_s},
-                       {"why", m.why}});
-    run["sim"]["role_switches"] = moves;
+    run["sim"]["role_switches"] = report::role_switches_json(r.role_switches);
     run["sim"]["final_prefill_nodes"] = r.final_prefill_nodes;
   }
 }
