@@ -10,7 +10,11 @@ each static split. Every turn is verified against a full recompute. Two workload
   stationary  the same agents exploring throughout: adaptive should stay near the split it starts from.
 
   adaptive_runtime.py [--nodes N] [--agents A] [--turns T] [--seed S] [--workloads shift,stationary]
-                      [--window S] [--reps R] [--out FILE]
+                      [--window S] [--reps R] [--explore-append LO,HI] [--explore-gen LO,HI] [--hbm-gb G]
+                      [--out FILE]
+
+--explore-append / --explore-gen size the exploring turns (default 40,100 and 4,10); --hbm-gb replaces the
+decode GPUs' KV HBM of scaled64k.toml (0.1 GB: three 800-token contexts).
 
 Each configuration runs R times (default 3; the machine is shared and a run's JCT moves by 10% or more from
 one run to the next) and is judged by its median JCT. Prints a table per workload (median JCT, TTFT and TPOT
@@ -30,23 +34,23 @@ BIN = os.environ.get("DUALPATH_BIN", os.path.join(HERE, "..", "..", "build", "ap
 CLUSTER = os.path.join(HERE, "scaled64k.toml")
 
 
-def trace(path, agents, turns, seed, shift):
-    """A task of 100-200 tokens, then exploring turns (40-100 appended, 4-10 generated); with `shift` the
-    second half edits (5-20 appended, 40-100 generated). Sized for scaled64k.toml's prefill HBM (11 MB, about
-    270 tokens of a turn's new KV)."""
+def trace(path, agents, turns, seed, shift, explore_append=(40, 100), explore_gen=(4, 10)):
+    """A task of 100-200 tokens, then exploring turns (by default 40-100 appended, 4-10 generated); with `shift`
+    the second half edits (5-20 appended, 40-100 generated). Sized for scaled64k.toml's prefill HBM (11 MB,
+    about 270 tokens of a turn's new KV)."""
     rng = random.Random(seed)
     with open(path, "w") as f:
         for a in range(agents):
-            rounds = [{"append": rng.randint(100, 200), "gen": rng.randint(4, 10)}]
+            rounds = [{"append": rng.randint(100, 200), "gen": rng.randint(*explore_gen)}]
             for t in range(1, turns):
                 if shift and t >= turns // 2:
                     rounds.append({"append": rng.randint(5, 20), "gen": rng.randint(40, 100)})
                 else:
-                    rounds.append({"append": rng.randint(40, 100), "gen": rng.randint(4, 10)})
+                    rounds.append({"append": rng.randint(*explore_append), "gen": rng.randint(*explore_gen)})
             f.write(json.dumps({"id": f"a{a}", "rounds": rounds}) + "\n")
 
 
-def cluster(tmp, p, d, adaptive, window):
+def cluster(tmp, p, d, adaptive, window, hbm_gb=None):
     """scaled64k.toml with P prefill and D decode nodes, and the planner on or off."""
     lines = []
     for line in open(CLUSTER):
@@ -55,6 +59,8 @@ def cluster(tmp, p, d, adaptive, window):
             line = f"prefill_nodes = {p}\n"
         elif key == "decode_nodes":
             line = f"decode_nodes = {d}\n"
+        elif key == "hbm_gb" and hbm_gb:
+            line = f"hbm_gb = {hbm_gb}\n"
         elif key == "dir":
             line = f'dir = "{os.path.join(tmp, "store")}"\n'
         lines.append(line)
@@ -70,7 +76,7 @@ def cluster(tmp, p, d, adaptive, window):
 def run(args, tr, p, d, adaptive):
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "r.json")
-        cmd = [BIN, "run", "--cluster", cluster(tmp, p, d, adaptive, args.window), "--trace", tr, "--policy",
+        cmd = [BIN, "run", "--cluster", cluster(tmp, p, d, adaptive, args.window, args.hbm_gb), "--trace", tr, "--policy",
                "dualpath", "--seed", str(args.seed), "--quiet", "--report", report]
         print("+ dualpath", " ".join(cmd[1:]), file=sys.stderr, flush=True)
         subprocess.run(cmd, check=True, cwd=tmp)
@@ -86,7 +92,7 @@ def workload(args, name, shift):
     n = args.nodes
     with tempfile.TemporaryDirectory() as tmp:
         tr = os.path.join(tmp, "trace.jsonl")
-        trace(tr, args.agents, args.turns, args.seed, shift)
+        trace(tr, args.agents, args.turns, args.seed, shift, args.explore_append, args.explore_gen)
         # Repetitions interleaved, so a slow spell of the machine falls on every configuration alike.
         configs = [(p, False) for p in range(1, n)] + [(p, True) for p in range(1, n)]
         runs = {c: [] for c in configs}
@@ -123,6 +129,10 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--window", type=float, default=1.0)
     ap.add_argument("--reps", type=int, default=3)
+    pair = lambda text: tuple(int(x) for x in text.split(","))  # noqa: E731
+    ap.add_argument("--explore-append", type=pair, default=(40, 100))
+    ap.add_argument("--explore-gen", type=pair, default=(4, 10))
+    ap.add_argument("--hbm-gb", type=float, default=None)
     ap.add_argument("--workloads", default="shift,stationary")
     ap.add_argument("--out", default=os.path.join(HERE, "adaptive_runtime.result.json"))
     args = ap.parse_args()
@@ -133,7 +143,8 @@ def main():
         lines += rows + [""]
     with open(args.out, "w") as f:
         json.dump({"nodes": args.nodes, "agents": args.agents, "turns": args.turns, "seed": args.seed,
-                   "window_s": args.window, "reps": args.reps, "workloads": results}, f, indent=1)
+                   "window_s": args.window, "reps": args.reps, "explore_append": args.explore_append,
+                   "explore_gen": args.explore_gen, "hbm_gb": args.hbm_gb, "workloads": results}, f, indent=1)
         f.write("\n")
     print("\n".join(lines))
     return 0
