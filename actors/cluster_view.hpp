@@ -75,10 +75,6 @@ struct cluster_view {
     std::shared_lock lock(*handles_mutex_);
     return role_locked(node) == node_role::prefill;
   }
-  bool is_decode_node(uint32_t node) const {
-    std::shared_lock lock(*handles_mutex_);
-    return role_locked(node) == node_role::decode;
-  }
   void set_role(uint32_t node, node_role r) {
     std::unique_lock lock(*handles_mutex_);
     if (roles_.empty())
@@ -86,14 +82,16 @@ struct cluster_view {
         roles_.push_back(n < config.prefill_nodes ? node_role::prefill : node_role::decode);
     roles_.at(node) = r;
   }
-  // The decode engines now, in id order (a decode engine's all-to-all peer is the next of them).
-  std::vector<uint32_t> decode_engine_ids() const {
+  // The decode engine after `engine` in id order, cyclic over the nodes decoding now (`engine` itself when
+  // it is the only one): a decode engine's all-to-all peer. Asked every decode step, so it allocates nothing.
+  uint32_t next_decode_engine(uint32_t engine) const {
     std::shared_lock lock(*handles_mutex_);
-    std::vector<uint32_t> out;
-    for (uint32_t n = 0; n < nodes(); ++n)
-      if (role_locked(n) == node_role::decode)
-        for (uint32_t i = 0; i < config.engines_per_node; ++i) out.push_back(n * config.engines_per_node + i);
-    return out;
+    const uint32_t total = engine_count();
+    for (uint32_t k = 1; k < total; ++k) {
+      const uint32_t e = (engine + k) % total;
+      if (role_locked(node_of(e)) == node_role::decode) return e;
+    }
+    return engine;
   }
   // Multi-process runs: how long a client holds a failed attempt, waiting for news that a node was lost
   // (then the turn is re-run instead of failed); 0 (embedded runs): a failure is final at once.

@@ -61,11 +61,7 @@ struct decode_state : engine_base {
 
   // The next decode engine (cyclic, over the nodes decoding now: adaptive P/D changes them, docs/design.md
   // §7.9): the peer of this engine's emulated all-to-all.
-  uint32_t collective_peer() const {
-    const auto ids = view().decode_engine_ids();
-    const auto next = std::upper_bound(ids.begin(), ids.end(), setup.engine);
-    return next != ids.end() ? *next : ids.empty() ? setup.engine : ids.front();
-  }
+  uint32_t collective_peer() const { return view().next_decode_engine(setup.engine); }
 
   // A decode engine learns of a request at hand-off: from then on its numbers count it, and the ids say
   // so, which ends the scheduler's charges for it (docs/design.md §7.1).

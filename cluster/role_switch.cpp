@@ -119,8 +119,9 @@ void role_switcher::plan(caf::scoped_actor& self, const std::vector<report::turn
   window_start_s_ = now;
   const uint64_t done = records.size(), in_flight = stats->submitted > done ? stats->submitted - done : 0;
   const schedule::role_plan plan = driver_.step(now, l, done, in_flight);
-  spdlog::debug("launcher: planner window at {:.2f} s: {} ({} turns done, {} in flight): {}", now,
-                schedule::describe(l, driver_.params()), done, in_flight, schedule::to_string(plan.move));
+  const std::string why = schedule::describe(l, driver_.params());
+  spdlog::debug("launcher: planner window at {:.2f} s: {} ({} turns done, {} in flight): {}", now, why, done, in_flight,
+                schedule::to_string(plan.move));
   if (plan.move == schedule::role_move::none) return;
   const bool to_prefill = plan.move == schedule::role_move::to_prefill;
   // The nodes of the giving role that hold the least: they drain soonest.
@@ -132,7 +133,6 @@ void role_switcher::plan(caf::scoped_actor& self, const std::vector<report::turn
     held.emplace_back(tok, n.node.node);
   }
   std::sort(held.begin(), held.end());
-  const std::string why = schedule::describe(l, driver_.params());
   for (uint32_t k = 0; k < plan.nodes && k < held.size(); ++k) start_drain(self, held[k].second, to_prefill, why);
 }
 
