@@ -46,7 +46,7 @@ class snic_path final : public block_path {
   }
 
   bool idle() const override { return loads_.empty(); }
-  void keep(block_key, const std::shared_ptr<std::vector<std::byte>>&) override {}
+  void keep(block_key, const std::byte*, uint64_t) override {}
   std::chrono::steady_clock::time_point reserve_write() override {
     return pacer_.reserve(file_bytes_, std::chrono::steady_clock::now());
   }
@@ -98,8 +98,8 @@ class dram_path final : public block_path {
 
   bool progress(slot_pool&) override { return false; }
   bool idle() const override { return true; }
-  void keep(block_key key, const std::shared_ptr<std::vector<std::byte>>& payload) override {
-    dram_->put(key, payload);
+  void keep(block_key key, const std::byte* payload, uint64_t bytes) override {
+    dram_->put(key, std::make_shared<const std::vector<std::byte>>(payload, payload + bytes));
   }
   std::chrono::steady_clock::time_point reserve_write() override { return std::chrono::steady_clock::now(); }
   uint64_t read_q() const override { return 0; }

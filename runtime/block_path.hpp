@@ -44,9 +44,9 @@ class block_path {
   virtual bool progress(slot_pool& slots) = 0;
   // No load is in flight.
   virtual bool idle() const = 0;
-  // Caller's thread, before the write-back is queued: the oracle keeps the block, so a load that finds
-  // it indexed finds it in memory too.
-  virtual void keep(block_key key, const std::shared_ptr<std::vector<std::byte>>& payload) = 0;
+  // Caller's thread, before the write-back is queued: the oracle keeps a copy of the block's `bytes`, so a
+  // load that finds it indexed finds it in memory too.
+  virtual void keep(block_key key, const std::byte* payload, uint64_t bytes) = 0;
   // Background writer, as each block is written: when the SNIC would have sent it (its write pacing; now
   // when writes are not paced). The write is answered then; the block goes to the store at once.
   virtual std::chrono::steady_clock::time_point reserve_write() = 0;

@@ -28,6 +28,7 @@ node_io::node_io(const node_io_options& options, storage::block_store& store)
       slot_stride_(store.read_buffer_bytes()),
       buffer_memory_(std::make_unique<transport::host_buffer>(uint64_t(checked_slots(options, store)) * slot_stride_)),
       slots_(options.node, uint32_t(buffer_memory_->size() / slot_stride_), options.timeout),
+      copies_(options.geometry.block_bytes(), options.write_queue_bytes),
       blocks_(options.bypass ? make_dram_path(store, options.geometry, options.dram, writer_)
                              : make_snic_path(store, options.snic_gb_per_s)) {
   fabric_.engines = options_.engines;
@@ -61,7 +62,7 @@ void node_io::stop() {
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
   spdlog::info("node {}: write-back queue peaked at {:.1f} MB of block copies", options_.node,
-               write_queued_peak_.load() / 1e6);
+               copies_.peak_bytes() / 1e6);
   // A storage read still running (a stalled disk) would write into the buffer after it is freed: wait for
   // it as long as any request of this node may wait, and if it still has not landed, leave the buffer be.
   if (!blocks_->quiesce(options_.timeout)) {
@@ -230,32 +231,28 @@ void node_io::copy(std::vector<copy_op> ops, transport::traffic_class tc, std::f
 }
 
 void node_io::persist(block_key key, block_key parent, const std::byte* payload, std::function<void()> done) {
-  const uint64_t bytes = options_.geometry.block_bytes(), limit = options_.write_queue_bytes;
-  if (limit && write_queued_.load() + bytes > limit) {
+  const uint64_t bytes = options_.geometry.block_bytes();
+  std::byte* copy = copies_.take();
+  if (!copy) {
     // The store is behind by a whole queue: this block is not persisted (a later turn recomputes it), and
     // the turn is answered as for a failed write, rather than memory growing without bound.
     if (persist_dropped_++ == 0)
       spdlog::warn("node {}: the write-back queue is full ({:.0f} MB): blocks beyond it are not persisted",
-                   options_.node, double(limit) / 1e6);
+                   options_.node, double(options_.write_queue_bytes) / 1e6);
     ++persist_errors_;
     if (done) done();
     return;
   }
-  auto copy = std::make_shared<std::vector<std::byte>>(payload, payload + bytes);
-  const uint64_t queued = write_queued_.fetch_add(bytes) + bytes;
-  for (uint64_t peak = write_queued_peak_.load();
-       queued > peak && !write_queued_peak_.compare_exchange_weak(peak, queued);) {
-  }
+  std::memcpy(copy, payload, bytes);
   // The oracle keeps the block in DRAM before the store indexes it, so a load that finds it indexed finds it
   // here. Otherwise the write-back leaves through this node's SNIC at its cap (docs/design.md §4, §9): it is
-  // answered when the capped link would have sent it, but written (and its copy freed) as soon as the store
-  // takes it, so the link's backlog costs no memory; only the store's own does.
-  blocks_->keep(key, copy);
-  writer_.post([this, key, parent, bytes, copy = std::move(copy), done = std::move(done)]() mutable {
+  // answered when the capped link would have sent it, but written (and its copy given back) as soon as the
+  // store takes it, so the link's backlog costs no memory; only the store's own does.
+  blocks_->keep(key, copy, bytes);
+  writer_.post([this, key, parent, copy, done = std::move(done)]() mutable {
     const auto leaves = blocks_->reserve_write();
-    const status r = store_.write(key, parent, copy->data());
-    copy.reset();
-    write_queued_ -= bytes;
+    const status r = store_.write(key, parent, copy);
+    copies_.give(copy);
     if (r.ok()) ++persisted_;
     else ++persist_errors_;
     if (!r.ok()) spdlog::warn("node {}: block {} not persisted: {}", options_.node, key_hex(key), r.message());
@@ -283,7 +280,7 @@ node_io_stats node_io::stats() const {
   s.copy_bytes = mover_->stats().bytes;
   s.copy_errors = mover_->stats().errors;
   s.persisted_blocks = persisted_;
-  s.write_queue_peak_bytes = write_queued_peak_;
+  s.write_queue_peak_bytes = copies_.peak_bytes();
   s.persist_errors = persist_errors_;
   s.slots_total = slots_.total();
   s.slots_free = slots_.free_slots();

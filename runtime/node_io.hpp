@@ -21,6 +21,7 @@
 
 #include "core/kv_geometry.hpp"
 #include "runtime/background_writer.hpp"
+#include "runtime/copy_pool.hpp"
 #include "runtime/block_path.hpp"
 #include "runtime/dram_blocks.hpp"
 #include "runtime/kv_mover.hpp"
@@ -145,8 +146,9 @@ class node_io final : public data_plane, public node_services {
   std::unique_ptr<block_path> blocks_;
   std::unique_ptr<kv_mover> mover_;
   snic_sampler sampler_;  // sampled by the progress thread
-  // Write-backs answered when the SNIC would have sent them (declared before the writer, which posts to it
-  // while it drains).
+  // Block copies waiting for the store, and write-backs answered when the SNIC would have sent them (both
+  // declared before the writer, which uses them while it drains).
+  copy_pool copies_;
   due_calls answers_;
   // Persists and the oracle's loads; destroyed (drained) first, before the block path and memory they use.
   // The oracle's block path holds it from construction on but posts to it only once the node runs.
@@ -156,9 +158,8 @@ class node_io final : public data_plane, public node_services {
   std::condition_variable wake_;
   std::deque<std::function<void()>> commands_;  // run on the progress thread (endpoints are single-threaded)
   std::atomic<uint64_t> persisted_{0}, persist_errors_{0};
-  std::atomic<uint64_t> write_queued_{0}, write_queued_peak_{0};  // bytes of block copies waiting for the store
-  std::atomic<uint64_t> persist_dropped_{0};                      // blocks not queued: the queue was full
-  std::atomic<uint64_t> waiting_bytes_{0};                        // loads waiting for slots, not yet at the gate
+  std::atomic<uint64_t> persist_dropped_{0};  // blocks not queued: the queue was full
+  std::atomic<uint64_t> waiting_bytes_{0};    // loads waiting for slots, not yet at the gate
   std::mutex reads_mutex_;
   std::unordered_map<uint64_t, uint32_t> reading_;  // request -> its loads not yet answered
   std::vector<uint64_t> read_done_;                 // requests whose loads all ended since the last report
