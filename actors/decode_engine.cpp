@@ -24,10 +24,10 @@ using runtime::region_kind;
 
 struct de_request {
   handoff_info info;
-  gpu::hbm_allocation hbm;        // Full Blocks for prompt + generation, [block][layer][token][bytes]
-  std::vector<int32_t> sequence;  // prompt + generated tokens
-  std::vector<block_key> keys;    // chain keys of the blocks persisted or known so far
-  uint32_t position = 0;          // tokens whose KV is in HBM
+  std::vector<gpu::hbm_allocation> pages;  // a page per Full Block of prompt + generation, [layer][token][bytes]
+  std::vector<int32_t> sequence;           // prompt + generated tokens
+  std::vector<block_key> keys;             // chain keys of the blocks persisted or known so far
+  uint32_t position = 0;                   // tokens whose KV is in HBM
   std::vector<int32_t> generated;
   uint32_t persisted_upto = 0;  // blocks [0, persisted_upto) are in storage
 };
@@ -120,7 +120,7 @@ struct decode_state : engine_base {
       return;
     }
     if (a == active.end()) return cancelled_early.add(id);
-    hbm->free(a->second.hbm);
+    hbm->free(a->second.pages);
     active.erase(a);
     admit();
   }
@@ -130,7 +130,7 @@ struct decode_state : engine_base {
     for (auto it = cancelled.begin(); it != cancelled.end();) {
       const auto a = active.find(*it);
       if (a != active.end()) {
-        hbm->free(a->second.hbm);
+        hbm->free(a->second.pages);
         active.erase(a);
       }
       it = admitting.count(*it) ? std::next(it) : cancelled.erase(it);
@@ -158,12 +158,12 @@ struct decode_state : engine_base {
                               std::to_string(setup.engine) + " has " + std::to_string(hbm->capacity()));
         continue;
       }
-      auto a = hbm->try_allocate(bytes);
-      if (!a) break;
+      auto pages = hbm->try_allocate_each(uint32_t(bytes / g.block_bytes()), g.block_bytes());
+      if (!pages) break;
       de_request r;
       r.info = std::move(waiting.front());
       waiting.pop_front();
-      r.hbm = *a;
+      r.pages = std::move(*pages);
       load_into_hbm(std::move(r));
     }
     report();
@@ -179,7 +179,7 @@ struct decode_state : engine_base {
 
   // DE buffer -> DE HBM through this engine's own CNIC (loopback), one Full Block per slot.
   void load_into_hbm(de_request r) {
-    copy_batch batch{runtime::plan_hbm_load(geo(), slots(), setup.engine, r.info.de_slots, r.hbm.offset)};
+    copy_batch batch{runtime::plan_hbm_load(geo(), slots(), setup.engine, r.info.de_slots, page_offsets(r))};
     admitting[r.info.payload.request] = r.info.payload.tokens.size() + r.info.payload.gen;
     auto shared = std::make_shared<de_request>(std::move(r));
     self->request(view().traffic_queue(node()), data_plane_timeout(), atom::copy_v, encode(batch))
@@ -188,7 +188,7 @@ struct decode_state : engine_base {
               admitting.erase(shared->info.payload.request);
               release_de_slots(shared->info);
               if (cancelled.erase(shared->info.payload.request) > 0) {
-                hbm->free(shared->hbm);
+                hbm->free(shared->pages);
                 return admit();
               }
               start_decoding(std::move(*shared));
@@ -197,13 +197,18 @@ struct decode_state : engine_base {
               admitting.erase(shared->info.payload.request);
               cancelled.erase(shared->info.payload.request);
               release_de_slots(shared->info);
-              hbm->free(shared->hbm);
+              hbm->free(shared->pages);
               reply_error(shared->info, "DE buffer to HBM copy failed: " + describe(err), kind_of(err));
               admit();
             });
   }
 
-  std::byte* block_ptr(de_request& r, uint32_t block) { return r.hbm.data + uint64_t(block) * geo().block_bytes(); }
+  static std::byte* block_ptr(de_request& r, uint32_t block) { return r.pages.at(block).data; }
+  static std::vector<uint64_t> page_offsets(const de_request& r) {
+    std::vector<uint64_t> out;
+    for (const auto& p : r.pages) out.push_back(p.offset);
+    return out;
+  }
 
   void start_decoding(de_request r) {
     const auto& g = geo();
@@ -325,7 +330,7 @@ struct decode_state : engine_base {
       auto& r = it->second;
       if (!err.empty()) {
         reply_error(r.info, "decode step failed: " + err);
-        hbm->free(r.hbm);
+        hbm->free(r.pages);
         active.erase(it);
         continue;
       }
@@ -364,7 +369,7 @@ struct decode_state : engine_base {
     res.kv_verified = r.info.kv_verified;
     res.kv_corrupt = r.info.kv_corrupt;
     res.prompt_tokens = uint32_t(r.info.payload.tokens.size());
-    hbm->free(r.hbm);
+    hbm->free(r.pages);
     const uint64_t id = res.request;
     if (persists_pending[id] == 0) return answer(res);
     answered_when_persisted[id] = std::move(res);

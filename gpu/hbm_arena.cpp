@@ -40,8 +40,33 @@ hbm_arena::~hbm_arena() {
 }
 
 std::optional<hbm_allocation> hbm_arena::try_allocate(uint64_t bytes) {
-  const uint64_t need = round_up(std::max<uint64_t>(bytes, 1));
   std::lock_guard lock(mutex_);
+  return allocate_locked(bytes);
+}
+
+std::optional<std::vector<hbm_allocation>> hbm_arena::try_allocate_each(uint32_t count, uint64_t bytes) {
+  std::lock_guard lock(mutex_);
+  if (uint64_t(count) * round_up(std::max<uint64_t>(bytes, 1)) > free_total_) return std::nullopt;
+  std::vector<hbm_allocation> pages;
+  pages.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    auto a = allocate_locked(bytes);
+    if (!a) {  // free bytes enough, but in ranges smaller than a page (other sizes share the arena)
+      for (const auto& p : pages) free_locked(p);
+      return std::nullopt;
+    }
+    pages.push_back(*a);
+  }
+  return pages;
+}
+
+void hbm_arena::free(const std::vector<hbm_allocation>& pages) {
+  std::lock_guard lock(mutex_);
+  for (const auto& p : pages) free_locked(p);
+}
+
+std::optional<hbm_allocation> hbm_arena::allocate_locked(uint64_t bytes) {
+  const uint64_t need = round_up(std::max<uint64_t>(bytes, 1));
   for (auto it = free_.begin(); it != free_.end(); ++it) {  // first fit keeps low addresses dense
     if (it->second < need) continue;
     const uint64_t offset = it->first, size = it->second;
@@ -62,6 +87,10 @@ hbm_allocation hbm_arena::allocate(uint64_t bytes) {
 
 void hbm_arena::free(const hbm_allocation& a) {
   std::lock_guard lock(mutex_);
+  free_locked(a);
+}
+
+void hbm_arena::free_locked(const hbm_allocation& a) {
   auto it = used_.find(a.offset);
   if (it == used_.end())
     throw std::logic_error(fmt::format("hbm_arena: free of offset {} that is not allocated", a.offset));

@@ -12,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace dualpath::gpu {
 
@@ -39,6 +40,11 @@ class hbm_arena {
   std::optional<hbm_allocation> try_allocate(uint64_t bytes);
   hbm_allocation allocate(uint64_t bytes);  // throws hbm_full
   void free(const hbm_allocation& a);       // throws std::logic_error on a double or foreign free
+  // `count` allocations of `bytes` each, all or none: paged KV (a decode request's Full Blocks), which any
+  // free range of one block fits, so the arena's free bytes are all usable (one contiguous range per request
+  // left holes no request fitted: docs/design.md §4).
+  std::optional<std::vector<hbm_allocation>> try_allocate_each(uint32_t count, uint64_t bytes);
+  void free(const std::vector<hbm_allocation>& pages);
 
   uint64_t capacity() const { return capacity_; }
   uint64_t free_bytes() const;
@@ -48,6 +54,8 @@ class hbm_arena {
 
  private:
   uint64_t round_up(uint64_t bytes) const { return (bytes + alignment_ - 1) / alignment_ * alignment_; }
+  std::optional<hbm_allocation> allocate_locked(uint64_t bytes);
+  void free_locked(const hbm_allocation& a);
 
   std::byte* base_ = nullptr;
   uint64_t capacity_ = 0;

@@ -1,6 +1,8 @@
 #include "runtime/kv_plan.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace dualpath::runtime {
 
@@ -77,11 +79,14 @@ std::map<uint32_t, std::vector<copy_op>> plan_forward(const kv_geometry& g, cons
 }
 
 std::vector<copy_op> plan_hbm_load(const kv_geometry& g, const slot_layout& slots, uint32_t de_engine,
-                                   const std::vector<uint32_t>& de_slots, uint64_t hbm_offset) {
+                                   const std::vector<uint32_t>& de_slots, const std::vector<uint64_t>& hbm_pages) {
+  if (hbm_pages.size() < de_slots.size())
+    throw std::invalid_argument("plan_hbm_load: " + std::to_string(de_slots.size()) + " blocks for " +
+                                std::to_string(hbm_pages.size()) + " HBM pages");
   std::vector<copy_op> ops;
   for (size_t b = 0; b < de_slots.size(); ++b)
-    ops.push_back({de_engine, region_kind::buffer, slots.offset(de_slots[b]), de_engine, region_kind::hbm,
-                   hbm_offset + b * g.block_bytes(), g.block_bytes()});
+    ops.push_back({de_engine, region_kind::buffer, slots.offset(de_slots[b]), de_engine, region_kind::hbm, hbm_pages[b],
+                   g.block_bytes()});
   return ops;
 }
 

@@ -79,10 +79,10 @@ std::map<uint32_t, std::vector<copy_op>> plan_forward(const kv_geometry& g, cons
                                                       const std::vector<forward_entry>& entries,
                                                       const staging_layout& staging, uint32_t layer, forward_part part);
 
-// Decode side: the whole request from its DE buffer slots into its HBM allocation at `hbm_offset`
-// ([block][layer][token][bytes]), one Full Block per slot, through the DE's own CNIC (loopback).
+// Decode side: the whole request from its DE buffer slots into its HBM pages (block b to the page at
+// `hbm_pages[b]`, [layer][token][bytes]), one Full Block per slot, through the DE's own CNIC (loopback).
 std::vector<copy_op> plan_hbm_load(const kv_geometry& g, const slot_layout& slots, uint32_t de_engine,
-                                   const std::vector<uint32_t>& de_slots, uint64_t hbm_offset);
+                                   const std::vector<uint32_t>& de_slots, const std::vector<uint64_t>& hbm_pages);
 
 // HBM bytes a decode engine holds for a request of `prompt + gen` tokens: whole Full Blocks.
 uint64_t decode_hbm_bytes(const kv_geometry& g, uint64_t prompt_tokens, uint32_t gen);

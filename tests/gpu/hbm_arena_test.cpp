@@ -41,3 +41,34 @@ TEST_CASE("hbm arena reuses freed ranges under churn") {
   CHECK(arena.free_bytes() == arena.capacity());
   CHECK(arena.largest_free() == arena.capacity());
 }
+
+TEST_CASE("hbm arena pages use free bytes a contiguous request cannot, and come back all or none") {
+  hbm_arena arena(8 * 1024, 256);
+  std::vector<hbm_allocation> pages;
+  for (int i = 0; i < 8; ++i) pages.push_back(arena.allocate(1024));
+  for (size_t i = 0; i < pages.size(); i += 2) arena.free(pages[i]);  // four 1-KB holes, none adjacent
+  CHECK(arena.free_bytes() == 4096);
+  CHECK_FALSE(arena.try_allocate(3 * 1024).has_value());  // one range of 3 KB: no hole is that large
+  auto three = arena.try_allocate_each(3, 1024);
+  REQUIRE(three.has_value());
+  CHECK(three->size() == 3);
+  CHECK(arena.free_bytes() == 1024);
+  CHECK_FALSE(arena.try_allocate_each(2, 1024).has_value());  // all or none: the one free page stays free
+  CHECK(arena.free_bytes() == 1024);
+  CHECK(arena.allocations() == 7);
+  arena.free(*three);
+  for (size_t i = 1; i < pages.size(); i += 2) arena.free(pages[i]);
+  CHECK(arena.largest_free() == arena.capacity());
+}
+
+TEST_CASE("hbm arena pages refused when free bytes are only in ranges smaller than a page") {
+  hbm_arena arena(4096, 256);
+  auto a = arena.allocate(256), b = arena.allocate(1024), c = arena.allocate(256), d = arena.allocate(2560);
+  arena.free(a);
+  arena.free(c);                                             // 512 bytes free, as two 256-byte ranges
+  CHECK_FALSE(arena.try_allocate_each(1, 512).has_value());  // as many bytes free, in no range of 512
+  CHECK(arena.free_bytes() == 512);
+  CHECK(arena.allocations() == 2);
+  arena.free(b);
+  arena.free(d);
+}

@@ -98,12 +98,15 @@ TEST_CASE("forward: the first pass sends PE-path hit blocks too, apart; new KV i
   CHECK(plan_forward(g, slots, {e}, staging, 2, forward_part::new_kv).at(5).size() == 2);
 }
 
-TEST_CASE("decode load: one Full Block per DE slot into consecutive blocks of the HBM allocation") {
-  const auto ops = plan_hbm_load(g, slots, 5, {7, 3}, 1000);
+TEST_CASE("decode load: one Full Block per DE slot into the request's HBM page of that block") {
+  const auto ops = plan_hbm_load(g, slots, 5, {7, 3}, {9000, 1000, 4000});  // a page more, for the generation
   REQUIRE(ops.size() == 2);
   CHECK(ops[1].via == 5);
   CHECK(ops[1].dst_engine == 5);
+  CHECK(ops[0].src_offset == slots.offset(7));
+  CHECK(ops[0].dst_offset == 9000);
   CHECK(ops[1].src_offset == slots.offset(3));
-  CHECK(ops[1].dst_offset == 1000 + g.block_bytes());
+  CHECK(ops[1].dst_offset == 1000);
   CHECK(ops[1].length == g.block_bytes());
+  CHECK_THROWS_AS(plan_hbm_load(g, slots, 5, {7, 3}, {9000}), std::invalid_argument);  // fewer pages than blocks
 }
