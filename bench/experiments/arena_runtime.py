@@ -29,10 +29,10 @@ import sys
 import tempfile
 
 import arena
+import scaled64k
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.environ.get("DUALPATH_BIN", os.path.join(HERE, "..", "..", "build", "apps", "dualpath"))
-CLUSTER = os.path.join(HERE, "scaled64k.toml")
 BASE_SNIC, BASE_FACTOR = 0.3, 0.25  # scaled64k's SNIC (GB/s) and the fraction of the paper's SNIC it stands for
 
 
@@ -50,24 +50,10 @@ def chosen(count, seed, max_nodes):
 
 
 def cluster_file(tmp, s):
-    lines = []
-    for line in open(CLUSTER):
-        key = line.split("=")[0].strip()
-        if key == "prefill_nodes":
-            line = f"prefill_nodes = {s['prefill_nodes']}\n"
-        elif key == "decode_nodes":
-            line = f"decode_nodes = {s['decode_nodes']}\n"
-        elif key == "engines_per_node":
-            line = f"engines_per_node = {min(2, s['gpus_per_node'])}\n"
-        elif key == "snic_gb_per_s":
-            line = f"snic_gb_per_s = {BASE_SNIC * s['snic_factor'] / BASE_FACTOR:.4f}\n"
-        elif key == "dir":
-            line = f'dir = "{os.path.join(tmp, "store")}"\n'
-        lines.append(line)
-    path = os.path.join(tmp, "cluster.toml")
-    with open(path, "w") as f:
-        f.writelines(lines)
-    return path
+    return scaled64k.cluster_variant(
+        tmp, "cluster", prefill_nodes=s["prefill_nodes"], decode_nodes=s["decode_nodes"],
+        engines_per_node=min(2, s["gpus_per_node"]), snic_gb_per_s=round(BASE_SNIC * s["snic_factor"] / BASE_FACTOR, 4),
+        dir=os.path.join(tmp, "store"))
 
 
 def compare(tool, cluster, trace, turns, seed, policies, tmp):
