@@ -75,7 +75,7 @@ schedule::role_load role_switcher::window_load(const scheduler_counters& stats,
   l.prefill_busy_s = double(busy - busy_at_window_) / 1e9;
   busy_at_window_ = busy;
   const uint64_t hbm = uint64_t(c.hbm_gb * 1e9);
-  uint64_t backlog = 0, hbm_used = 0, hbm_total = 0, slots = 0, active = 0;
+  uint64_t backlog = 0, hbm_used = 0, hbm_total = 0, slots = 0, active = 0, max_free = 0;
   bool pe_idle = false;
   // The scheduler's view holds the nodes serving now (a draining node has left it).
   for (const auto& n : stats.nodes) {
@@ -88,6 +88,7 @@ schedule::role_load role_switcher::window_load(const scheduler_counters& stats,
         continue;
       }
       hbm_used += hbm - std::min(hbm, e.free_hbm);
+      max_free = std::max(max_free, e.free_hbm);
       hbm_total += hbm;
       active += e.seq;
       slots += std::min<uint64_t>(e.seq, c.max_decode_batch);
@@ -97,8 +98,12 @@ schedule::role_load role_switcher::window_load(const scheduler_counters& stats,
   if (hbm_total) l.decode_hbm = double(hbm_used) / double(hbm_total);
   if (l.decode_nodes)
     l.decode_slots = double(slots) / (double(l.decode_nodes) * c.engines_per_node * c.max_decode_batch);
-  // As in the simulator: a request unplaced while a prefill engine idles waits for decode.
-  if (pe_idle) l.decode_waiting = double(stats.waiting) / double(std::max<uint64_t>(1, active));
+  // As in the simulator, a request unplaced while a prefill engine idles waits for decode; here only while no
+  // decode engine has room for two requests of the mean size decoding now. The runtime's prefill engines fetch
+  // their work, so a queue seen beside an idle prefill engine is often only waiting for that fetch, and read
+  // as decode pressure it kept nodes from moving to prefill.
+  const bool decode_full = active > 0 && max_free < 2 * hbm_used / active;
+  if (pe_idle && decode_full) l.decode_waiting = double(stats.waiting) / double(active);
   double tpot = 0;
   uint64_t n = 0;
   for (size_t i = records_at_window_; i < records.size(); ++i)

@@ -3,8 +3,12 @@
 #include <doctest/doctest.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+
 int main(int argc, char** argv) {
-  spdlog::set_level(spdlog::level::warn);
+  // DUALPATH_TEST_LOG=info (or debug) shows more of a failing case's story; warnings only by default.
+  const char* level = std::getenv("DUALPATH_TEST_LOG");
+  spdlog::set_level(level ? spdlog::level::from_str(level) : spdlog::level::warn);
   doctest::Context context(argc, argv);
   return context.run();
 }

@@ -71,7 +71,11 @@ TEST_CASE("adaptive P/D: long appends and short answers move a decode node to pr
   cluster_config c = adaptive(dir.path, 1, 2);
   c.planner_high = 0.5;  // the prefill engine is busy most of each window here; decode is nearly idle
   c.planner_low = 0.4;
-  c.planner_tpot_slo_s = 1.0;  // decode's pressure is its slots and HBM, both small
+  // Decode's pressure is its slots and HBM, both small. TPOT stays out of it: a 2-token answer's TPOT is its
+  // hand-off gap, over 0.1 s on a loaded machine, which read as decode pressure and kept the node (1 run in
+  // about 20 under ctest -j2).
+  c.planner_tpot_slo_s = 1e6;
+  c.hbm_gb = 0.128;  // the agents' KV stays under 0.1 of decode HBM all run: the move is called for throughout
   const auto s = run(c, shaped(4, 24, 150, 2));
   check_turns_right(s, 96, 96);
   check_move(s, true, 2);
