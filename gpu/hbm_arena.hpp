@@ -42,7 +42,7 @@ class hbm_arena {
   void free(const hbm_allocation& a);       // throws std::logic_error on a double or foreign free
   // `count` allocations of `bytes` each, all or none: paged KV (a decode request's Full Blocks), which any
   // free range of one block fits, so the arena's free bytes are all usable (one contiguous range per request
-  // left holes no request fitted: docs/design.md §4).
+  // left holes no request fitted: docs/design.md §10).
   std::optional<std::vector<hbm_allocation>> try_allocate_each(uint32_t count, uint64_t bytes);
   void free(const std::vector<hbm_allocation>& pages);
 

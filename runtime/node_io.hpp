@@ -21,8 +21,8 @@
 
 #include "core/kv_geometry.hpp"
 #include "runtime/background_writer.hpp"
-#include "runtime/copy_pool.hpp"
 #include "runtime/block_path.hpp"
+#include "runtime/copy_pool.hpp"
 #include "runtime/dram_blocks.hpp"
 #include "runtime/kv_mover.hpp"
 #include "runtime/kv_types.hpp"

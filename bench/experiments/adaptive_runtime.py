@@ -29,9 +29,10 @@ import subprocess
 import sys
 import tempfile
 
+import scaled64k
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.environ.get("DUALPATH_BIN", os.path.join(HERE, "..", "..", "build", "apps", "dualpath"))
-CLUSTER = os.path.join(HERE, "scaled64k.toml")
 
 
 def trace(path, agents, turns, seed, shift, explore_append=(40, 100), explore_gen=(4, 10)):
@@ -52,24 +53,14 @@ def trace(path, agents, turns, seed, shift, explore_append=(40, 100), explore_ge
 
 def cluster(tmp, p, d, adaptive, window, hbm_gb=None):
     """scaled64k.toml with P prefill and D decode nodes, and the planner on or off."""
-    lines = []
-    for line in open(CLUSTER):
-        key = line.split("=")[0].strip()
-        if key == "prefill_nodes":
-            line = f"prefill_nodes = {p}\n"
-        elif key == "decode_nodes":
-            line = f"decode_nodes = {d}\n"
-        elif key == "hbm_gb" and hbm_gb:
-            line = f"hbm_gb = {hbm_gb}\n"
-        elif key == "dir":
-            line = f'dir = "{os.path.join(tmp, "store")}"\n'
-        lines.append(line)
+    over = {"prefill_nodes": p, "decode_nodes": d, "dir": os.path.join(tmp, "store")}
+    if hbm_gb:
+        over["hbm_gb"] = hbm_gb
+    path = scaled64k.cluster_variant(tmp, f"c{p}p{d}d{'a' if adaptive else ''}", **over)
     # The planner's clock scaled to runs of tens of seconds: 1-s windows, two in a row, 5 s between moves.
-    lines.append(f"\n[planner]\nadaptive = {'true' if adaptive else 'false'}\nwindow_s = {window}\nsustain = 2\n"
-                 "cooldown_s = 5\n")
-    path = os.path.join(tmp, f"c{p}p{d}d{'a' if adaptive else ''}.toml")
-    with open(path, "w") as f:
-        f.writelines(lines)
+    with open(path, "a") as f:
+        f.write(f"\n[planner]\nadaptive = {'true' if adaptive else 'false'}\nwindow_s = {window}\nsustain = 2\n"
+                "cooldown_s = 5\n")
     return path
 
 
