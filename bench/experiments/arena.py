@@ -9,8 +9,11 @@ workload (a trace preset 32k, 48k or 64k, contexts and appends scaled, a few to 
 of turns) and its mode (offline, or online at a rate near the cluster's turn throughput). Simulated time is
 deterministic: the same seed gives the same table.
 
-  arena.py [--scenarios N] [--seed S] [--policies a,b,...] [--out FILE] [--svg FILE] [--jobs J] [--short]
-           [--only I,J,...]
+  arena.py [--scenarios N] [--seed S[,S2,...]] [--policies a,b,...] [--out FILE] [--svg FILE] [--jobs J]
+           [--short] [--only I,J,...]
+
+Several seeds (--seed 1,2,3) draw N scenarios each and report over all of them and per seed: a change to a
+policy that wins on one draw and loses on the next was tuned to the draw, not to a mechanism.
 
 Writes the result JSON (per scenario: its draw and every policy's JCT; per policy: win rates, worst ratios,
 geometric means) and prints the table and the worst scenarios with their seeds. --svg draws the distribution
@@ -43,6 +46,7 @@ def draw(index, seed, short=False):
     engines = (p + d) * g
     scale = rng.choice([1, 2, 4, 8])
     s = {
+        "arena": seed,
         "index": index,
         "seed": seed * 1_000_003 + index,
         "model": rng.choice(["ds27b", "ds660b"]),
@@ -155,7 +159,7 @@ def svg(results, policies, path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenarios", type=int, default=200)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", default="1", help="arena seed, or several comma-separated (N scenarios each)")
     ap.add_argument("--policies", default="round_robin,dualpath,basic")
     ap.add_argument("--out", default=os.path.join(HERE, "arena.result.json"))
     ap.add_argument("--svg", default="")
@@ -166,9 +170,12 @@ def main():
     policies = args.policies.split(",")
     if "round_robin" not in policies:
         sys.exit("arena.py: --policies must include round_robin (every ratio is taken against it)")
-    scenarios = [draw(i, args.seed, args.short) for i in range(args.scenarios)]
-    if args.only:
-        scenarios = [scenarios[int(i)] for i in args.only.split(",")]
+    try:
+        seeds = [int(x) for x in args.seed.split(",")]
+    except ValueError:
+        sys.exit(f"arena.py: --seed must be integers separated by commas, got '{args.seed}'")
+    indices = [int(i) for i in args.only.split(",")] if args.only else range(args.scenarios)
+    scenarios = [draw(i, seed, args.short) for seed in seeds for i in indices]
     results = [None] * len(scenarios)
     with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {pool.submit(run_scenario, s, policies): n for n, s in enumerate(scenarios)}
@@ -176,12 +183,19 @@ def main():
             results[futures[f]] = f.result()
             print(f"arena: {n}/{len(scenarios)} scenarios", file=sys.stderr, flush=True)
     summary = summarize(results, policies)
+    per_seed = {}
+    if len(seeds) > 1:
+        per_seed = {str(seed): summarize([r for r in results if r["arena"] == seed], policies) for seed in seeds}
     with open(args.out, "w") as f:
-        json.dump({"seed": args.seed, "short": args.short, "policies": policies, "summary": summary, "scenarios": results}, f, indent=1)
+        json.dump({"seed": seeds[0] if len(seeds) == 1 else seeds, "short": args.short, "policies": policies,
+                   "summary": summary, "per_seed": per_seed, "scenarios": results}, f, indent=1)
         f.write("\n")
     if args.svg:
         svg(results, policies, args.svg)
     print(table(summary))
+    for seed, sub in per_seed.items():
+        print(f"\nseed {seed}:")
+        print(table(sub))
     for r in results:
         if "error" in r:
             print(f"scenario {r['index']} (seed {r['seed']}) failed: {r['error']}")
