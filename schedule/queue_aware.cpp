@@ -5,7 +5,8 @@
 // SNICs idle. Here the decode engine and the read path are one choice: among decode engines with HBM for the
 // request and a token load within Z (§7.3's bound over every decode engine), the one whose read starts
 // soonest (the shorter of its node's and the PE node's read queue), then the least token load. A prefill group
-// takes no more than its share of the prefill load over every group (the offline tail, §7.8).
+// takes no more than its share of the outstanding prefill work, the waiting turns included (the offline tail,
+// §7.8).
 #include <algorithm>
 
 #include "schedule/group_policy.hpp"
@@ -33,14 +34,20 @@ class queue_aware_policy final : public group_policy {
     if (decode_.empty()) return out;
     for (const auto* n : group)
       for (const auto& e : n->engines) group_tok += e.tok, ++group_engines;
+    // The outstanding prefill work: what the prefill engines hold and what waits. Taking a request moves its
+    // tokens from one to the other, so the total stays as it is for the whole call.
+    uint64_t outstanding = pe_tok;
+    for (const auto& w : waiting) outstanding += w.append_tokens;
     while (!waiting.empty()) {
       const request_info& r = waiting.front();
       const prefill_choice pe = select_prefill(group, params);
       if (!pe.engine) break;
-      // The group's share: it takes a request while its engines carry no more than the prefill engines of
-      // every group on average (z_slack over it), or while one of them is idle. β alone let the group that
-      // fetched first take the last turns of a run while other prefill nodes idled.
-      const double share = params.z_slack * double(pe_tok + r.append_tokens) / double(pe_engines);
+      // The group's share: it takes a request while its engines' mean load stays within z_slack × the mean
+      // of all outstanding work over every prefill engine, or while one of them is idle. β alone let the group
+      // that fetched first take the last turns of a run while other prefill nodes idled. A share of the
+      // engines' load alone (without the waiting turns) let a busy group take only 5% over the mean per fetch,
+      // so while turns queued, passes ran small and the queue waited for engines to go idle (§7.8).
+      const double share = params.z_slack * double(outstanding) / double(pe_engines);
       if (pe.engine->tok > 0 && double(group_tok + r.append_tokens) / double(group_engines) > share) break;
       pe_tok += r.append_tokens;
       group_tok += r.append_tokens;

@@ -41,10 +41,10 @@ TEST_CASE("queue_aware: a prefill group stops at its share of the load while the
   for (uint64_t i = 0; i < 6; ++i) waiting.push_back(make_request(i));
   auto pol = make_policy("balanced_rq");
   const auto first = pol->assign(snap, 1, waiting, loose());
-  CHECK(first.size() == 2);  // one per idle engine; β alone would have let node 1 take all six
-  CHECK(waiting.size() == 4);
+  CHECK(first.size() == 3);  // half of the work for half of the engines; β alone would have let it take six
+  CHECK(waiting.size() == 3);
   const auto second = pol->assign(snap, 2, waiting, loose());
-  CHECK(second.size() == 2);  // node 2 takes its share (two idle engines)
+  CHECK(second.size() == 3);  // node 2 takes the rest, its share
   for (const auto& a : second) CHECK(a.pe_node == 2);
   // Alone, a group takes as much as β allows.
   cluster_snapshot one;
@@ -53,4 +53,23 @@ TEST_CASE("queue_aware: a prefill group stops at its share of the load while the
   std::deque<request_info> all;
   for (uint64_t i = 0; i < 6; ++i) all.push_back(make_request(i));
   CHECK(pol->assign(one, 1, all, loose()).size() == 6);
+}
+
+TEST_CASE("queue_aware: a busy group's share counts the waiting turns, so a queue does not wait for idle engines") {
+  // Every engine holds 1,000 tokens and eight turns of 100 wait: 4,800 outstanding over four engines, a share
+  // of 1.05 × 1,200 = 1,260 per engine. Group 1 takes five (a mean of 1,250); counting only the engines' load
+  // it would have stopped after two, at 5% over their mean, with six turns left waiting.
+  cluster_snapshot snap;
+  add_node(snap, 1, role::prefill, 0, {1000, 1000});
+  add_node(snap, 2, role::prefill, 0, {1000, 1000});
+  add_node(snap, 5, role::decode, 0, {0, 0});
+  std::deque<request_info> waiting;
+  for (uint64_t i = 0; i < 8; ++i) waiting.push_back(make_request(i));
+  auto pol = make_policy("balanced_rq");
+  const auto first = pol->assign(snap, 1, waiting, loose());
+  CHECK(first.size() == 5);
+  const auto second = pol->assign(snap, 2, waiting, loose());
+  CHECK(second.size() == 3);
+  CHECK(waiting.empty());
+  for (const auto& a : second) CHECK(a.pe_node == 2);
 }
