@@ -17,6 +17,7 @@ struct node_args {
   int timeout_ms = 15000;
   std::string secret;
   std::optional<uint16_t> metrics_port;
+  std::string host_lock;
 };
 
 void setup(CLI::App& root) {
@@ -30,6 +31,9 @@ void setup(CLI::App& root) {
                   "The cluster's secret (default: $DUALPATH_SECRET, which keeps it out of `ps`)");
   cmd->add_option("--metrics-port", a->metrics_port,
                   "Serve this node's Prometheus metrics on http://127.0.0.1:PORT/metrics (0: any free port, printed)");
+  cmd->add_option("--host-lock", a->host_lock,
+                  "Take this host-wide lock (a POSIX shared memory name, given by the launcher) around shm provider "
+                  "calls");
   cmd->callback([a] {
     if (a->timeout_ms <= 0) throw dualpath::user_error("node: --timeout-ms must be positive");
     const auto [host, port] = dualpath::cluster::parse_host_port(a->registry, "node --registry");
@@ -39,7 +43,7 @@ void setup(CLI::App& root) {
       throw dualpath::user_error(std::string("node: the cluster's secret is needed: --secret or ") +
                                  dualpath::secret_env);
     dualpath::cluster::run_node_process(host, port, a->node, std::chrono::milliseconds(a->timeout_ms), secret,
-                                        a->metrics_port);
+                                        a->metrics_port, a->host_lock);
   });
 }
 

@@ -2,8 +2,6 @@
 
 #include <caf/all.hpp>
 
-#include <mutex>
-
 #include "actors/engines.hpp"
 
 namespace dualpath::cluster {
@@ -17,7 +15,7 @@ std::vector<std::unique_ptr<runtime::node_io>> embedded_data_planes(const run_ba
   auto dram = mode.bypass() ? std::make_shared<runtime::dram_blocks>() : nullptr;
   // The nodes emulate separate hosts but share this process's cores: their provider calls go one at a
   // time (docs/design.md §13), so that no node spins on a lock another node's preempted thread holds.
-  auto provider_lock = std::make_shared<std::mutex>();
+  auto provider_lock = transport::make_process_call_lock();
   for (uint32_t n = 0; n < c.total_nodes(); ++n)
     ios.push_back(make_node_io(c, base.geometry, n, mode.bypass(), *base.store, dram, provider_lock));
   runtime::fabric_directory directory(c.total_nodes() * c.engines_per_node);

@@ -69,7 +69,7 @@ cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const 
 std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const kv_geometry& geo, uint32_t node,
                                                bool bypass, storage::block_store& store,
                                                std::shared_ptr<runtime::dram_blocks> dram,
-                                               std::shared_ptr<std::mutex> provider_lock) {
+                                               std::shared_ptr<transport::call_lock> provider_lock) {
   runtime::node_io_options no;
   no.node = node;
   for (uint32_t i = 0; i < c.engines_per_node; ++i) no.engines.push_back(node * c.engines_per_node + i);

@@ -5,7 +5,6 @@
 #include <caf/fwd.hpp>
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,7 +37,7 @@ cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const 
 std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const kv_geometry& geo, uint32_t node,
                                                bool bypass, storage::block_store& store,
                                                std::shared_ptr<runtime::dram_blocks> dram = nullptr,
-                                               std::shared_ptr<std::mutex> provider_lock = nullptr);
+                                               std::shared_ptr<transport::call_lock> provider_lock = nullptr);
 
 struct node_actors {
   traffic_queue_actor traffic_queue;

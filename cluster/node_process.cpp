@@ -13,6 +13,7 @@
 #include "protocol/errors.hpp"
 #include "observe/metrics.hpp"
 #include "cluster/node_processes.hpp"
+#include "transport/call_lock.hpp"
 #include "cluster/node_host.hpp"
 #include "core/faults.hpp"
 #include "core/status.hpp"
@@ -107,7 +108,7 @@ void sample_node_metrics(metrics_endpoint& m, const runtime::node_io& io) {
 }  // namespace
 
 void run_node_process(const std::string& host, uint16_t port, uint32_t node, std::chrono::milliseconds timeout,
-                      const std::string& secret, std::optional<uint16_t> metrics_port) {
+                      const std::string& secret, std::optional<uint16_t> metrics_port, const std::string& host_lock) {
   const std::string where = fmt::format("{}:{}", host, port);
   const std::string proof = secret_proof(secret, secret_purpose::registry);  // docs/design.md §13
   std::unique_ptr<metrics_endpoint> metrics;
@@ -157,7 +158,8 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   const cluster_config config = parse_cluster_config(cluster_file, origin);
   base = prepare_run(config, origin);
   auto view = make_view(base, config, run_mode_of(policy));
-  io = make_node_io(config, base.geometry, node, false, *base.store);
+  io = make_node_io(config, base.geometry, node, false, *base.store, nullptr,
+                    host_lock.empty() ? nullptr : transport::open_host_call_lock(host_lock, false));
   node_actors mine = spawn_node_actors(sys, base, view, *io, node, base.first);
   auto control = sys.spawn(node_control, io.get(), caf::actor_cast<caf::actor>(self), view);
   mine.all.push_back(caf::actor_cast<caf::actor>(control));

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -21,6 +22,7 @@
 #include "cluster/registry.hpp"
 #include "core/status.hpp"
 #include "core/stop_signals.hpp"
+#include "transport/call_lock.hpp"
 
 extern char** environ;
 
@@ -111,10 +113,14 @@ void node_processes::spawn_nodes(const std::string& program, const std::string& 
   envp.reserve(env_text.size() + 1);
   for (auto& e : env_text) envp.push_back(e.data());
   envp.push_back(nullptr);
+  // Its nodes share this host: their shm provider calls take one host-wide lock, as embedded nodes take one
+  // in-process lock, so that none spins on a spin lock another's preempted thread holds (docs/design.md §13).
+  host_lock_ = fmt::format("/dualpath-calls-{}", getpid());
+  transport::open_host_call_lock(host_lock_, true);
   for (uint32_t n = 0; n < nodes; ++n) {
     const std::string node = std::to_string(n), timeout_ms = std::to_string(startup_.count());
-    std::vector<std::string> args{program,  "node", "--registry",   registry_at,
-                                  "--node", node,   "--timeout-ms", timeout_ms};
+    std::vector<std::string> args{program, "node",         "--registry", registry_at,   "--node",
+                                  node,    "--timeout-ms", timeout_ms,   "--host-lock", host_lock_};
     std::vector<char*> argv;
     argv.reserve(args.size() + 1);
     for (auto& a : args) argv.push_back(a.data());
@@ -180,7 +186,10 @@ std::optional<size_t> node_processes::note_down(const caf::down_msg& d) {
   return std::nullopt;
 }
 
-node_processes::~node_processes() { shutdown(); }
+node_processes::~node_processes() {
+  shutdown();
+  if (!host_lock_.empty()) transport::remove_host_call_lock(host_lock_);
+}
 
 void node_processes::drain() {
   for (bool more = true; more;) {

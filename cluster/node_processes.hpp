@@ -122,6 +122,8 @@ class node_processes {
   caf::actor registry_;
   std::string proof_;  // the registry's: the launcher's own messages to it carry it too
   uint16_t port_ = 0;
+  // The host-wide lock of the node processes it spawned (transport/call_lock.hpp); removed at the end.
+  std::string host_lock_;
 };
 
 // The node process's side (`dualpath node`): joins the registry at host:port as node `node`, hosts that
@@ -130,7 +132,10 @@ class node_processes {
 // `secret` is the cluster's (core/secret.hpp); a registry that refuses it ends the process with user_error.
 // With `metrics_port`, it serves its own node's Prometheus metrics on 127.0.0.1 (0: any free port, printed):
 // its SNIC, CNIC and write-back counters, updated 4 times a second (docs/design.md §15).
+// With `host_lock` (the launcher's, transport/call_lock.hpp), its shm provider calls take that host-wide lock,
+// as the embedded nodes take one in-process lock (docs/design.md §13).
 void run_node_process(const std::string& host, uint16_t port, uint32_t node, std::chrono::milliseconds timeout,
-                      const std::string& secret, std::optional<uint16_t> metrics_port = std::nullopt);
+                      const std::string& secret, std::optional<uint16_t> metrics_port = std::nullopt,
+                      const std::string& host_lock = "");
 
 }  // namespace dualpath::cluster

@@ -12,9 +12,10 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "transport/call_lock.hpp"
 
 namespace dualpath::transport {
 
@@ -43,12 +44,11 @@ struct fabric_options {
   uint64_t kv_guard_bytes = 0;                  // 0 = 32 KiB on stream providers, off elsewhere; UINT64_MAX = off
   std::chrono::microseconds model_guard{2000};  // how long after model traffic the guard stays on
   std::chrono::milliseconds timeout{5000};      // a posted slice not completed by then fails its transfer
-  // Endpoints that share this lock make their provider calls (post, completion reads) one at a time, for
-  // nodes emulated inside one process (docs/design.md §13). shm guards each peer's region with a spin lock:
-  // on a host with fewer cores than node threads a preempted holder makes every other poster to that peer
-  // spin out its time slice, and a mutex lets the waiter sleep instead. Only shm takes it; a stream
-  // provider's socket calls would only queue behind each other. Null: no lock.
-  std::shared_ptr<std::mutex> provider_lock;
+  // Endpoints that share this lock make their provider calls (post, completion reads) one at a time: the
+  // nodes emulated inside one process, or node processes on one host (transport/call_lock.hpp, docs/design.md
+  // §13). Only shm takes it; a stream provider's socket calls would only queue behind each other. Null: no
+  // lock.
+  std::shared_ptr<call_lock> provider_lock;
 };
 
 // A peer's view of a registered region: plain data, travels in Cap'n Proto messages.

@@ -70,8 +70,8 @@ class fabric_port {
   // tcp and sockets carry every slice to a peer in one byte stream (see fabric_options::kv_guard_bytes).
   bool stream_provider() const;
   // Held around each provider call (fabric_options::provider_lock); owns nothing where there is no lock.
-  std::unique_lock<std::mutex> hold_call_lock() const {
-    return call_lock_ ? std::unique_lock<std::mutex>(*call_lock_) : std::unique_lock<std::mutex>();
+  std::unique_lock<call_lock> hold_call_lock() const {
+    return call_lock_ ? std::unique_lock<call_lock>(*call_lock_) : std::unique_lock<call_lock>();
   }
   size_t cq_data_size() const { return cq_data_size_; }
   fid_cq* cq() const { return cq_; }
@@ -100,7 +100,7 @@ class fabric_port {
   void close();
 
   fabric_options opts_;
-  std::mutex* call_lock_ = nullptr;
+  call_lock* call_lock_ = nullptr;
   uint64_t serial_;
   std::shared_ptr<fabric_core> core_ = std::make_shared<fabric_core>();
   fid_ep* ep_ = nullptr;

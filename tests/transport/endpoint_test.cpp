@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <thread>
 #include <map>
 #include <set>
@@ -277,11 +278,11 @@ TEST_CASE("endpoints sharing a provider lock: shm calls wait for it, tcp ignores
   for (const std::string provider : {"shm", "tcp"}) {
     CAPTURE(provider);
     auto opts = loopback_options(provider);
-    opts.provider_lock = std::make_shared<std::mutex>();
+    opts.provider_lock = make_process_call_lock();
     buffered_pair p(opts, 256 << 10);
     std::atomic<bool> finished{false};
     bool landed = false;
-    std::unique_lock<std::mutex> held(*opts.provider_lock);
+    std::unique_lock<call_lock> held(*opts.provider_lock);
     // The writer's post and its polls are provider calls: on shm they wait while the lock is held.
     std::thread writer([&] {
       p.a->write(traffic_class::kv, *p.src_mr, 0, p.to_b, p.dst_mr->remote(), 0, p.src.size, 1);
