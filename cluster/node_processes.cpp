@@ -115,12 +115,19 @@ void node_processes::spawn_nodes(const std::string& program, const std::string& 
   envp.push_back(nullptr);
   // Its nodes share this host: their shm provider calls take one host-wide lock, as embedded nodes take one
   // in-process lock, so that none spins on a spin lock another's preempted thread holds (docs/design.md §13).
+  // Only a speed-up: where no shared memory can be made (a container without /dev/shm) they run without it.
   host_lock_ = fmt::format("/dualpath-calls-{}", getpid());
-  transport::open_host_call_lock(host_lock_, true);
+  try {
+    transport::open_host_call_lock(host_lock_, true);
+  } catch (const user_error& e) {
+    spdlog::warn("{}; node processes run without a host-wide lock", e.what());
+    host_lock_.clear();
+  }
   for (uint32_t n = 0; n < nodes; ++n) {
     const std::string node = std::to_string(n), timeout_ms = std::to_string(startup_.count());
-    std::vector<std::string> args{program, "node",         "--registry", registry_at,   "--node",
-                                  node,    "--timeout-ms", timeout_ms,   "--host-lock", host_lock_};
+    std::vector<std::string> args{program,  "node", "--registry",   registry_at,
+                                  "--node", node,   "--timeout-ms", timeout_ms};
+    if (!host_lock_.empty()) args.insert(args.end(), {"--host-lock", host_lock_});
     std::vector<char*> argv;
     argv.reserve(args.size() + 1);
     for (auto& a : args) argv.push_back(a.data());
@@ -155,6 +162,9 @@ void node_processes::shutdown() {
     caf::anon_send_exit(registry_, caf::exit_reason::user_shutdown);
     registry_ = nullptr;
   }
+  // Here, not in the destructor: a constructor that throws (a stop signal while nodes join) runs only this.
+  if (!host_lock_.empty()) transport::remove_host_call_lock(host_lock_);
+  host_lock_.clear();
 }
 
 std::vector<std::pair<size_t, int>> node_processes::reap_until(std::chrono::steady_clock::time_point deadline) {
@@ -186,10 +196,7 @@ std::optional<size_t> node_processes::note_down(const caf::down_msg& d) {
   return std::nullopt;
 }
 
-node_processes::~node_processes() {
-  shutdown();
-  if (!host_lock_.empty()) transport::remove_host_call_lock(host_lock_);
-}
+node_processes::~node_processes() { shutdown(); }
 
 void node_processes::drain() {
   for (bool more = true; more;) {

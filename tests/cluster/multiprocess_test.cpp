@@ -58,8 +58,16 @@ TEST_CASE("one process per node: dualpath turns match a full recompute over tcp 
     CAPTURE(provider);
     auto o = processes_run(dir.path, provider);
     std::vector<int> pids;
-    o.on_nodes_started = [&](const std::vector<int>& p) { pids = p; };
+    // The launcher's host-wide lock (docs/design.md §13) is there while its nodes run and gone after.
+    const std::string lock = "/dev/shm/dualpath-calls-" + std::to_string(getpid());
+    bool lock_while_running = false;
+    o.on_nodes_started = [&](const std::vector<int>& p) {
+      pids = p;
+      lock_while_running = access(lock.c_str(), F_OK) == 0;
+    };
     const auto s = run_cluster(o);
+    CHECK(lock_while_running);
+    CHECK(access(lock.c_str(), F_OK) != 0);
     REQUIRE(pids.size() == 3);
     for (int pid : pids) {
       CHECK(pid != getpid());

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -165,6 +166,14 @@ TEST_CASE("run --processes: SIGTERM to the launcher stops its node processes too
                   std::error_code ec;
                   const auto cwd = fs::read_symlink(p.path() / "cwd", ec);
                   if (!ec) CHECK_MESSAGE(cwd != dir, "a process still runs in the run's directory: " << p.path());
+                }
+                // Nor is its host-wide lock left in shared memory (one of a launcher still running may be).
+                const std::string prefix = "dualpath-calls-";
+                for (const auto& e : fs::directory_iterator("/dev/shm")) {
+                  const std::string name = e.path().filename().string();
+                  if (name.rfind(prefix, 0) != 0) continue;
+                  const int pid = std::atoi(name.c_str() + prefix.size());
+                  CHECK_MESSAGE((pid > 0 && kill(pid, 0) == 0), "a host lock outlived its launcher: " << name);
                 }
               });
 }

@@ -8,6 +8,25 @@
 using namespace dualpath::schedule;
 using namespace dualpath::schedule::test;
 
+namespace {
+
+// Two prefill groups of two engines, each engine holding `tok` tokens, one decode node, and `n` turns of 100
+// appended tokens waiting. Returns how many turns group 1 and then group 2 take when each fetches once.
+std::pair<size_t, size_t> two_groups_fetch(uint64_t tok, uint64_t n, std::deque<request_info>& waiting) {
+  cluster_snapshot snap;
+  add_node(snap, 1, role::prefill, 0, {tok, tok});
+  add_node(snap, 2, role::prefill, 0, {tok, tok});
+  add_node(snap, 5, role::decode, 0, {0, 0});
+  for (uint64_t i = 0; i < n; ++i) waiting.push_back(make_request(i));
+  auto pol = make_policy("balanced_rq");
+  const size_t first = pol->assign(snap, 1, waiting, loose()).size();
+  const auto second = pol->assign(snap, 2, waiting, loose());
+  for (const auto& a : second) CHECK(a.pe_node == 2);
+  return {first, second.size()};
+}
+
+}  // namespace
+
 TEST_CASE("queue_aware: the decode node whose SNIC reads soonest, within Z, and the path through it") {
   cluster_snapshot snap;
   add_node(snap, 1, role::prefill, /*read_q*/ 50000, {0});
@@ -33,19 +52,11 @@ TEST_CASE("queue_aware: the decode node whose SNIC reads soonest, within Z, and 
 }
 
 TEST_CASE("queue_aware: a prefill group stops at its share of the load while the other groups idle") {
-  cluster_snapshot snap;
-  add_node(snap, 1, role::prefill, 0, {0, 0});
-  add_node(snap, 2, role::prefill, 0, {0, 0});
-  add_node(snap, 5, role::decode, 0, {0, 0});
   std::deque<request_info> waiting;
-  for (uint64_t i = 0; i < 6; ++i) waiting.push_back(make_request(i));
+  // Half of the work for half of the engines; β alone would have let group 1 take all six.
+  CHECK(two_groups_fetch(0, 6, waiting) == std::pair<size_t, size_t>{3, 3});
+  CHECK(waiting.empty());
   auto pol = make_policy("balanced_rq");
-  const auto first = pol->assign(snap, 1, waiting, loose());
-  CHECK(first.size() == 3);  // half of the work for half of the engines; β alone would have let it take six
-  CHECK(waiting.size() == 3);
-  const auto second = pol->assign(snap, 2, waiting, loose());
-  CHECK(second.size() == 3);  // node 2 takes the rest, its share
-  for (const auto& a : second) CHECK(a.pe_node == 2);
   // Alone, a group takes as much as β allows.
   cluster_snapshot one;
   add_node(one, 1, role::prefill, 0, {0, 0});
@@ -59,17 +70,7 @@ TEST_CASE("queue_aware: a busy group's share counts the waiting turns, so a queu
   // Every engine holds 1,000 tokens and eight turns of 100 wait: 4,800 outstanding over four engines, a share
   // of 1.05 × 1,200 = 1,260 per engine. Group 1 takes five (a mean of 1,250); counting only the engines' load
   // it would have stopped after two, at 5% over their mean, with six turns left waiting.
-  cluster_snapshot snap;
-  add_node(snap, 1, role::prefill, 0, {1000, 1000});
-  add_node(snap, 2, role::prefill, 0, {1000, 1000});
-  add_node(snap, 5, role::decode, 0, {0, 0});
   std::deque<request_info> waiting;
-  for (uint64_t i = 0; i < 8; ++i) waiting.push_back(make_request(i));
-  auto pol = make_policy("balanced_rq");
-  const auto first = pol->assign(snap, 1, waiting, loose());
-  CHECK(first.size() == 5);
-  const auto second = pol->assign(snap, 2, waiting, loose());
-  CHECK(second.size() == 3);
+  CHECK(two_groups_fetch(1000, 8, waiting) == std::pair<size_t, size_t>{5, 3});
   CHECK(waiting.empty());
-  for (const auto& a : second) CHECK(a.pe_node == 2);
 }
