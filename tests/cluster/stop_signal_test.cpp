@@ -8,11 +8,13 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <random>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "core/secret.hpp"
@@ -158,9 +160,23 @@ TEST_CASE("node and launcher: SIGTERM while joining, wired or mid-run, nodes sta
   }
 }
 
+namespace {
+
+// The host-wide locks in shared memory now (transport/call_lock.hpp): /dev/shm/dualpath-calls-<launcher pid>.
+std::set<std::string> host_locks() {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/dev/shm", ec))
+    if (const auto name = e.path().filename().string(); name.rfind("dualpath-calls-", 0) == 0) names.insert(name);
+  return names;
+}
+
+}  // namespace
+
 TEST_CASE("run --processes: SIGTERM to the launcher stops its node processes too") {
+  const auto before = host_locks();  // left by something else: not this test's to judge
   stop_rounds(14, {"run", "--policy", "basic", "--verify-every", "0", "--processes"}, "", 0, 2000,
-              [](const fs::path& dir) {
+              [&](const fs::path& dir) {
                 // Its children were started with this scratch directory as their working directory.
                 for (const auto& p : fs::directory_iterator("/proc")) {
                   std::error_code ec;
@@ -168,11 +184,9 @@ TEST_CASE("run --processes: SIGTERM to the launcher stops its node processes too
                   if (!ec) CHECK_MESSAGE(cwd != dir, "a process still runs in the run's directory: " << p.path());
                 }
                 // Nor is its host-wide lock left in shared memory (one of a launcher still running may be).
-                const std::string prefix = "dualpath-calls-";
-                for (const auto& e : fs::directory_iterator("/dev/shm")) {
-                  const std::string name = e.path().filename().string();
-                  if (name.rfind(prefix, 0) != 0) continue;
-                  const int pid = std::atoi(name.c_str() + prefix.size());
+                for (const auto& name : host_locks()) {
+                  if (before.count(name)) continue;
+                  const int pid = std::atoi(name.c_str() + std::strlen("dualpath-calls-"));
                   CHECK_MESSAGE((pid > 0 && kill(pid, 0) == 0), "a host lock outlived its launcher: " << name);
                 }
               });
