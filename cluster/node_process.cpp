@@ -158,15 +158,8 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   const cluster_config config = parse_cluster_config(cluster_file, origin);
   base = prepare_run(config, origin);
   auto view = make_view(base, config, run_mode_of(policy));
-  std::shared_ptr<transport::call_lock> lock;
-  if (!host_lock.empty()) {
-    try {
-      lock = transport::open_host_call_lock(host_lock, false);
-    } catch (const user_error& e) {  // only a speed-up (docs/design.md §13): the node runs without it
-      spdlog::warn("node {}: {}; running without the host-wide lock", node, e.what());
-    }
-  }
-  io = make_node_io(config, base.geometry, node, false, *base.store, nullptr, std::move(lock));
+  io = make_node_io(config, base.geometry, node, false, *base.store, nullptr,
+                    host_lock.empty() ? nullptr : transport::try_host_call_lock(host_lock, false));
   node_actors mine = spawn_node_actors(sys, base, view, *io, node, base.first);
   auto control = sys.spawn(node_control, io.get(), caf::actor_cast<caf::actor>(self), view);
   mine.all.push_back(caf::actor_cast<caf::actor>(control));

@@ -116,13 +116,8 @@ void node_processes::spawn_nodes(const std::string& program, const std::string& 
   // Its nodes share this host: their shm provider calls take one host-wide lock, as embedded nodes take one
   // in-process lock, so that none spins on a spin lock another's preempted thread holds (docs/design.md §13).
   // Only a speed-up: where no shared memory can be made (a container without /dev/shm) they run without it.
-  host_lock_ = fmt::format("/dualpath-calls-{}", getpid());
-  try {
-    transport::open_host_call_lock(host_lock_, true);
-  } catch (const user_error& e) {
-    spdlog::warn("{}; node processes run without a host-wide lock", e.what());
-    host_lock_.clear();
-  }
+  host_lock_ = host_call_lock_name(getpid());
+  if (!transport::try_host_call_lock(host_lock_, true)) host_lock_.clear();
   for (uint32_t n = 0; n < nodes; ++n) {
     const std::string node = std::to_string(n), timeout_ms = std::to_string(startup_.count());
     std::vector<std::string> args{program,  "node", "--registry",   registry_at,

@@ -126,6 +126,10 @@ class node_processes {
   std::string host_lock_;
 };
 
+// The host-wide lock the launcher of process `launcher_pid` makes for its node processes (a POSIX shared memory
+// name, transport/call_lock.hpp).
+inline std::string host_call_lock_name(int launcher_pid) { return "/dualpath-calls-" + std::to_string(launcher_pid); }
+
 // The node process's side (`dualpath node`): joins the registry at host:port as node `node`, hosts that
 // node until the launcher says stop, then returns. user_error when the registry cannot be reached or
 // stops answering (every wait is bounded by `timeout`).

@@ -35,9 +35,10 @@ class queue_aware_policy final : public group_policy {
     for (const auto* n : group)
       for (const auto& e : n->engines) group_tok += e.tok, ++group_engines;
     // The outstanding prefill work: what the prefill engines hold and what waits. Taking a request moves its
-    // tokens from one to the other, so the total stays as it is for the whole call.
+    // tokens from one to the other, so the total, and the share below, stay as they are for the whole call.
     uint64_t outstanding = pe_tok;
     for (const auto& w : waiting) outstanding += w.append_tokens;
+    const double share = params.z_slack * double(outstanding) / double(pe_engines);
     while (!waiting.empty()) {
       const request_info& r = waiting.front();
       const prefill_choice pe = select_prefill(group, params);
@@ -47,9 +48,7 @@ class queue_aware_policy final : public group_policy {
       // that fetched first take the last turns of a run while other prefill nodes idled. A share of the
       // engines' load alone (without the waiting turns) let a busy group take only 5% over the mean per fetch,
       // so while turns queued, passes ran small and the queue waited for engines to go idle (§7.8).
-      const double share = params.z_slack * double(outstanding) / double(pe_engines);
       if (pe.engine->tok > 0 && double(group_tok + r.append_tokens) / double(group_engines) > share) break;
-      pe_tok += r.append_tokens;
       group_tok += r.append_tokens;
       const double z = params.z_slack * double(tok + r.len) / double(engines);
       const choice de = choose_decode(*pe.node, r, z);

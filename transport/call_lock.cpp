@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -86,6 +87,15 @@ std::shared_ptr<call_lock> open_host_call_lock(const std::string& name, bool cre
     }
   }
   return std::make_shared<host_lock>(m);
+}
+
+std::shared_ptr<call_lock> try_host_call_lock(const std::string& name, bool create) {
+  try {
+    return open_host_call_lock(name, create);
+  } catch (const user_error& e) {
+    spdlog::warn("{}; running without it", e.what());
+    return nullptr;
+  }
 }
 
 void remove_host_call_lock(const std::string& name) { shm_unlink(name.c_str()); }

@@ -26,6 +26,9 @@ std::shared_ptr<call_lock> make_process_call_lock();
 // process killed mid-call) does not leave it locked: the next taker recovers it. Throws user_error naming
 // `name` when it cannot be made or opened.
 std::shared_ptr<call_lock> open_host_call_lock(const std::string& name, bool create);
+// The same where the lock only buys speed (node processes, docs/design.md §13): where it cannot be made or
+// opened (a host without /dev/shm), a warning naming why, and nullptr: the caller runs without it.
+std::shared_ptr<call_lock> try_host_call_lock(const std::string& name, bool create);
 
 // Removes the shared memory object; mappings still open stay valid. No error when it is gone already.
 void remove_host_call_lock(const std::string& name);

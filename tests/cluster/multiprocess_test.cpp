@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cluster/cluster.hpp"
+#include "cluster/node_processes.hpp"
 #include "core/secret.hpp"
 #include "core/status.hpp"
 #include "runtime_fixtures.hpp"
@@ -59,7 +60,7 @@ TEST_CASE("one process per node: dualpath turns match a full recompute over tcp 
     auto o = processes_run(dir.path, provider);
     std::vector<int> pids;
     // The launcher's host-wide lock (docs/design.md §13) is there while its nodes run and gone after.
-    const std::string lock = "/dev/shm/dualpath-calls-" + std::to_string(getpid());
+    const std::string lock = "/dev/shm" + host_call_lock_name(getpid());
     bool lock_while_running = false;
     o.on_nodes_started = [&](const std::vector<int>& p) {
       pids = p;
