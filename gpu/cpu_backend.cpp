@@ -13,6 +13,7 @@
 
 #include "gpu/cpu_attention.hpp"
 #include "gpu/cpu_kernels.hpp"
+#include "gpu/cpu_skinny_gemm.hpp"
 #include "gpu/cpu_team.hpp"
 
 namespace dualpath::gpu {
@@ -24,28 +25,40 @@ struct cpu_context {
   const dense_model& d;
   cpu_team& team;
   cpu_attention& attention;
+  const cpu::skinny_gemm& skinny;
 };
 
 // Work below these sizes stays on the calling thread: waking the team would cost more than it saves.
 constexpr uint64_t min_flops_per_thread = 1 << 21;     // a GEMM's column block
 constexpr uint64_t min_elements_per_thread = 1 << 15;  // a row kernel's rows × width
 
-// y[rows, out] = x[rows, in] · w[out, in]^T + beta·y, the output columns split over the team. Always sgemm,
-// also for a decode step's few rows: its sums for one row do not depend on how many rows a call has, so a
-// token decoded in a batch of any size matches a full recompute of its context bit for bit in these layers
-// (a hand-written GEMM for small batches made near-tied tokens flip against the recompute).
-void linear(cpu_team& team, const float* x, const float* w, float* y, uint64_t rows, uint64_t in, uint64_t out,
+// y[rows, out] = x[rows, in] · w[out, in]^T + beta·y, the output columns split over the team. A decode
+// step's few rows go to the skinny GEMM, which reads each weight once and sums in sgemm's order; the rest
+// to sgemm. Either way a row's sums do not depend on how many rows a call has, so a token decoded in a
+// batch of any size matches a full recompute of its context bit for bit in these layers.
+void linear(const cpu_context& c, const float* x, const float* w, float* y, uint64_t rows, uint64_t in, uint64_t out,
             float beta) {
   // Column blocks stay multiples of 16 floats so every thread's GEMM runs whole vector tiles.
-  const uint64_t blocks = (out + 15) / 16;
-  team.split(
+  const uint64_t blocks = (out + 15) / 16, grain = min_flops_per_thread / (2 * rows * in * 16) + 1;
+  if (c.skinny.covers(rows, in)) {
+    cpu::skinny_gemm::packed_rows px;
+    cpu::skinny_gemm::pack(x, rows, in, px);
+    c.team.split(
+        blocks,
+        [&](size_t b, size_t e, unsigned) {
+          c.skinny.multiply(px, w, out, b * 16, std::min<uint64_t>(out, e * 16), beta, y);
+        },
+        grain);
+    return;
+  }
+  c.team.split(
       blocks,
       [&](size_t b, size_t e, unsigned) {
         const uint64_t c0 = b * 16, c1 = std::min<uint64_t>(out, e * 16);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(c1 - c0), int(in), 1.0f, x, int(in),
                     w + c0 * in, int(in), beta, y + c0, int(out));
       },
-      min_flops_per_thread / (2 * rows * in * 16) + 1);
+      grain);
 }
 
 // One batch moving through the layers: the residual stream of every new token plus scratch space.
@@ -89,7 +102,7 @@ class cpu_batch {
           for (size_t r = b; r < e; ++r) std::memcpy(&qkv_[r * W], L.bqkv.data(), W * sizeof(float));
         },
         row_grain);
-    linear(c_.team, xn_.data(), L.wqkv.data(), qkv_.data(), rows_, H, W, 1.0f);
+    linear(c_, xn_.data(), L.wqkv.data(), qkv_.data(), rows_, H, W, 1.0f);
     c_.team.split(
         rows_,
         [&](size_t b, size_t e, unsigned) {
@@ -122,7 +135,7 @@ class cpu_batch {
         rows_ * W < min_elements_per_thread ? items_.size() : 1);
     attn_.resize(rows_ * Q);
     c_.attention.run(qkv_.data(), attn_.data(), requests);
-    linear(c_.team, attn_.data(), L.wo.data(), x_.data(), rows_, Q, H, 1.0f);  // residual: x += attn · Wo^T
+    linear(c_, attn_.data(), L.wo.data(), x_.data(), rows_, Q, H, 1.0f);  // residual: x += attn · Wo^T
 
     gu_.resize(rows_ * 2 * I);
     act_.resize(rows_ * I);
@@ -132,11 +145,11 @@ class cpu_batch {
           cpu::rmsnorm(&x_[b * H], L.mlp_norm.data(), &xn_[b * H], e - b, uint32_t(H), eps);
         },
         row_grain);
-    linear(c_.team, xn_.data(), L.wgu.data(), gu_.data(), rows_, H, 2 * I, 0.0f);
+    linear(c_, xn_.data(), L.wgu.data(), gu_.data(), rows_, H, 2 * I, 0.0f);
     c_.team.split(
         rows_, [&](size_t b, size_t e, unsigned) { cpu::silu_mul(&gu_[b * 2 * I], &act_[b * I], e - b, uint32_t(I)); },
         row_grain);
-    linear(c_.team, act_.data(), L.wdown.data(), x_.data(), rows_, I, H, 1.0f);
+    linear(c_, act_.data(), L.wdown.data(), x_.data(), rows_, I, H, 1.0f);
   }
 
   std::vector<int32_t> finish() {
@@ -152,7 +165,7 @@ class cpu_batch {
       std::memcpy(&last[e * H], &x_[row * H], H * sizeof(float));
     }
     cpu::rmsnorm(last.data(), d_.final_norm.data(), normed.data(), emit.size(), uint32_t(H), float(m_.rms_eps));
-    linear(c_.team, normed.data(), d_.lm_head.data(), logits.data(), emit.size(), H, V, 0.0f);
+    linear(c_, normed.data(), d_.lm_head.data(), logits.data(), emit.size(), H, V, 0.0f);
     for (size_t e = 0; e < emit.size(); ++e) {
       const float* lg = &logits[e * V];
       const auto& item = items_[emit[e]];
@@ -175,7 +188,14 @@ class cpu_batch {
 
 class cpu_backend : public compute_backend {
  public:
-  explicit cpu_backend(dense_model d) : d_(std::move(d)), attention_(d_.spec, team_) {}
+  explicit cpu_backend(dense_model d)
+      : d_(std::move(d)),
+        attention_(d_.spec, team_),
+        skinny_({d_.spec.hidden, uint64_t(d_.spec.heads) * d_.spec.head_dim, d_.spec.intermediate}) {
+    for (uint64_t in : {uint64_t(d_.spec.hidden), uint64_t(d_.spec.intermediate)})
+      spdlog::debug("cpu backend: {}-deep products of a few rows {}", in,
+                    skinny_.blocks(in).empty() ? "stay on sgemm" : "use the skinny GEMM");
+  }
   const model_spec& model() const override { return d_.spec; }
   backend_kind kind() const override { return backend_kind::cpu; }
 
@@ -204,11 +224,12 @@ class cpu_backend : public compute_backend {
     return f;
   }
 
-  cpu_context context() const { return {d_, team_, attention_}; }
+  cpu_context context() const { return {d_, team_, attention_, skinny_}; }
 
   dense_model d_;
   mutable cpu_team team_;
   mutable cpu_attention attention_;
+  cpu::skinny_gemm skinny_;
   mutable std::once_flag fit_once_;
   mutable flops_fit fit_;
 };
