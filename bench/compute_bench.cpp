@@ -144,13 +144,18 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
     pass->finish();
   };
   std::vector<std::byte> dec_out(uint64_t(o.decode_batch) * m.layers * bpt);
+  // Each decode request reads KV of its own, as in a server (one copy shared by all would stay in cache and
+  // flatter the memory-bound step); copies of the prefill's KV, since values do not change the timing.
+  std::vector<std::vector<std::byte>> dec_kv(modeled ? 0 : uint64_t(o.decode_batch) * m.layers);
+  for (size_t i = 0; i < dec_kv.size(); ++i) dec_kv[i] = kv[i % m.layers];
+  auto request_kv = [&](uint32_t r, uint32_t l) { return modeled ? layer_kv(l) : dec_kv[r * m.layers + l].data(); };
   auto decode_once = [&] {
     std::vector<gpu::decode_item> items(o.decode_batch);
     for (uint32_t r = 0; r < o.decode_batch; ++r) {
       items[r].request_id = r;
       items[r].token = tokens[r % tokens.size()];
       items[r].position = uint32_t(total);
-      for (uint32_t l = 0; l < m.layers; ++l) items[r].kv.push_back({gpu::kv_span{layer_kv(l), uint32_t(total)}});
+      for (uint32_t l = 0; l < m.layers; ++l) items[r].kv.push_back({gpu::kv_span{request_kv(r, l), uint32_t(total)}});
       items[r].new_kv = dec_out.data() + uint64_t(r) * m.layers * bpt;
     }
     be->decode_step(items);

@@ -17,6 +17,8 @@ constexpr uint64_t key_block = 512;   // keys per score block: 128 rows x 2 head
 // Up to this many new tokens (decode) attention reads the bf16 KV in place instead of gathering it to fp32
 // for sgemm: each key is used by only a few queries, so the gather would cost more than the math.
 constexpr uint64_t direct_max_queries = 2;
+// Keys per block of that direct attention: 64 rows of KV stay in L2 between the key and the value sweep.
+constexpr uint64_t direct_block = 64;
 // Attention of fewer multiply-adds than this runs on the calling thread alone (waking the team costs more).
 constexpr uint64_t min_work_parallel = 1 << 21;
 
@@ -122,16 +124,21 @@ void cpu_attention::tile(const float* qkv, float* attn, const attention_request&
     }
 }
 
-// KV heads [g0, g0 + heads) of a few new tokens straight over the bf16 spans: scores, masked softmax, then
-// the V-weighted sum; every key and value of those heads is converted once.
+// KV heads [g0, g0 + heads) of a few new tokens straight over the bf16 spans, a block of tokens at a time
+// through an online softmax: a block's keys, then at once its values, so each KV row is read in one sweep
+// (reading every key before any value made the hardware prefetcher fetch each row twice).
 void cpu_attention::direct(const float* qkv, float* attn, const attention_request& r, uint32_t g0, uint32_t heads,
                            scratch& w) const {
   const uint64_t hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, KV = uint64_t(m_.kv_heads) * hd, W = Q + 2 * KV,
                  group = m_.heads / m_.kv_heads, n = r.n, rq = group * n, bpt = m_.kv_bytes_per_token_layer,
-                 ctx = r.cached + n, all = heads * rq;
+                 all = heads * rq;
   const float scale = 1.0f / std::sqrt(float(hd));
-  w.s.resize(all * ctx);
+  w.s.resize(all * direct_block);
   w.valid.resize(all);
+  w.block_valid.resize(all);
+  w.max.assign(all, -INFINITY);
+  w.sum.assign(all, 0.0f);
+  w.rescale.resize(all);
   w.o.assign(all * hd, 0.0f);
   w.q.resize(all * hd);
   // Query rows packed [KV head][head in group, token]; row validity is causal over the new tokens.
@@ -140,21 +147,22 @@ void cpu_attention::direct(const float* qkv, float* attn, const attention_reques
     std::memcpy(&w.q[i * hd], &qkv[(r.row0 + i % n) * W + head_of(i) * hd], hd * sizeof(float));
     w.valid[i] = uint32_t(r.cached + i % n + 1);
   }
-  uint64_t j = 0;
-  for (const auto& s : r.spans) {
-    cpu::bf16_scores(w.q.data(), heads, rq, uint32_t(hd), s.data, s.tokens, bpt, g0 * hd, scale, w.s.data(), ctx, j);
-    j += s.tokens;
-  }
-  w.inv.resize(all);
-  cpu::masked_exp(w.s.data(), all, ctx, w.valid.data(), w.inv.data());
-  j = 0;
-  for (const auto& s : r.spans) {
-    cpu::bf16_weighted_values(w.s.data(), heads, rq, ctx, j, s.data, s.tokens, bpt, KV + g0 * hd, uint32_t(hd),
-                              w.o.data());
-    j += s.tokens;
-  }
+  uint64_t j = 0;  // keys before this block
+  for (const auto& s : r.spans)
+    for (uint32_t t0 = 0; t0 < s.tokens; t0 += direct_block) {
+      const uint32_t nb = uint32_t(std::min<uint64_t>(direct_block, s.tokens - t0));
+      const std::byte* rows = s.data + t0 * bpt;
+      cpu::bf16_scores(w.q.data(), heads, rq, uint32_t(hd), rows, nb, bpt, g0 * hd, scale, w.s.data(), nb, 0);
+      for (uint64_t i = 0; i < all; ++i) w.block_valid[i] = w.valid[i] > j ? uint32_t(w.valid[i] - j) : 0;
+      cpu::online_exp(w.s.data(), all, nb, w.block_valid.data(), w.max.data(), w.sum.data(), w.rescale.data());
+      for (uint64_t i = 0; i < all; ++i)
+        if (w.rescale[i] != 1.0f) scaled_row(&w.o[i * hd], w.rescale[i], hd, &w.o[i * hd]);
+      cpu::bf16_weighted_values(w.s.data(), heads, rq, nb, 0, rows, nb, bpt, KV + g0 * hd, uint32_t(hd), w.o.data(),
+                                uint32_t(s.tokens - t0));
+      j += nb;
+    }
   for (uint64_t i = 0; i < all; ++i)
-    scaled_row(&w.o[i * hd], w.inv[i], hd, &attn[(r.row0 + i % n) * Q + head_of(i) * hd]);
+    scaled_row(&w.o[i * hd], 1.0f / w.sum[i], hd, &attn[(r.row0 + i % n) * Q + head_of(i) * hd]);
 }
 
 }  // namespace dualpath::gpu

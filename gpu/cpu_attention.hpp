@@ -28,7 +28,7 @@ class cpu_attention {
 
  private:
   struct scratch {
-    std::vector<float> q, o, s, inv, max, sum, rescale;
+    std::vector<float> q, o, s, max, sum, rescale;
     std::vector<uint32_t> valid, block_valid;
   };
   void direct(const float* qkv, float* attn, const attention_request& r, uint32_t g0, uint32_t heads, scratch& w) const;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gpu/bf16.hpp"
+#include "gpu/cpu_bf16_avx512.hpp"
 
 // Not under TSan: the clones' ifunc resolvers run while the dynamic loader relocates, before TSan's runtime
 // is up, and their instrumented code crashes there (`make tsan`).
@@ -21,26 +22,30 @@ namespace {
 
 // exp for x <= 0 (softmax after subtracting the max): 2^(x·log2 e) split into a rounded integer n and a
 // fraction f in [-0.5, 0.5], 2^f by its degree-6 Taylor polynomial (relative error ~1e-7), 2^n written into
-// the exponent field. Eight lanes at a time with GCC/Clang vector extensions: AVX2 in the avx2 clone, two SSE
-// halves otherwise.
+// the exponent field. Written with GCC/Clang vector extensions for any lane count: sixteen lanes (one
+// AVX-512 register in the avx512f clone, two AVX2 ones in the avx2 clone) where rows are long, eight in the
+// reductions of the attention's dot products.
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
 
-__attribute__((always_inline)) inline v8f exp8_nonpositive(v8f x) {
-  const v8f lo = v8f{} - 87.0f;
+template <class VF, class VI>
+__attribute__((always_inline)) inline VF exp_nonpositive_lanes(VF x) {
+  const VF lo = VF{} - 87.0f;
   x = x < lo ? lo : x;
-  const v8f t = x * 1.44269504088896341f;
-  const v8f n = (t + 12582912.0f) - 12582912.0f;  // round to nearest by adding 1.5·2^23: no call, no branch
-  const v8f f = t - n;
-  v8f p = v8f{} + 1.5353362e-4f;
+  const VF t = x * 1.44269504088896341f;
+  const VF n = (t + 12582912.0f) - 12582912.0f;  // round to nearest by adding 1.5·2^23: no call, no branch
+  const VF f = t - n;
+  VF p = VF{} + 1.5353362e-4f;
   p = p * f + 1.3398874e-3f;
   p = p * f + 9.6180081e-3f;
   p = p * f + 5.5503324e-2f;
   p = p * f + 2.4022652e-1f;
   p = p * f + 6.9314718e-1f;
   p = p * f + 1.0f;
-  const v8i bits = (__builtin_convertvector(n, v8i) + 127) << 23;
-  return p * (v8f)bits;  // same-size vector cast: a bit reinterpretation
+  const VI bits = (__builtin_convertvector(n, VI) + 127) << 23;
+  return p * (VF)bits;  // same-size vector cast: a bit reinterpretation
 }
 
 // Lane i of the result = the sum of a[i]'s lanes: three rounds of pairwise adds of interleaved halves.
@@ -58,22 +63,22 @@ __attribute__((always_inline)) inline v8f sum_lanes8(const v8f* a) {
 
 inline float exp_nonpositive(float x) {
   v8f v = v8f{} + x;
-  return exp8_nonpositive(v)[0];
+  return exp_nonpositive_lanes<v8f, v8i>(v)[0];
 }
 
-// row[j] = exp(row[j] - mx) for j < n, eight lanes at a time; returns their sum.
+// row[j] = exp(row[j] - mx) for j < n, sixteen lanes at a time; returns their sum.
 __attribute__((always_inline)) inline float exp_row(float* row, uint64_t n, float mx) {
-  v8f acc{};
+  v16f acc{};
   uint64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    v8f v;
+  for (; j + 16 <= n; j += 16) {
+    v16f v;
     std::memcpy(&v, row + j, sizeof v);
-    v = exp8_nonpositive(v - mx);
+    v = exp_nonpositive_lanes<v16f, v16i>(v - mx);
     std::memcpy(row + j, &v, sizeof v);
     acc += v;
   }
   float sum = 0;
-  for (int k = 0; k < 8; ++k) sum += acc[k];
+  for (int k = 0; k < 16; ++k) sum += acc[k];
   for (; j < n; ++j) sum += (row[j] = exp_nonpositive(row[j] - mx));
   return sum;
 }
@@ -135,19 +140,6 @@ void rope(float* x, uint64_t rows, uint64_t row_stride, uint32_t heads, uint32_t
 }
 
 DUALPATH_MULTIVERSION
-void masked_exp(float* s, uint64_t rows, uint64_t cols, const uint32_t* valid, float* inv_sum) {
-  for (uint64_t r = 0; r < rows; ++r) {
-    float* row = s + r * cols;
-    const uint64_t n = valid[r];
-    float mx = -INFINITY;
-#pragma omp simd reduction(max : mx)
-    for (uint64_t j = 0; j < n; ++j) mx = row[j] > mx ? row[j] : mx;
-    inv_sum[r] = 1.0f / exp_row(row, n, mx);
-    if (n < cols) std::memset(row + n, 0, (cols - n) * sizeof(float));
-  }
-}
-
-DUALPATH_MULTIVERSION
 void online_exp(float* s, uint64_t rows, uint64_t cols, const uint32_t* valid, float* max, float* sum, float* rescale) {
   for (uint64_t r = 0; r < rows; ++r) {
     float* row = s + r * cols;
@@ -168,7 +160,18 @@ void silu_mul(const float* gu, float* out, uint64_t rows, uint32_t inter) {
     const float* g = gu + r * 2 * inter;
     const float* u = g + inter;
     float* o = out + r * inter;
-    for (uint32_t i = 0; i < inter; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    // silu(g) = g / (1 + e^-g), with the exponential only ever of -|g| (the vector exp above): for g < 0 the
+    // same value is g·e^g / (1 + e^g).
+    uint32_t i = 0;
+    for (; i + 16 <= inter; i += 16) {
+      v16f gv, uv;
+      std::memcpy(&gv, g + i, sizeof gv);
+      std::memcpy(&uv, u + i, sizeof uv);
+      const v16f e = exp_nonpositive_lanes<v16f, v16i>(gv > 0.0f ? -gv : gv);
+      const v16f v = (gv > 0.0f ? gv : gv * e) / (1.0f + e) * uv;
+      std::memcpy(o + i, &v, sizeof v);
+    }
+    for (; i < inter; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
   }
 }
 
@@ -187,6 +190,7 @@ void f32_to_bf16(const float* in, uint16_t* out, uint64_t n) {
 DUALPATH_MULTIVERSION
 void bf16_scores(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base, uint32_t tokens,
                  uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0) {
+  if (bf16_scores_avx512(qg, kv_heads, rq, hd, base, tokens, stride, off, scale, s, ctx, j0)) return;
   float k[8192];
   const uint32_t width = kv_heads * hd;
   const uint64_t pairs = kv_heads * rq;  // (KV head, query row) dot products per token
@@ -221,8 +225,9 @@ void bf16_scores(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, c
 
 DUALPATH_MULTIVERSION
 void bf16_weighted_values(const float* s, uint32_t kv_heads, uint64_t rq, uint64_t ctx, uint64_t j0,
-                          const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd,
-                          float* og) {
+                          const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd, float* og,
+                          uint32_t readable) {
+  if (bf16_weighted_values_avx512(s, kv_heads, rq, ctx, j0, base, tokens, stride, off, hd, og, readable)) return;
   float v[8192];
   const uint32_t width = kv_heads * hd;
   for (uint32_t t = 0; t < tokens; ++t) {

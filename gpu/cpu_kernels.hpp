@@ -13,11 +13,6 @@ void rmsnorm(const float* x, const float* w, float* out, uint64_t rows, uint32_t
 void rope(float* x, uint64_t rows, uint64_t row_stride, uint32_t heads, uint32_t head_dim, const uint32_t* pos,
           double theta);
 
-// Row-wise softmax of s[rows][cols], not yet normalised, where row r only sees its first valid[r] columns:
-// s[r][j] = exp(s[r][j] - max_r) there and 0 beyond, inv_sum[r] = 1 / the row's sum. Attention scales its
-// few output columns by inv_sum instead of the many score columns.
-void masked_exp(float* s, uint64_t rows, uint64_t cols, const uint32_t* valid, float* inv_sum);
-
 // One block of an online softmax (keys taken a block at a time so the scores stay in cache): row r sees
 // the block's first valid[r] columns (clamped to cols). max[r] and sum[r] carry the running maximum and
 // sum of exponentials over earlier blocks (start at -inf and 0); s[r][j] becomes exp(s[r][j] - new max)
@@ -38,9 +33,10 @@ void f32_to_bf16(const float* in, uint16_t* out, uint64_t n);
 // scores: s[(g * rq + row) * ctx + j0 + t] = scale * dot(qg[g][row], key_t[g])
 void bf16_scores(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base, uint32_t tokens,
                  uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0);
-// values: og[g][row] += s[(g * rq + row) * ctx + j0 + t] * value_t[g]
+// values: og[g][row] += s[(g * rq + row) * ctx + j0 + t] * value_t[g]. `readable` (>= tokens) rows from
+// `base` exist: the rows after this call's may be asked for ahead of time.
 void bf16_weighted_values(const float* s, uint32_t kv_heads, uint64_t rq, uint64_t ctx, uint64_t j0,
-                          const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd,
-                          float* og);
+                          const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd, float* og,
+                          uint32_t readable);
 
 }  // namespace dualpath::gpu::cpu

@@ -13,12 +13,13 @@ For a cluster of N nodes, every static split P + D = N is simulated (`dualpath s
               fall most edit.
 
   adaptive_pd.py [--nodes N] [--agents A] [--turns T] [--cluster FILE] [--gpus G] [--seed S] [--step K]
-                 [--workloads shift,stationary] [--out FILE]
+                 [--splits P,P,..] [--jobs J] [--workloads shift,stationary] [--out FILE]
 
 Prints one table per workload (every static split, the best, adaptive from the best and from the paper's
 1:2 split, with the role switches each made) and writes the result JSON.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import random
@@ -71,11 +72,16 @@ def sim(args, trace, p, d, adaptive, policy, online=""):
 
 def workload(args, name, trace, online=""):
     n = args.nodes
-    statics = [sim(args, trace, p, n - p, False, args.policy, online) for p in range(1, n, args.step)]
-    best = min(statics, key=lambda r: r["value"])
-    paper_p = max(1, round(n / 3))
-    starts = sorted({best["p"], paper_p})
-    adaptive = [sim(args, trace, p, n - p, True, args.policy, online) for p in starts]
+    splits = [int(p) for p in args.splits.split(",")] if args.splits else list(range(1, n, args.step))
+    if any(p < 1 or p >= n for p in splits):
+        sys.exit(f"adaptive_pd.py: --splits must lie in 1..{n - 1}")
+    # Simulations are independent and single-threaded: up to --jobs run at once (large clusters).
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        statics = list(pool.map(lambda p: sim(args, trace, p, n - p, False, args.policy, online), splits))
+        best = min(statics, key=lambda r: r["value"])
+        paper_p = max(1, round(n / 3))
+        starts = sorted({best["p"], paper_p})
+        adaptive = list(pool.map(lambda p: sim(args, trace, p, n - p, True, args.policy, online), starts))
     rows = [f"### {name} ({n} nodes{', online ' + online if online else ''})", "",
             "| split | JCT (s) | turn mean (s) | TTFT mean (s) | TPOT mean (ms) | vs best static | role switches |",
             "|---|---|---|---|---|---|---|"]
@@ -102,6 +108,8 @@ def main():
     ap.add_argument("--policy", default="dualpath")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--step", type=int, default=1, help="static splits P = 1, 1 + step, ... (large clusters)")
+    ap.add_argument("--splits", default="", help="static splits as prefill node counts, e.g. 48,72,96 (else --step)")
+    ap.add_argument("--jobs", type=int, default=1, help="simulations run at once")
     ap.add_argument("--workloads", default="shift,stationary")
     ap.add_argument("--profile", default="0:0.15,900:0.6,1800:0.15",
                     help="the online workload's arrival rates (dualpath --aps-profile): a load that rises and falls")

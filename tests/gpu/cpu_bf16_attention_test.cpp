@@ -1,0 +1,100 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "gpu/bf16.hpp"
+#include "gpu/cpu_bf16_avx512.hpp"
+#include "gpu/cpu_kernels.hpp"
+
+namespace cpu = dualpath::gpu::cpu;
+
+namespace {
+
+// Rows of `stride` bytes holding, from element `off`, kv_heads keys then kv_heads values of hd bf16 each.
+struct kv_rows {
+  uint32_t kv_heads, hd, tokens;
+  uint64_t off, stride;
+  std::vector<std::byte> bytes;
+
+  kv_rows(uint32_t heads, uint32_t width, uint32_t n, uint32_t seed)
+      : kv_heads(heads), hd(width), tokens(n), off(8), stride((8 + 2 * heads * width + 24) * 2) {
+    bytes.resize(uint64_t(tokens) * stride);
+    std::mt19937 rng{seed};
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
+      const uint16_t h = dualpath::gpu::float_to_bf16(u(rng));
+      std::memcpy(&bytes[i], &h, 2);
+    }
+  }
+  double at(uint32_t t, uint64_t element) const {
+    uint16_t h;
+    std::memcpy(&h, &bytes[t * stride + (off + element) * 2], 2);
+    return dualpath::gpu::bf16_to_float(h);
+  }
+};
+
+std::vector<float> random_floats(uint64_t n, uint32_t seed) {
+  std::mt19937 rng{seed};
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("decode attention's bf16 passes agree with a double-precision sum, on every head width and row count") {
+  // 16 takes the portable kernels everywhere; 32, 64 and 128 the AVX-512 ones where the CPU has them.
+  for (uint32_t hd : {16u, 32u, 64u, 128u})
+    for (uint64_t rq : {1u, 2u, 3u, 5u}) {
+      CAPTURE(hd);
+      CAPTURE(rq);
+      const uint32_t heads = 2, tokens = 203;  // several token groups and value blocks, with a remainder
+      const kv_rows kv(heads, hd, tokens, hd * 31 + uint32_t(rq));
+      const auto q = random_floats(heads * rq * hd, 5);
+      const uint64_t ctx = tokens + 9, j0 = 4;  // the span sits at columns 4.. of wider score rows
+      const float scale = 0.125f;
+      std::vector<float> s(heads * rq * ctx, -7.0f);
+      cpu::bf16_scores(q.data(), heads, rq, hd, kv.bytes.data(), tokens, kv.stride, kv.off, scale, s.data(), ctx, j0);
+      double worst = 0;
+      for (uint32_t g = 0; g < heads; ++g)
+        for (uint64_t r = 0; r < rq; ++r) {
+          CHECK(s[(g * rq + r) * ctx + j0 - 1] == -7.0f);  // outside the span: untouched
+          CHECK(s[(g * rq + r) * ctx + j0 + tokens] == -7.0f);
+          for (uint32_t t = 0; t < tokens; ++t) {
+            double dot = 0;
+            for (uint32_t d = 0; d < hd; ++d) dot += double(q[(g * rq + r) * hd + d]) * kv.at(t, g * hd + d);
+            worst = std::max(worst, std::abs(dot * scale - s[(g * rq + r) * ctx + j0 + t]));
+          }
+        }
+      CHECK(worst < 1e-5);
+
+      const auto p = random_floats(heads * rq * ctx, 6);
+      auto o = random_floats(heads * rq * hd, 7);
+      const auto o0 = o;
+      cpu::bf16_weighted_values(p.data(), heads, rq, ctx, j0, kv.bytes.data(), tokens, kv.stride, kv.off + heads * hd,
+                                hd, o.data(), tokens);
+      worst = 0;
+      for (uint32_t g = 0; g < heads; ++g)
+        for (uint64_t r = 0; r < rq; ++r)
+          for (uint32_t d = 0; d < hd; ++d) {
+            double sum = o0[(g * rq + r) * hd + d];
+            for (uint32_t t = 0; t < tokens; ++t)
+              sum += double(p[(g * rq + r) * ctx + j0 + t]) * kv.at(t, heads * hd + g * hd + d);
+            worst = std::max(worst, std::abs(sum - o[(g * rq + r) * hd + d]));
+          }
+      CHECK(worst < 1e-4);
+    }
+}
+
+TEST_CASE("the AVX-512 passes decline head widths they are not built for") {
+  const kv_rows kv(1, 16, 4, 1);
+  std::vector<float> q(16), s(4, -1.0f), o(16);
+  CHECK_FALSE(cpu::bf16_scores_avx512(q.data(), 1, 1, 16, kv.bytes.data(), 4, kv.stride, kv.off, 1.0f, s.data(), 4, 0));
+  CHECK_FALSE(cpu::bf16_weighted_values_avx512(s.data(), 1, 1, 4, 0, kv.bytes.data(), 4, kv.stride, kv.off + 16, 16,
+                                               o.data(), 4));
+  CHECK(s[0] == -1.0f);
+}
