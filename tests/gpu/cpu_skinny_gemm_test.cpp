@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gpu/cpu_skinny_gemm.hpp"
@@ -19,6 +20,13 @@ bool kernel_expected() {
 #endif
 }
 
+// OpenBLAS cores whose sgemm order the kernel is known to reproduce (checked on them); elsewhere it may fall
+// back to sgemm, and the test then only holds it to what it covers.
+bool known_core() {
+  const std::string core = openblas_get_corename();
+  return core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
+}
+
 std::vector<float> random_values(uint64_t n, uint32_t seed, float scale) {
   std::mt19937 rng{seed};
   std::normal_distribution<float> normal(0.0f, scale);
@@ -31,6 +39,8 @@ std::vector<float> random_values(uint64_t n, uint32_t seed, float scale) {
 
 TEST_CASE("the skinny GEMM reproduces sgemm on many rows bit for bit, for every row count and beta") {
   if (!kernel_expected()) return;  // such a CPU keeps sgemm; the backend tests cover that path
+  const std::string core = openblas_get_corename();
+  MESSAGE("OpenBLAS core: ", core);
   // The cpu backend's inner dimensions (tiny, small, a Qwen2-0.5B-like 896 and 4864), several over one of
   // sgemm's K blocks.
   const std::vector<uint64_t> dims{128, 512, 896, 1536, 4864};
@@ -38,7 +48,11 @@ TEST_CASE("the skinny GEMM reproduces sgemm on many rows bit for bit, for every 
   constexpr uint64_t many = 512, out = 200;  // out not a multiple of the kernel's 8 outputs
   for (uint64_t in : dims) {
     CAPTURE(in);
-    REQUIRE(gemm.blocks(in).size() >= 2);
+    if (gemm.blocks(in).empty()) {  // no blocking reproduced sgemm here: every product stays on sgemm
+      CHECK_FALSE(known_core());
+      CHECK_FALSE(gemm.covers(8, in));
+      continue;
+    }
     CHECK(gemm.blocks(in).back() == in);
     const auto x = random_values(many * in, 7, 1.0f), w = random_values(out * in, 8, 0.05f),
                y0 = random_values(many * out, 9, 1.0f);
@@ -71,5 +85,6 @@ TEST_CASE("the skinny GEMM leaves what it does not cover to sgemm") {
   CHECK_FALSE(gemm.covers(0, 512));
   CHECK_FALSE(gemm.covers(8, 640));  // not calibrated
   CHECK(gemm.blocks(640).empty());
-  CHECK(gemm.covers(8, 512) == kernel_expected());
+  CHECK(gemm.covers(8, 512) == !gemm.blocks(512).empty());
+  if (known_core()) CHECK(gemm.covers(8, 512) == kernel_expected());
 }
