@@ -10,7 +10,9 @@
 //            above 1 too.
 // Nodes move from the role under `low` to the role at or above `high` only while the role they leave would
 // still be under `low` without them and the other still needs each (at or above `high` with the ones before
-// it); when both are loaded neither gives a node away.
+// it); when both are loaded neither gives a node away. One move at most doubles the receiving role: the
+// pressures are one window's, and at a large scale the rule would otherwise move most of the cluster at once
+// on them (144 nodes: 128 of 132 prefill nodes to decode in one move, then back, node by node).
 #include <cstdint>
 #include <string>
 
@@ -34,6 +36,7 @@ struct planner_params {
   double low = 0.5;          // a role gives nodes only while it stays under this without them
   double tpot_slo_s = 0.05;  // decode pressure counts TPOT against this
   uint32_t min_nodes = 1;    // of each role
+  double max_growth = 1.0;   // one move adds at most this many times the receiving role's nodes (at least 1)
 };
 
 enum class role_move : uint8_t { none, to_prefill, to_decode };

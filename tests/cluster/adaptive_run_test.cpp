@@ -87,8 +87,10 @@ TEST_CASE("adaptive P/D: short appends and long answers move a prefill node to d
   c.model_traffic_kb = 4;       // decode engines' all-to-all: a decode peer's buffer moves with the roles
   c.planner_tpot_slo_s = 1e-5;  // every decode step is over this SLO: decode asks for nodes
   c.planner_low = 0.8;          // prefill (under 0.25 of its engines here) gives a node up even on a slow machine
-  const auto s = run(c, shaped(4, 12, 20, 80));
-  check_turns_right(s, 48, 48);
+  // 20 turns each: the move is decided after the first wave, and the run must go on past its drain (with 12,
+  // a faster decode step ended the run before the switch).
+  const auto s = run(c, shaped(4, 20, 20, 80));
+  check_turns_right(s, 80, 80);
   check_move(s, false, 1);
 }
 

@@ -88,3 +88,27 @@ TEST_CASE("describe names the split and both pressures") {
   CHECK(s.find("prefill 2.00") != std::string::npos);
   CHECK(s.find("decode 0.40") != std::string::npos);
 }
+
+TEST_CASE("one move at most doubles the receiving role, however large the cluster") {
+  // 132P12D of one engine each, prefill nearly idle (0.02) and decode 10x over: the pressures alone would
+  // send about 120 prefill nodes to decode (prefill then reads 0.02 x 132/12 = 0.22, decode 10 x 12/132 = 0.91).
+  role_load l;
+  l.prefill_nodes = 132;
+  l.decode_nodes = 12;
+  l.window_s = 2;
+  l.prefill_busy_s = 0.02 * 132 * 2;
+  l.decode_hbm = 1.0;
+  l.decode_waiting = 9.0;
+  planner_params p;
+  auto plan = plan_roles(l, p);
+  CHECK(plan.move == role_move::to_decode);
+  CHECK(plan.nodes == 12);  // decode doubles
+  p.max_growth = 100;
+  CHECK(plan_roles(l, p).nodes > 100);  // what the pressures alone allow
+  // One receiving node still takes one more.
+  role_load small = l;
+  small.prefill_nodes = 4;
+  small.decode_nodes = 1;
+  small.prefill_busy_s = 0.02 * 4 * 2;
+  CHECK(plan_roles(small, planner_params{}).nodes == 1);
+}
