@@ -18,6 +18,8 @@ void setup(CLI::App& root) {
   cmd->add_option("--slice-bytes", opt->slice_bytes, "Slice size: transfers are cut into slices of this size")
       ->capture_default_str();
   cmd->add_option("--total-bytes", opt->total_bytes, "Bytes written per throughput run")->capture_default_str();
+  cmd->add_option("--span-bytes", opt->span_bytes, "Source and destination bytes the blocks cycle through")
+      ->capture_default_str();
   cmd->add_option("--block-bytes", opt->block_bytes, "Layer Block size (default: the slice size)");
   cmd->add_option("--depth", opt->depth, "Layer Blocks outstanding")->capture_default_str();
   cmd->add_option("--max-inflight", opt->max_inflight, "Slices posted to the provider at once")->capture_default_str();

@@ -16,12 +16,15 @@ struct transport_bench_options {
   transport_bench_mode mode = transport_bench_mode::throughput;
   uint64_t slice_bytes = 1 << 20;
   uint64_t total_bytes = 1ull << 30;  // bytes written per repeat (throughput) or by kv under load (latency)
-  uint64_t block_bytes = 0;           // Layer Block size; 0 = slice_bytes
-  uint32_t depth = 16;                // Layer Blocks submitted and not yet completed
-  uint32_t max_inflight = 4;          // slices posted to the provider at once
-  uint64_t kv_guard_bytes = 0;        // kv slice and window next to model traffic; 0 = the transport's default
-  uint32_t repeats = 3;               // throughput runs; the median is reported
-  double rate_gb_per_s = 0;           // emulated CNIC cap; 0 = uncapped
+  // Throughput: the source and destination bytes the blocks cycle through. 64 MiB sits in a large last-level
+  // cache; a span beyond it measures copies from DRAM, as a node's buffers of gigabytes are.
+  uint64_t span_bytes = 64ull << 20;
+  uint64_t block_bytes = 0;     // Layer Block size; 0 = slice_bytes
+  uint32_t depth = 16;          // Layer Blocks submitted and not yet completed
+  uint32_t max_inflight = 4;    // slices posted to the provider at once
+  uint64_t kv_guard_bytes = 0;  // kv slice and window next to model traffic; 0 = the transport's default
+  uint32_t repeats = 3;         // throughput runs; the median is reported
+  double rate_gb_per_s = 0;     // emulated CNIC cap; 0 = uncapped
   double kv_share = 0.01;
   uint64_t message_bytes = 65536;  // latency mode: size of one model message
   uint32_t messages = 2000;        // latency mode: model messages per phase
@@ -33,6 +36,7 @@ struct transport_bench_result {
   std::string fabric_provider;      // what libfabric picked, e.g. "tcp;ofi_rxm" for tcp
   // throughput mode
   double gb_per_s = 0, memcpy_gb_per_s = 0, p50_us = 0, p99_us = 0;
+  double cma_gb_per_s = 0;  // process_vm_writev over the same blocks (0: refused)
   // latency mode: model message latency idle, under kv load with isolation, and without
   double idle_p50_us = 0, idle_p99_us = 0;
   double isolated_p50_us = 0, isolated_p99_us = 0, isolated_kv_gb_per_s = 0;
