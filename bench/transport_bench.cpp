@@ -116,31 +116,35 @@ double write_blocks(link& l, const transport_bench_options& o, uint64_t span, st
   return static_cast<double>(blocks * o.block_bytes) / secs / 1e9;
 }
 
-double memcpy_rate(const transport_bench_options& o, buffer& s, buffer& d) {
+// GB/s of `copy` over the same blocks the endpoints write, cycling through the same buffers: the yardsticks
+// of a transfer. 0 where a copy fails.
+template <class Copy>
+double copy_rate(const transport_bench_options& o, buffer& s, buffer& d, Copy copy) {
   const uint64_t blocks = o.total_bytes / o.block_bytes;
   const uint64_t slots = s.size / o.block_bytes;
   const auto t0 = clock::now();
   for (uint64_t i = 0; i < blocks; ++i) {
     const uint64_t off = (i % slots) * o.block_bytes;
-    std::memcpy(d.ptr + off, s.ptr + off, o.block_bytes);
+    if (!copy(d.ptr + off, s.ptr + off, o.block_bytes)) return 0;
   }
   const double secs = std::chrono::duration<double>(clock::now() - t0).count();
   return static_cast<double>(blocks * o.block_bytes) / secs / 1e9;
 }
 
+double memcpy_rate(const transport_bench_options& o, buffer& s, buffer& d) {
+  return copy_rate(o, s, d, [](std::byte* to, const std::byte* from, uint64_t n) {
+    std::memcpy(to, from, n);
+    return true;
+  });
+}
+
 // The kernel's single copy between address spaces (process_vm_writev, what the shm provider uses for large
-// writes), over the same blocks: the roof of any transfer through it. 0 where the kernel refuses it.
+// writes): the roof of any transfer through it.
 double cma_rate(const transport_bench_options& o, buffer& s, buffer& d) {
-  const uint64_t blocks = o.total_bytes / o.block_bytes;
-  const uint64_t slots = s.size / o.block_bytes;
-  const auto t0 = clock::now();
-  for (uint64_t i = 0; i < blocks; ++i) {
-    const uint64_t off = (i % slots) * o.block_bytes;
-    iovec local{s.ptr + off, o.block_bytes}, remote{d.ptr + off, o.block_bytes};
-    if (process_vm_writev(getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(o.block_bytes)) return 0;
-  }
-  const double secs = std::chrono::duration<double>(clock::now() - t0).count();
-  return static_cast<double>(blocks * o.block_bytes) / secs / 1e9;
+  return copy_rate(o, s, d, [](std::byte* to, const std::byte* from, uint64_t n) {
+    iovec local{const_cast<std::byte*>(from), n}, remote{to, n};
+    return process_vm_writev(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
+  });
 }
 
 void run_throughput(const transport_bench_options& o, transport_bench_result& r) {

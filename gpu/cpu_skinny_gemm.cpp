@@ -113,12 +113,14 @@ std::vector<uint32_t> calibrate(uint64_t in) {
   std::vector<float> ref = y0;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(ref_rows), int(cols), int(in), 1.0f, x.data(), int(in),
               w.data(), int(in), 1.0f, ref.data(), int(cols));
-  auto matches = [&](const std::vector<uint32_t>& kb, uint64_t rows, uint64_t ncols) {
-    skinny_gemm::packed_rows px;
-    skinny_gemm::pack(x.data(), rows, in, px);
-    std::vector<float> y(y0.begin(), y0.begin() + rows * cols);
+  // The first max_rows rows, packed once; the search uses the first group of them.
+  skinny_gemm::packed_rows all, first;
+  skinny_gemm::pack(x.data(), skinny_gemm::max_rows, in, all);
+  skinny_gemm::pack(x.data(), lanes, in, first);
+  auto matches = [&](const std::vector<uint32_t>& kb, const skinny_gemm::packed_rows& px, uint64_t ncols) {
+    std::vector<float> y(y0.begin(), y0.begin() + px.rows * cols);
     run(px, w.data(), cols, 0, ncols, 1.0f, kb, y.data());
-    for (uint64_t r = 0; r < rows; ++r)
+    for (uint64_t r = 0; r < px.rows; ++r)
       if (std::memcmp(&y[r * cols], &ref[r * cols], ncols * sizeof(float)) != 0) return false;
     return true;
   };
@@ -127,7 +129,7 @@ std::vector<uint32_t> calibrate(uint64_t in) {
     for (uint64_t unroll : {1, 2, 4, 8, 16, 32, 64}) {
       auto kb = blocking(in, q, unroll);
       if (!tried.insert(kb).second) continue;
-      if (matches(kb, lanes, 16) && matches(kb, skinny_gemm::max_rows, cols)) return kb;
+      if (matches(kb, first, 16) && matches(kb, all, cols)) return kb;
     }
   return {};
 }

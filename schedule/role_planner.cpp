@@ -40,18 +40,20 @@ role_plan plan_roles(const role_load& l, const planner_params& p) {
   // receiving role still needs it (at or above `high` with the nodes before it). Nodes more for prefill also
   // send decode more turns per second, in proportion (Little's law: decode holds turns arriving faster for as
   // long).
+  // One move at most grows the receiving role by max_growth times its nodes (at least one node).
   auto most = [&](uint32_t receiving) { return std::max(1u, uint32_t(p.max_growth * double(receiving))); };
   role_plan plan;
   if (pp >= p.high && dp < p.high && np > 0) {
+    const uint32_t cap = most(np);
     uint32_t k = 0;
-    while (k < most(np) && nd - k > p.min_nodes &&
-           spread(dp, nd, nd - k - 1) * double(np + k + 1) / double(np) < p.low && spread(pp, np, np + k) >= p.high)
+    while (k < cap && nd - k > p.min_nodes && spread(dp, nd, nd - k - 1) * double(np + k + 1) / double(np) < p.low &&
+           spread(pp, np, np + k) >= p.high)
       ++k;
     if (k) plan = {role_move::to_prefill, k};
   } else if (dp >= p.high && pp < p.high && nd > 0) {
+    const uint32_t cap = most(nd);
     uint32_t k = 0;
-    while (k < most(nd) && np - k > p.min_nodes && spread(pp, np, np - k - 1) < p.low &&
-           spread(dp, nd, nd + k) >= p.high)
+    while (k < cap && np - k > p.min_nodes && spread(pp, np, np - k - 1) < p.low && spread(dp, nd, nd + k) >= p.high)
       ++k;
     if (k) plan = {role_move::to_decode, k};
   }
