@@ -73,7 +73,7 @@ run_summary run_cluster(const run_options& o) {
   if (o.processes) check_processes(c, mode, o.node_program, o.node_registry);
   const std::string secret = launch_secret(c, o.processes, o.node_registry, o.control_port.has_value());
   auto refused = std::make_shared<refused_peers>();
-  const run_base base = prepare_run(c, "cluster configuration", !o.processes);
+  const run_base base = prepare_run(c, "cluster configuration", true);
   std::vector<std::unique_ptr<runtime::node_io>> ios;  // node processes build their own
   if (!o.processes) ios = embedded_data_planes(base, c, mode);
   // Destroyed before `ios`: every node's transfers stop before any node's memory is freed (runtime/node_io.hpp).
@@ -157,8 +157,9 @@ run_summary run_cluster(const run_options& o) {
     }
     std::optional<role_switcher> switcher;  // adaptive P/D (docs/design.md §7.9)
     if (c.adaptive)
-      switcher.emplace(
-          role_switch_parts{&sys, &base, view, &ios, &node_set, &all, double(sched.params.beta_tokens) / c.beta_s});
+      switcher.emplace(role_switch_parts{
+          view, nodes ? process_role_hosts(*nodes, view) : embedded_role_hosts(sys, base, view, ios, node_set, all),
+          double(sched.params.beta_tokens) / c.beta_s});
 
     turn_collector collector{o, *view, nodes.get()};
     collector.ios = &ios;

@@ -9,11 +9,12 @@
 namespace dualpath::cluster {
 
 std::string without_nodes(const cluster_view& view, const std::vector<std::pair<uint32_t, std::string>>& lost) {
-  const auto& c = view.config;
-  uint32_t prefill_lost = 0;
+  // Roles as they are now: with adaptive P/D (docs/design.md §7.9) they need not be the cluster file's.
+  uint32_t prefill_lost = 0, prefill_nodes = 0;
   for (const auto& l : lost) prefill_lost += view.is_prefill_node(l.first) ? 1 : 0;
-  const bool no_prefill = prefill_lost == c.prefill_nodes;
-  const bool no_decode = lost.size() - prefill_lost == c.decode_nodes;
+  for (uint32_t n = 0; n < view.nodes(); ++n) prefill_nodes += view.is_prefill_node(n) ? 1 : 0;
+  const bool no_prefill = prefill_lost == prefill_nodes;
+  const bool no_decode = lost.size() - prefill_lost == view.nodes() - prefill_nodes;
   if (!no_prefill && !no_decode) return "";
   std::string names;
   for (const auto& l : lost) names += (names.empty() ? "" : "; ") + l.second;

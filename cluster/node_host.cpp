@@ -16,12 +16,12 @@ namespace dualpath::cluster {
 
 run_base prepare_run(const cluster_config& c, const std::string& origin, bool adaptive_ok) {
   validate_cluster_config(c, origin);
-  // Only the embedded `run` moves nodes between roles (docs/design.md §7.9): a server or a node process asked
-  // for adaptive P/D is refused here, where each starts, rather than silently run static.
+  // Only `dualpath run` moves nodes between roles (docs/design.md §7.9): a server asked for adaptive P/D is
+  // refused here, where it starts, rather than silently run static.
   if (c.adaptive && !adaptive_ok)
     throw user_error(origin +
-                     ": key 'planner.adaptive': only an embedded `dualpath run` (without --processes) moves nodes "
-                     "between roles (docs/design.md §7.9); simulate it with `dualpath sim --adaptive`");
+                     ": key 'planner.adaptive': only `dualpath run` moves nodes between roles (docs/design.md "
+                     "§7.9); simulate it with `dualpath sim --adaptive`");
   run_base b;
   b.backend_options.kind = c.backend;
   b.backend_options.model = c.model;

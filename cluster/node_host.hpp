@@ -25,8 +25,8 @@ struct run_base {
   std::unique_ptr<storage::block_store> store;
 };
 
-// Validates `c` (user_error naming `origin`; `planner.adaptive` is refused unless `adaptive_ok`: only the
-// embedded `run` moves nodes between roles), makes the first backend and opens the store.
+// Validates `c` (user_error naming `origin`; `planner.adaptive` is refused unless `adaptive_ok`: only `run`
+// and its node processes move nodes between roles), makes the first backend and opens the store.
 run_base prepare_run(const cluster_config& c, const std::string& origin, bool adaptive_ok = false);
 
 // The view every actor of this process reads; actor handles are filled in by the caller.

@@ -15,6 +15,8 @@
 #include "cluster/node_processes.hpp"
 #include "transport/call_lock.hpp"
 #include "cluster/node_host.hpp"
+#include "cluster/node_role.hpp"
+#include "core/progress.hpp"
 #include "core/faults.hpp"
 #include "core/status.hpp"
 #include "core/stop_signals.hpp"
@@ -26,6 +28,8 @@ namespace {
 // docs/design.md §13: lost node h.node is back; this node's engines and copies reach its new process.
 uint32_t rejoined(cluster_view& view, runtime::node_io& io, const node_handles& h,
                   std::vector<runtime::endpoint_entry> entries) {
+  // A new process starts in the cluster file's role, whatever role its lost one had moved to (§7.9).
+  view.set_role(h.node, h.node < view.config.prefill_nodes ? actors::node_role::prefill : actors::node_role::decode);
   view.set_node(h);
   io.node_rejoined(std::move(entries));
   spdlog::info("node {}: node {} rejoined", io.node(), h.node);
@@ -46,10 +50,19 @@ node_counters counters_of(const runtime::node_io& io, std::vector<runtime::snic_
   c.slots_free = s.slots_free;
   c.slots_total = s.slots_total;
   c.hbm_free = io.hbm_free();
+  c.prefill_busy_ns = progress::prefill_busy_ns().load(std::memory_order_relaxed);
   return c;
 }
 
-node_control_actor::behavior_type node_control(node_control_actor::pointer, runtime::node_io* io,
+// docs/design.md §7.9: another node changed role (switching: it is in neither while its actors change).
+uint32_t role_changed(cluster_view& view, const node_handles& h, uint8_t role) {
+  const auto r = actors::node_role(std::min<uint8_t>(role, uint8_t(actors::node_role::switching)));
+  view.set_role(h.node, r);
+  if (r != actors::node_role::switching) view.set_node(h);
+  return h.node;
+}
+
+node_control_actor::behavior_type node_control(node_control_actor::pointer self, runtime::node_io* io,
                                                const caf::actor& main, const cluster_view_ptr& view) {
   return {
       [io](atom::stats) { return encode(counters_of(*io, io->snic_samples())); },
@@ -68,6 +81,17 @@ node_control_actor::behavior_type node_control(node_control_actor::pointer, runt
       [io, view](atom::rejoin, const node_handles& h, const envelope<schema::FabricDirectory>& e) {
         return rejoined(*view, *io, h, decode(e));
       },
+      // What it holds and its own switch are the main thread's (run_node_process): it waits for its
+      // leader's answer and for its old actors to stop, which an actor's handler must not.
+      [self, main](atom::held) {
+        self->delegate(main, atom::held_v);
+        return caf::delegated<uint32_t>{};
+      },
+      [self, main](atom::role, bool to_prefill) {
+        self->delegate(main, atom::role_v, to_prefill);
+        return caf::delegated<node_handles>{};
+      },
+      [view](atom::role, const node_handles& h, uint8_t role) { return role_changed(*view, h, role); },
   };
 }
 
@@ -156,7 +180,7 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
 
   const std::string origin = "cluster file from the launcher at " + where;
   const cluster_config config = parse_cluster_config(cluster_file, origin);
-  base = prepare_run(config, origin);
+  base = prepare_run(config, origin, true);
   auto view = make_view(base, config, run_mode_of(policy));
   io = make_node_io(config, base.geometry, node, false, *base.store, nullptr,
                     host_lock.empty() ? nullptr : transport::try_host_call_lock(host_lock, false));
@@ -171,8 +195,9 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   own.control = caf::actor_cast<caf::actor>(control);
   own.engines = mine.engines;
 
+  std::vector<caf::actor> all = mine.all;  // grows when the node changes role
   auto stop_all = [&] {
-    for (auto& a : mine.all) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    for (auto& a : all) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   };
   cluster_handles cluster;
   std::vector<runtime::endpoint_entry> entries;
@@ -206,8 +231,20 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   bool done = false, orphaned = false;
   // The metrics are sampled from the start (every series present, at 0) and then 4 times a second.
   if (metrics) sample_node_metrics(*metrics, *io);
+  moved_engines moved;  // adaptive P/D (docs/design.md §7.9)
+  auto held = [&]() -> uint32_t { return node_holds_nothing(self, *view, *io, node, moved) ? 0 : 1; };
+  auto switch_role = [&](bool to_prefill) -> caf::result<node_handles> {
+    if (held() > 0) return make_failure(errc::unavailable, fmt::format("node {} still holds work", node));
+    switch_node_role(sys, base, view, *io, node, to_prefill, mine, all, moved);
+    node_handles h = handles_of(node, mine);
+    h.control = own.control;
+    spdlog::info("node {}: serves as a {} node", node, to_prefill ? "prefill" : "decode");
+    return h;
+  };
   while (!done && !stop_requested()) {
     self->receive([&](atom::stop) { done = true; }, [&](const caf::down_msg&) { done = orphaned = true; },
+                  [&](atom::held) { return held(); },
+                  [&](atom::role, bool to_prefill) { return switch_role(to_prefill); },
                   caf::after(std::chrono::milliseconds(250)) >> [] {});
     if (metrics) sample_node_metrics(*metrics, *io);
   }

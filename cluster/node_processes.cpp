@@ -321,15 +321,69 @@ std::vector<uint32_t> node_processes::poll_rejoined() {
                 [&, who = who, about = about](const caf::error& e) {
                   spdlog::warn("launcher: node {} did not take rejoined node {}: {}", who, about, describe(e));
                 });
+    // Nodes that changed role since the start: the new process has their first actors and the cluster
+    // file's roles (and the rejoins above reset them), so it hears their actors and roles now (§7.9).
+    for (size_t m = 0; m < nodes_.size(); ++m)
+      if (const node_slot& other = nodes_[m]; !other.lost && m != n && other.moved) {
+        const auto role = other.moved->second ? actors::node_role::prefill : actors::node_role::decode;
+        self->request(control, timeout_, atom::role_v, other.moved->first, uint8_t(role))
+            .receive([](uint32_t) {},
+                     [&](const caf::error& e) {
+                       spdlog::warn("launcher: rejoined node {} did not take node {}'s role: {}", n, m, describe(e));
+                     });
+      }
     node_slot& s = nodes_[n];
     s.control = control;
     (*watcher_)->monitor(s.control);
     s.lost = s.stopped = false;
     s.back_as = rejoin;
+    s.moved.reset();  // its new process serves in the cluster file's role
     out.push_back(uint32_t(n));
   }
   rejoins_ = std::move(later);
   return out;
+}
+
+bool node_processes::holds_nothing(uint32_t node) {
+  if (node >= nodes_.size() || nodes_[node].lost || !nodes_[node].control) return false;
+  caf::scoped_actor self{sys_};
+  std::optional<uint32_t> held;
+  self->request(nodes_[node].control, std::chrono::milliseconds(500), atom::held_v)
+      .receive([&](uint32_t n) { held = n; }, [](const caf::error&) {});
+  return held && *held == 0;
+}
+
+status node_processes::tell_role(const node_handles& h, uint8_t role) {
+  caf::scoped_actor self{sys_};
+  std::string failure;
+  for (size_t m = 0; m < nodes_.size(); ++m) {
+    if (m == h.node || nodes_[m].lost || !nodes_[m].control) continue;
+    self->request(nodes_[m].control, timeout_, atom::role_v, h, role)
+        .receive([](uint32_t) {},
+                 [&, m](const caf::error& e) {
+                   if (failure.empty())
+                     failure = fmt::format("node {} did not take node {}'s role: {}", m, h.node, describe(e));
+                 });
+  }
+  return failure.empty() ? status{} : status(errc::unavailable, failure);
+}
+
+result<node_handles> node_processes::switch_role(uint32_t node, bool to_prefill) {
+  if (node >= nodes_.size() || nodes_[node].lost || !nodes_[node].control)
+    return status(errc::unavailable, fmt::format("node {} is not running", node));
+  node_handles leaving;
+  leaving.node = node;
+  if (auto s = tell_role(leaving, uint8_t(actors::node_role::switching)); !s) return s;
+  caf::scoped_actor self{sys_};
+  std::optional<node_handles> fresh;
+  std::string failure;
+  self->request(nodes_[node].control, 2 * timeout_, atom::role_v, to_prefill)
+      .receive([&](const node_handles& h) { fresh = h; }, [&](const caf::error& e) { failure = describe(e); });
+  if (!fresh) return status(errc::unavailable, fmt::format("node {} did not change role: {}", node, failure));
+  const auto role = to_prefill ? actors::node_role::prefill : actors::node_role::decode;
+  if (auto s = tell_role(*fresh, uint8_t(role)); !s) return s;
+  nodes_[node].moved.emplace(*fresh, to_prefill);
+  return *fresh;
 }
 
 std::vector<int> node_processes::pids() const {

@@ -66,6 +66,13 @@ class node_processes {
   // name it (2 timeout_s at most, actors/engine_base.hpp) has ended by then, so no late copy, release or
   // hand-off planned for the dead process reaches the new one, whose slots and HBM mean other things.
   std::chrono::milliseconds quarantine() const;
+  // Adaptive P/D across node processes (docs/design.md §7.9). Whether drained node `node` holds nothing now
+  // (false too when it does not answer within 500 ms).
+  bool holds_nothing(uint32_t node);
+  // Drained node `node` changes role in its process: every other node first files it as switching (none
+  // names it as an all-to-all peer), then it switches, then every node files its new actors in the new role.
+  // Its new handles, or unavailable naming the node that did not answer.
+  result<node_handles> switch_role(uint32_t node, bool to_prefill);
   // Counters of every node (unavailable, naming it, if one does not answer within the timeout).
   result<std::vector<node_counters>> stats();
   // Every running node's free buffer slots and HBM now (counters without SNIC samples); lost nodes left out.
@@ -90,6 +97,8 @@ class node_processes {
   void drain();
   // Nodes wired again but still in quarantine are not watched yet: they are told to stop with the rest.
   void stop_rejoining();
+  // Tells every running node but `node` that `node` is now in role `role` with actors `h` (§7.9).
+  status tell_role(const node_handles& h, uint8_t role);
 
   // What the registry says of a node that joined again: its new process's handles and endpoints.
   using rejoin_message = std::pair<node_handles, envelope<schema::FabricDirectory>>;
@@ -104,6 +113,8 @@ class node_processes {
     std::chrono::steady_clock::time_point lost_at{};  // when poll_lost gave it up
     // Once it rejoined: its process's handles and endpoints, for a node that rejoins after it.
     std::optional<rejoin_message> back_as;
+    // Once it changed role (§7.9): its actors now and whether it prefills, for a node that rejoins after.
+    std::optional<std::pair<node_handles, bool>> moved;
     bool running_child() const { return pid != 0 && !reaped; }
   };
 

@@ -1,4 +1,4 @@
-// Adaptive P/D in the embedded runtime (cluster/role_switch.hpp, docs/design.md §7.9).
+// Adaptive P/D in the runtime (cluster/role_switch.hpp, docs/design.md §7.9).
 #include "cluster/role_switch.hpp"
 
 #include <caf/all.hpp>
@@ -8,12 +8,82 @@
 #include <algorithm>
 
 #include "actors/engines.hpp"
+#include "cluster/node_processes.hpp"
+#include "cluster/node_role.hpp"
 #include "core/progress.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/scheduler_codec.hpp"
 #include "protocol/waits.hpp"
 
 namespace dualpath::cluster {
+
+namespace {
+
+class embedded_hosts final : public role_hosts {
+ public:
+  embedded_hosts(caf::actor_system& sys, const run_base& base, cluster_view_ptr view,
+                 std::vector<std::unique_ptr<runtime::node_io>>& ios, std::vector<node_actors>& nodes,
+                 std::vector<caf::actor>& all)
+      : sys_(sys), base_(base), view_(std::move(view)), ios_(ios), nodes_(nodes), all_(all) {}
+
+  uint64_t prefill_busy_ns() override { return progress::prefill_busy_ns().load(std::memory_order_relaxed); }
+  bool holds_nothing(caf::scoped_actor& self, uint32_t node) override {
+    return node_holds_nothing(self, *view_, *ios_[node], node, moved_);
+  }
+  status switch_role(uint32_t node, bool to_prefill) override {
+    switch_node_role(sys_, base_, view_, *ios_[node], node, to_prefill, nodes_[node], all_, moved_);
+    return {};
+  }
+
+ private:
+  caf::actor_system& sys_;
+  const run_base& base_;
+  cluster_view_ptr view_;
+  std::vector<std::unique_ptr<runtime::node_io>>& ios_;
+  std::vector<node_actors>& nodes_;
+  std::vector<caf::actor>& all_;
+  moved_engines moved_;
+};
+
+class process_hosts final : public role_hosts {
+ public:
+  process_hosts(node_processes& nodes, cluster_view_ptr view) : nodes_(nodes), view_(std::move(view)) {}
+
+  // The node processes' own counts, summed (the last sum when one does not answer).
+  uint64_t prefill_busy_ns() override {
+    if (auto counters = nodes_.buffers()) {
+      uint64_t sum = 0;
+      for (const auto& c : *counters) sum += c.prefill_busy_ns;
+      // A node lost and joined again counts from zero: the sum never goes back.
+      busy_ = std::max(busy_, sum);
+    }
+    return busy_;
+  }
+  bool holds_nothing(caf::scoped_actor&, uint32_t node) override { return nodes_.holds_nothing(node); }
+  status switch_role(uint32_t node, bool to_prefill) override {
+    auto h = nodes_.switch_role(node, to_prefill);
+    if (!h) return h.error();
+    view_->set_role(node, to_prefill ? actors::node_role::prefill : actors::node_role::decode);
+    return {};
+  }
+
+ private:
+  node_processes& nodes_;
+  cluster_view_ptr view_;
+  uint64_t busy_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<role_hosts> embedded_role_hosts(caf::actor_system& sys, const run_base& base, cluster_view_ptr view,
+                                                std::vector<std::unique_ptr<runtime::node_io>>& ios,
+                                                std::vector<node_actors>& nodes, std::vector<caf::actor>& all) {
+  return std::make_unique<embedded_hosts>(sys, base, std::move(view), ios, nodes, all);
+}
+
+std::unique_ptr<role_hosts> process_role_hosts(node_processes& nodes, cluster_view_ptr view) {
+  return std::make_unique<process_hosts>(nodes, std::move(view));
+}
 
 role_switcher::role_switcher(role_switch_parts parts)
     : p_(std::move(parts)),
@@ -23,7 +93,7 @@ role_switcher::role_switcher(role_switch_parts parts)
 void role_switcher::begin(int64_t t0_ns) {
   t0_ = t0_ns;
   window_start_s_ = 0;
-  busy_at_window_ = progress::prefill_busy_ns().load(std::memory_order_relaxed);
+  busy_at_window_ = p_.hosts->prefill_busy_ns();
 }
 
 uint32_t role_switcher::prefill_nodes() const {
@@ -35,12 +105,17 @@ uint32_t role_switcher::prefill_nodes() const {
 void role_switcher::tick(caf::scoped_actor& self, const std::vector<report::turn_record>& records) {
   for (size_t k = 0; k < draining_.size();) {
     drain& d = draining_[k];
-    const bool quiet = d.pending.empty() && holds_nothing(self, d.move.node);
+    const bool quiet = d.pending.empty() && p_.hosts->holds_nothing(self, d.move.node);
     // Two quiet checks in a row: a message already on its way to the node (an assignment fetched just before
     // the drain) has arrived by the second.
     if (quiet && d.quiet) {
-      switch_role(d);
+      const bool switched = switch_role(d);
       give_back(self, d.move.node);
+      if (!switched) {
+        driver_.switched(seconds(now_ns()));
+        draining_.erase(draining_.begin() + long(k));
+        continue;
+      }
       d.move.done_s = seconds(now_ns());
       driver_.switched(d.move.done_s);
       spdlog::info("launcher: node {} serves as a {} node ({:.2f} s to drain, {:.0f} ms to switch)", d.move.node,
@@ -71,7 +146,7 @@ schedule::role_load role_switcher::window_load(const scheduler_counters& stats,
   schedule::role_load l;
   l.engines_per_node = c.engines_per_node;
   l.window_s = std::max(1e-3, now_s - window_start_s_);
-  const uint64_t busy = progress::prefill_busy_ns().load(std::memory_order_relaxed);
+  const uint64_t busy = p_.hosts->prefill_busy_ns();
   l.prefill_busy_s = double(busy - busy_at_window_) / 1e9;
   busy_at_window_ = busy;
   const uint64_t hbm = uint64_t(c.hbm_gb * 1e9);
@@ -153,77 +228,31 @@ void role_switcher::start_drain(caf::scoped_actor& self, uint32_t node, bool to_
   drain d;
   d.move = {node, to_prefill, now, 0, 0, why};
   d.since = now_ns();
-  d.pending.insert(turns->begin(), turns->end());
+  // The scheduler hears a turn is done after its client does: one it still counts may be answered already.
+  for (uint64_t t : *turns)
+    if (!answered_.count(t)) d.pending.insert(t);
   draining_.push_back(std::move(d));
   driver_.started(1);
 }
 
 void role_switcher::on_result(uint64_t request) {
   for (auto& d : draining_) d.pending.erase(request);
+  answered_.insert(request);
+  answered_order_.push_back(request);
+  // Only the latest matter: a drain's list is at most a few reports old.
+  if (answered_order_.size() > max_answered) {
+    answered_.erase(answered_order_.front());
+    answered_order_.pop_front();
+  }
 }
 
-// Nothing left on the node's engines: no request counted by their last reports, and nothing in their HBM
-// but what every engine of its role holds from the start (a decode engine's all-to-all buffer, or the front
-// a prefill engine keeps for peers that last knew it as a decode node).
-bool role_switcher::holds_nothing(caf::scoped_actor& self, uint32_t node) {
-  std::optional<uint32_t> held;
-  self->request(p_.view->leader(node), std::chrono::milliseconds(500), atom::held_v)
-      .receive([&](uint32_t n) { held = n; }, [](caf::error&) {});
-  if (!held || *held > 0) return false;
-  const auto& c = p_.view->config;
-  auto& io = *(*p_.ios)[node];
-  for (uint32_t i = 0; i < c.engines_per_node; ++i) {
-    const uint32_t e = node * c.engines_per_node + i;
-    const bool fixed = p_.view->is_prefill_node(node) ? reserved_.count(e) > 0 : p_.view->model_traffic_bytes() > 0;
-    if (io.hbm(e).allocations() > (fixed ? 1u : 0u)) return false;
+bool role_switcher::switch_role(drain& d) {
+  d.move.drained_s = seconds(now_ns());
+  if (auto s = p_.hosts->switch_role(d.move.node, d.move.to_prefill); !s) {
+    spdlog::warn("launcher: node {} did not change role: {}", d.move.node, s.message());
+    return false;
   }
   return true;
-}
-
-void role_switcher::switch_role(drain& d) {
-  const uint32_t node = d.move.node;
-  auto& view = *p_.view;
-  const auto& c = view.config;
-  const bool to_prefill = d.move.to_prefill;
-  d.move.drained_s = seconds(now_ns());
-  node_actors& old = (*p_.nodes)[node];
-  // Peers stop naming the node as a decode all-to-all peer; then its actors stop, and only once every one
-  // of them is down (a compute worker may still be inside a kernel) is its HBM laid out again.
-  view.set_role(node, actors::node_role::switching);
-  std::vector<caf::actor> stopping = old.engines;
-  stopping.insert(stopping.end(), old.workers.begin(), old.workers.end());
-  stopping.push_back(caf::actor_cast<caf::actor>(old.leader));
-  caf::scoped_actor waiter{*p_.sys};
-  for (auto& a : stopping) {
-    waiter->monitor(a);
-    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  }
-  size_t down = 0;
-  bool late = false;
-  while (down < stopping.size() && !late)
-    waiter->receive([&](const caf::down_msg&) { ++down; }, caf::after(waits_of(c).request()) >> [&] { late = true; });
-  if (late)
-    spdlog::warn("launcher: node {}: {} of its actors did not stop within {:g} s", node, stopping.size() - down,
-                 c.timeout_s);
-  auto& io = *(*p_.ios)[node];
-  for (uint32_t i = 0; i < c.engines_per_node; ++i) {
-    const uint32_t e = node * c.engines_per_node + i;
-    // A decode engine takes its all-to-all buffer at offset 0 itself; a prefill engine keeps that front
-    // unused, since a decode peer's write planned before the switch may still land there.
-    const uint64_t front = to_prefill ? view.model_traffic_bytes() : 0;
-    io.relayout_hbm(e, uint64_t((to_prefill ? c.prefill_hbm() : c.hbm_gb) * 1e9), front);
-    if (front) reserved_.insert(e);
-    else reserved_.erase(e);
-  }
-  view.set_role(node, to_prefill ? actors::node_role::prefill : actors::node_role::decode);
-  node_actors fresh;
-  fresh.traffic_queue = old.traffic_queue;
-  spawn_node_engines(*p_.sys, *p_.base, p_.view, io, node, fresh, old.backends);
-  p_.all->insert(p_.all->end(), fresh.all.begin(), fresh.all.end());
-  view.set_node({node, caf::actor_cast<caf::actor>(fresh.traffic_queue), caf::actor_cast<caf::actor>(fresh.leader),
-                 caf::actor{}, fresh.engines});
-  caf::anon_send(fresh.leader, atom::tick_v);
-  old = std::move(fresh);
 }
 
 // The scheduler takes the node back: its leader's next report brings its engines in, in their role now.

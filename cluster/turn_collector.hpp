@@ -23,10 +23,10 @@ namespace dualpath::cluster {
 // The launcher's side of a run: takes every client's results until all agents finished, or says why the run
 // stopped making progress.
 struct turn_collector {
-  turn_collector(const run_options& o, const cluster_view& v, node_processes* n) : options(o), view(v), nodes(n) {}
+  turn_collector(const run_options& o, cluster_view& v, node_processes* n) : options(o), view(v), nodes(n) {}
 
   const run_options& options;
-  const cluster_view& view;
+  cluster_view& view;                                  // a rejoined node's role is the cluster file's again (§7.9)
   node_processes* nodes = nullptr;                     // multi-process runs: nodes can be lost (docs/design.md §13)
   std::vector<std::pair<uint32_t, std::string>> lost;  // nodes lost now, and how, in the order noticed
   uint64_t lost_total = 0, rejoined = 0;               // losses and rejoins over the run

@@ -55,6 +55,7 @@ CAF_ADD_ATOM(dualpath, dualpath::atom, rejoin, "rejoin")
 // Adaptive P/D in the runtime (docs/design.md §7.9): a node leaves the view to change role; what it holds.
 CAF_ADD_ATOM(dualpath, dualpath::atom, drain, "drain")
 CAF_ADD_ATOM(dualpath, dualpath::atom, held, "held")
+CAF_ADD_ATOM(dualpath, dualpath::atom, role, "role")
 // The serving front end asks one of its clients to run a conversation's turn (docs/design.md §18).
 CAF_ADD_ATOM(dualpath, dualpath::atom, ask, "ask")
 // A streamed turn's tokens as they are made, and a turn its front end gave up on (docs/design.md §18).

@@ -22,7 +22,8 @@ struct counter_fields {
   static inline const auto all = std::make_tuple(
       DP_FIELD(node, Node), DP_FIELD(snic_bytes, SnicBytes), DP_FIELD(persisted_blocks, PersistedBlocks),
       DP_FIELD(store_read_bytes, StoreReadBytes), DP_FIELD(snic_write_bytes, SnicWriteBytes),
-      DP_FIELD(persist_errors, PersistErrors), DP_FIELD(slots_free, SlotsFree), DP_FIELD(slots_total, SlotsTotal));
+      DP_FIELD(persist_errors, PersistErrors), DP_FIELD(slots_free, SlotsFree), DP_FIELD(slots_total, SlotsTotal),
+      DP_FIELD(prefill_busy_ns, PrefillBusyNs));
 };
 
 }  // namespace

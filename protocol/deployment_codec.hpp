@@ -19,6 +19,7 @@ struct node_counters {
   uint64_t persist_errors = 0;               // write-backs that persisted nothing
   uint32_t slots_free = 0, slots_total = 0;  // DRAM buffer slots now
   std::vector<uint64_t> hbm_free;            // free KV bytes of each engine of the node now, by local index
+  uint64_t prefill_busy_ns = 0;  // engine-time its prefill engines spent in passes so far (docs/design.md §7.9)
 };
 
 // Cluster-file text plus policy; the endpoints of one node or of all; a node's counters.

@@ -266,7 +266,17 @@ using node_control_actor = caf::typed_actor<
     caf::reacts_to<atom::lost, uint32_t>,
     // The launcher: lost node N is back with these handles and endpoints; this node's engines and copies
     // reach it from the answer on. Answers N. The launcher waits `timeout_s`.
-    caf::replies_to<atom::rejoin, node_handles, envelope<schema::FabricDirectory>>::with<uint32_t>>;
+    caf::replies_to<atom::rejoin, node_handles, envelope<schema::FabricDirectory>>::with<uint32_t>,
+    // Adaptive P/D (docs/design.md §7.9), to the node that moves: answers how many requests and HBM
+    // allocations beyond its role's fixed ones it still holds (0: it may switch). The launcher waits 500 ms.
+    caf::replies_to<atom::held>::with<uint32_t>,
+    // To the drained node: switch to prefill (true) or decode in place and answer the new actors' handles.
+    // Refused while it holds anything. The launcher waits 2 timeout_s (old actors stop, new ones start).
+    caf::replies_to<atom::role, bool>::with<node_handles>,
+    // To every other node: node h.node is now in role `r` (actors::node_role; switching: no handles, no
+    // engine of it is named as an all-to-all peer), its actors those of `h`. Answers h.node. The launcher
+    // waits `timeout_s`.
+    caf::replies_to<atom::role, node_handles, uint8_t>::with<uint32_t>>;
 
 }  // namespace dualpath::protocol
 

@@ -166,4 +166,5 @@ struct NodeCounters {
   slotsFree @9 :UInt32;          # DRAM buffer slots free now, and in all
   slotsTotal @10 :UInt32;
   hbmFreeBytes @11 :List(UInt64); # free KV bytes of each of the node's engines now, by local index
+  prefillBusyNs @12 :UInt64;     # engine-time its prefill engines spent in passes so far (adaptive P/D)
 }

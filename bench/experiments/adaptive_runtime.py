@@ -11,7 +11,7 @@ each static split. Every turn is verified against a full recompute. Two workload
 
   adaptive_runtime.py [--nodes N] [--agents A] [--turns T] [--seed S] [--workloads shift,stationary]
                       [--window S] [--reps R] [--explore-append LO,HI] [--explore-gen LO,HI] [--hbm-gb G]
-                      [--out FILE]
+                      [--processes] [--out FILE]
 
 --explore-append / --explore-gen size the exploring turns (default 40,100 and 4,10); --hbm-gb replaces the
 decode GPUs' KV HBM of scaled64k.toml (0.1 GB: three 800-token contexts).
@@ -69,6 +69,8 @@ def run(args, tr, p, d, adaptive):
         report = os.path.join(tmp, "r.json")
         cmd = [BIN, "run", "--cluster", cluster(tmp, p, d, adaptive, args.window, args.hbm_gb), "--trace", tr, "--policy",
                "dualpath", "--seed", str(args.seed), "--quiet", "--report", report]
+        if args.processes:
+            cmd.append("--processes")
         print("+ dualpath", " ".join(cmd[1:]), file=sys.stderr, flush=True)
         subprocess.run(cmd, check=True, cwd=tmp)
         r = json.load(open(report))["runs"][0]
@@ -125,6 +127,7 @@ def main():
     ap.add_argument("--explore-gen", type=pair, default=(4, 10))
     ap.add_argument("--hbm-gb", type=float, default=None)
     ap.add_argument("--workloads", default="shift,stationary")
+    ap.add_argument("--processes", action="store_true", help="one process per node (dualpath run --processes)")
     ap.add_argument("--out", default=os.path.join(HERE, "adaptive_runtime.result.json"))
     args = ap.parse_args()
     results, lines = [], []
@@ -135,7 +138,8 @@ def main():
     with open(args.out, "w") as f:
         json.dump({"nodes": args.nodes, "agents": args.agents, "turns": args.turns, "seed": args.seed,
                    "window_s": args.window, "reps": args.reps, "explore_append": args.explore_append,
-                   "explore_gen": args.explore_gen, "hbm_gb": args.hbm_gb, "workloads": results}, f, indent=1)
+                   "explore_gen": args.explore_gen, "hbm_gb": args.hbm_gb, "processes": args.processes,
+                   "workloads": results}, f, indent=1)
         f.write("\n")
     print("\n".join(lines))
     return 0
