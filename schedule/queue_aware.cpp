@@ -2,11 +2,11 @@
 // request's decode engine by token load alone and only then its read path, so the DE node whose SNIC would
 // read soonest is rarely the one chosen, and a burst of requests placed on the least-loaded decode node
 // queues its reads on that node's SNIC (or, the path rule seeing it backed up, on the PE node's) while other
-// SNICs idle. Here the decode engine and the read path are one choice: among decode engines with HBM for the
-// request and a token load within Z (§7.3's bound over every decode engine), the one whose read starts
-// soonest (the shorter of its node's and the PE node's read queue), then the least token load. A prefill group
-// takes no more than its share of the outstanding prefill work, the waiting turns included (the offline tail,
-// §7.8).
+// SNICs idle. Here the decode engine and the read are one choice: among decode engines with HBM for the
+// request and a token load within Z (§7.3's bound over every decode engine), the one whose read ends soonest,
+// then the least token load. The read is divided between the PE and DE nodes' SNICs so that both queues drain
+// together (§7.5's split). A prefill group takes no more than its share of the outstanding prefill work, the
+// waiting turns included (the offline tail, §7.8).
 #include <algorithm>
 
 #include "schedule/group_policy.hpp"
@@ -60,7 +60,7 @@ class queue_aware_policy final : public group_policy {
       de.engine->free_hbm -= r.kv_bytes;
       tok += r.len;
       assignment a = make_assignment(r, *pe.node, pe.engine->engine, *de.node, de.engine->engine);
-      set_path(a, shorter_read_q(*pe.node, *de.node));
+      split_reads(a, *pe.node, *de.node);
       charge_reads(a, *pe.node, *de.node);
       out.push_back(a);
       waiting.pop_front();
@@ -73,26 +73,41 @@ class queue_aware_policy final : public group_policy {
     node_snapshot* node = nullptr;
     engine_snapshot* engine = nullptr;
     bool over_z = true;
-    uint64_t read_start = 0;  // bytes queued ahead of its read on the SNIC that would read it
+    uint64_t read_end = 0;  // bytes queued ahead of its read's last byte, read divided over both SNICs
   };
 
-  // Within Z before beyond it; then the read that starts soonest; then the smaller token load (and the
+  // Within Z before beyond it; then the read that ends soonest; then the smaller token load (and the
   // fewer requests, which keeps decode batches even).
   static bool better(const choice& a, const choice& b) {
     if (!b.engine) return true;
     if (a.over_z != b.over_z) return !a.over_z;
-    if (a.read_start != b.read_start) return a.read_start < b.read_start;
+    if (a.read_end != b.read_end) return a.read_end < b.read_end;
     if (a.engine->tok != b.engine->tok) return a.engine->tok < b.engine->tok;
     return a.engine->seq < b.engine->seq;
+  }
+
+  // The hit read divided between the two SNICs so that both queues drain together (§7.5's split): when both
+  // are short, as at the end of an offline run, a turn's read takes half as long as through one of them.
+  static void split_reads(assignment& a, const node_snapshot& pe, const node_snapshot& de) {
+    const uint32_t n = split_pe_blocks(a.request, pe.read_q, de.read_q);
+    a.pe_blocks = n;
+    a.path = n == a.request.hit_blocks ? read_path::pe : n == 0 ? read_path::de : read_path::split;
+  }
+
+  // When the request's read would end (bytes queued ahead of its last byte), read split as above.
+  static uint64_t split_finish(uint64_t pe_q, uint64_t de_q, uint64_t bytes) {
+    const uint64_t lo = std::min(pe_q, de_q), hi = std::max(pe_q, de_q);
+    if (hi - lo >= bytes) return lo + bytes;
+    return (pe_q + de_q + bytes) / 2;
   }
 
   choice choose_decode(const node_snapshot& pe, const request_info& r, double z) const {
     choice best;
     for (auto* n : decode_) {
-      const uint64_t start = std::min(pe.read_q, n->read_q);
+      const uint64_t end = split_finish(pe.read_q, n->read_q, r.hit_bytes);
       for (auto& e : n->engines) {
         if (e.free_hbm < r.kv_bytes) continue;
-        const choice c{n, &e, double(e.tok + r.len) > z, start};
+        const choice c{n, &e, double(e.tok + r.len) > z, end};
         if (better(c, best)) best = c;
       }
     }

@@ -27,7 +27,7 @@ std::pair<size_t, size_t> two_groups_fetch(uint64_t tok, uint64_t n, std::deque<
 
 }  // namespace
 
-TEST_CASE("queue_aware: the decode node whose SNIC reads soonest, within Z, and the path through it") {
+TEST_CASE("queue_aware: the decode node whose read ends soonest, within Z, and the path through it") {
   cluster_snapshot snap;
   add_node(snap, 1, role::prefill, /*read_q*/ 50000, {0});
   add_node(snap, 4, role::decode, /*read_q*/ 30000, {0});  // least loaded, but its SNIC is backed up
@@ -49,6 +49,36 @@ TEST_CASE("queue_aware: the decode node whose SNIC reads soonest, within Z, and 
   REQUIRE(out2.size() == 1);
   CHECK(out2[0].de == 400);
   CHECK(out2[0].path == read_path::de);  // 30000 is still shorter than the PE node's 50000
+}
+
+TEST_CASE("queue_aware: a read divides between the two SNICs so both queues drain together") {
+  // Both queues empty (the end of an offline run): half the hit blocks through each SNIC.
+  cluster_snapshot idle;
+  add_node(idle, 1, role::prefill, 0, {0});
+  add_node(idle, 4, role::decode, 0, {0});
+  std::deque<request_info> one{make_request(1)};
+  const auto out = make_policy("balanced_rq")->assign(idle, 1, one, loose());
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].path == read_path::split);
+  CHECK(out[0].pe_blocks == 5);
+  CHECK(idle.find(1)->read_q == 5000);
+  CHECK(idle.find(4)->read_q == 5000);
+
+  // Among decode nodes, the one whose divided read ends soonest: node 4 (both queues empty: ends at 5,000)
+  // over node 5 (3,000 queued: ends at 6,500). Both reads would *start* at once through the idle PE node's
+  // SNIC, and node 5 holds fewer tokens, so a choice by start and then token load would take node 5.
+  cluster_snapshot apart;
+  add_node(apart, 1, role::prefill, 0, {0});
+  add_node(apart, 4, role::decode, 0, {200});
+  add_node(apart, 5, role::decode, 3000, {0});
+  std::deque<request_info> two{make_request(2)};
+  const auto out2 = make_policy("balanced_rq")->assign(apart, 1, two, loose());
+  REQUIRE(out2.size() == 1);
+  CHECK(out2[0].de == 400);
+  CHECK(out2[0].path == read_path::split);
+  CHECK(apart.find(1)->read_q == 5000);
+  CHECK(apart.find(4)->read_q == 5000);
+  CHECK(apart.find(5)->read_q == 3000);
 }
 
 TEST_CASE("queue_aware: a prefill group stops at its share of the load while the other groups idle") {
