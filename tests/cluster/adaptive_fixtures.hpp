@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "runtime_fixtures.hpp"
+#include "tests/cluster/cli_run.hpp"
 
 namespace adaptive_fixtures {
 
@@ -53,6 +54,19 @@ inline cluster_config prefill_heavy(const fs::path& dir) {
   c.planner_tpot_slo_s = 1e6;
   c.hbm_gb = 0.128;  // the agents' KV stays under 0.1 of decode HBM all run: the move is called for throughout
   return c;
+}
+
+// A run of `dualpath` on cluster `c`, embedded or with one process per node (the built `dualpath node`).
+inline run_summary run_adaptive(const cluster_config& c, std::vector<agent_script> scripts, bool processes) {
+  run_options o;
+  o.config = c;
+  o.policy = "dualpath";
+  o.scripts = std::move(scripts);
+  if (processes) {
+    o.processes = true;
+    o.node_program = dualpath::test::binary();
+  }
+  return run_cluster(o);
 }
 
 inline void check_move(const run_summary& s, bool to_prefill, uint32_t final_prefill) {

@@ -5,27 +5,12 @@
 #include <doctest/doctest.h>
 
 #include "tests/cluster/adaptive_fixtures.hpp"
-#include "tests/cluster/cli_run.hpp"
 
 using namespace adaptive_fixtures;
 
-namespace {
-
-run_summary run_processes(const cluster_config& c, std::vector<agent_script> scripts) {
-  run_options o;
-  o.config = c;
-  o.policy = "dualpath";
-  o.processes = true;
-  o.node_program = dualpath::test::binary();
-  o.scripts = std::move(scripts);
-  return run_cluster(o);
-}
-
-}  // namespace
-
 TEST_CASE("adaptive P/D across node processes: a decode node moves to prefill, every turn verified") {
   test::scratch_dir dir;
-  const auto s = run_processes(prefill_heavy(dir.path), shaped(4, 24, 150, 2));
+  const auto s = run_adaptive(prefill_heavy(dir.path), shaped(4, 24, 150, 2), true);
   check_turns_right(s, 96, 96);
   check_move(s, true, 2);
   CHECK(s.lost_nodes == 0);
@@ -37,7 +22,7 @@ TEST_CASE("adaptive P/D across node processes: a prefill node moves to decode be
   c.model_traffic_kb = 4;       // the decode engines' all-to-all: the other processes must name the new peer
   c.planner_tpot_slo_s = 1e-5;  // every decode step is over this SLO: decode asks for nodes
   c.planner_low = 0.8;          // prefill gives a node up even on a slow machine
-  const auto s = run_processes(c, shaped(4, 20, 20, 80));
+  const auto s = run_adaptive(c, shaped(4, 20, 20, 80), true);
   check_turns_right(s, 80, 80);
   check_move(s, false, 1);
   CHECK(s.lost_nodes == 0);

@@ -8,21 +8,9 @@
 
 using namespace adaptive_fixtures;
 
-namespace {
-
-run_summary run(const cluster_config& c, std::vector<agent_script> scripts) {
-  run_options o;
-  o.config = c;
-  o.policy = "dualpath";
-  o.scripts = std::move(scripts);
-  return run_cluster(o);
-}
-
-}  // namespace
-
 TEST_CASE("adaptive P/D: long appends and short answers move a decode node to prefill, every turn verified") {
   test::scratch_dir dir;
-  const auto s = run(prefill_heavy(dir.path), shaped(4, 24, 150, 2));
+  const auto s = run_adaptive(prefill_heavy(dir.path), shaped(4, 24, 150, 2), false);
   check_turns_right(s, 96, 96);
   check_move(s, true, 2);
 }
@@ -35,7 +23,7 @@ TEST_CASE("adaptive P/D: short appends and long answers move a prefill node to d
   c.planner_low = 0.8;          // prefill (under 0.25 of its engines here) gives a node up even on a slow machine
   // 20 turns each: the move is decided after the first wave, and the run must go on past its drain (with 12,
   // a faster decode step ended the run before the switch).
-  const auto s = run(c, shaped(4, 20, 20, 80));
+  const auto s = run_adaptive(c, shaped(4, 20, 20, 80), false);
   check_turns_right(s, 80, 80);
   check_move(s, false, 1);
 }
