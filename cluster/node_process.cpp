@@ -28,8 +28,7 @@ namespace {
 // docs/design.md §13: lost node h.node is back; this node's engines and copies reach its new process.
 uint32_t rejoined(cluster_view& view, runtime::node_io& io, const node_handles& h,
                   std::vector<runtime::endpoint_entry> entries) {
-  // A new process starts in the cluster file's role, whatever role its lost one had moved to (§7.9).
-  view.set_role(h.node, h.node < view.config.prefill_nodes ? actors::node_role::prefill : actors::node_role::decode);
+  reset_role(view, h.node);  // §7.9
   view.set_node(h);
   io.node_rejoined(std::move(entries));
   spdlog::info("node {}: node {} rejoined", io.node(), h.node);

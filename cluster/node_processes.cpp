@@ -19,6 +19,7 @@
 #include "protocol/errors.hpp"
 #include "protocol/waits.hpp"
 #include "cluster/node_processes.hpp"
+#include "cluster/node_role.hpp"
 #include "cluster/registry.hpp"
 #include "core/status.hpp"
 #include "core/stop_signals.hpp"
@@ -325,8 +326,7 @@ std::vector<uint32_t> node_processes::poll_rejoined() {
     // file's roles (and the rejoins above reset them), so it hears their actors and roles now (§7.9).
     for (size_t m = 0; m < nodes_.size(); ++m)
       if (const node_slot& other = nodes_[m]; !other.lost && m != n && other.moved) {
-        const auto role = other.moved->second ? actors::node_role::prefill : actors::node_role::decode;
-        self->request(control, timeout_, atom::role_v, other.moved->first, uint8_t(role))
+        self->request(control, timeout_, atom::role_v, other.moved->first, uint8_t(other.moved->second))
             .receive([](uint32_t) {},
                      [&](const caf::error& e) {
                        spdlog::warn("launcher: rejoined node {} did not take node {}'s role: {}", n, m, describe(e));
@@ -380,9 +380,9 @@ result<node_handles> node_processes::switch_role(uint32_t node, bool to_prefill)
   self->request(nodes_[node].control, 2 * timeout_, atom::role_v, to_prefill)
       .receive([&](const node_handles& h) { fresh = h; }, [&](const caf::error& e) { failure = describe(e); });
   if (!fresh) return status(errc::unavailable, fmt::format("node {} did not change role: {}", node, failure));
-  const auto role = to_prefill ? actors::node_role::prefill : actors::node_role::decode;
+  const auto role = serving_role(to_prefill);
   if (auto s = tell_role(*fresh, uint8_t(role)); !s) return s;
-  nodes_[node].moved.emplace(*fresh, to_prefill);
+  nodes_[node].moved.emplace(*fresh, role);
   return *fresh;
 }
 

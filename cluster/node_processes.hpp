@@ -113,8 +113,8 @@ class node_processes {
     std::chrono::steady_clock::time_point lost_at{};  // when poll_lost gave it up
     // Once it rejoined: its process's handles and endpoints, for a node that rejoins after it.
     std::optional<rejoin_message> back_as;
-    // Once it changed role (§7.9): its actors now and whether it prefills, for a node that rejoins after.
-    std::optional<std::pair<node_handles, bool>> moved;
+    // Once it changed role (§7.9): its actors and role now, for a node that rejoins after.
+    std::optional<std::pair<node_handles, actors::node_role>> moved;
     bool running_child() const { return pid != 0 && !reaped; }
   };
 

@@ -55,7 +55,7 @@ void switch_node_role(caf::actor_system& sys, const run_base& base, const cluste
     if (front) moved.reserved.insert(e);
     else moved.reserved.erase(e);
   }
-  view->set_role(node, to_prefill ? actors::node_role::prefill : actors::node_role::decode);
+  view->set_role(node, serving_role(to_prefill));
   node_actors fresh;
   fresh.traffic_queue = actors.traffic_queue;
   spawn_node_engines(sys, base, view, io, node, fresh, actors.backends);

@@ -19,6 +19,16 @@ struct moved_engines {
   std::set<uint32_t> reserved;
 };
 
+// The role a node serves in: prefill or decode.
+inline actors::node_role serving_role(bool prefill) {
+  return prefill ? actors::node_role::prefill : actors::node_role::decode;
+}
+// The cluster file's role of `node`: a node process that starts anew serves in it, whichever role its lost
+// predecessor had moved to; `view` files it so again.
+inline void reset_role(cluster_view& view, uint32_t node) {
+  view.set_role(node, serving_role(node < view.config.prefill_nodes));
+}
+
 // Whether node `node` holds nothing now: no request counted by its leader (asked with `self`, 500 ms), and
 // nothing in its engines' HBM but what every engine of its role holds from the start.
 bool node_holds_nothing(caf::scoped_actor& self, const cluster_view& view, runtime::node_io& io, uint32_t node,

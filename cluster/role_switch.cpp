@@ -63,7 +63,7 @@ class process_hosts final : public role_hosts {
   status switch_role(uint32_t node, bool to_prefill) override {
     auto h = nodes_.switch_role(node, to_prefill);
     if (!h) return h.error();
-    view_->set_role(node, to_prefill ? actors::node_role::prefill : actors::node_role::decode);
+    view_->set_role(node, serving_role(to_prefill));
     return {};
   }
 

@@ -11,6 +11,7 @@
 
 #include "actors/engines.hpp"
 #include "cluster/node_events.hpp"
+#include "cluster/node_role.hpp"
 #include "observe/metrics.hpp"
 #include "core/stop_signals.hpp"
 #include "protocol/errors.hpp"
@@ -230,8 +231,7 @@ void turn_collector::on_lost(caf::scoped_actor& self, uint32_t node, const std::
 void turn_collector::on_rejoined(caf::scoped_actor& self, uint32_t node) {
   lost.erase(std::remove_if(lost.begin(), lost.end(), [&](const auto& l) { return l.first == node; }), lost.end());
   ++rejoined;
-  // Its new process serves in the cluster file's role, whichever its lost one had moved to (§7.9).
-  view.set_role(node, node < view.config.prefill_nodes ? actors::node_role::prefill : actors::node_role::decode);
+  reset_role(view, node);  // its new process serves in the cluster file's role (§7.9)
   if (auto s = tell_rejoined(self, view, node); !s) stall = s.message();
   spdlog::info("launcher: node {} rejoined the run", node);
   if (options.metrics) options.metrics->count_rejoined_node();

@@ -267,8 +267,8 @@ using node_control_actor = caf::typed_actor<
     // The launcher: lost node N is back with these handles and endpoints; this node's engines and copies
     // reach it from the answer on. Answers N. The launcher waits `timeout_s`.
     caf::replies_to<atom::rejoin, node_handles, envelope<schema::FabricDirectory>>::with<uint32_t>,
-    // Adaptive P/D (docs/design.md §7.9), to the node that moves: answers how many requests and HBM
-    // allocations beyond its role's fixed ones it still holds (0: it may switch). The launcher waits 500 ms.
+    // Adaptive P/D (docs/design.md §7.9), to the node that moves: answers 0 when it holds nothing (no request
+    // counted by its leader, no HBM allocation beyond its role's fixed ones), else 1. The launcher waits 500 ms.
     caf::replies_to<atom::held>::with<uint32_t>,
     // To the drained node: switch to prefill (true) or decode in place and answer the new actors' handles.
     // Refused while it holds anything. The launcher waits 2 timeout_s (old actors stop, new ones start).

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "schedule/selection.hpp"
+
 namespace dualpath::schedule {
 
 assignment make_assignment(const request_info& r, const node_snapshot& pe_node, uint32_t pe,
@@ -31,6 +33,12 @@ void fetching_group(cluster_snapshot& snap, uint32_t node, const std::deque<requ
 void set_path(assignment& a, read_path p) {
   a.path = p;
   a.pe_blocks = p == read_path::pe ? a.request.hit_blocks : 0;
+}
+
+void set_split(assignment& a, const node_snapshot& pe, const node_snapshot& de) {
+  const uint32_t n = split_pe_blocks(a.request, pe.read_q, de.read_q);
+  a.pe_blocks = n;
+  a.path = n == a.request.hit_blocks ? read_path::pe : n == 0 ? read_path::de : read_path::split;
 }
 
 }  // namespace dualpath::schedule

@@ -20,6 +20,9 @@ void fetching_group(cluster_snapshot& snap, uint32_t node, const std::deque<requ
 
 // The whole hit through one node's SNIC (pe or de).
 void set_path(assignment& a, read_path p);
+// The hit divided between the PE and DE nodes' SNICs so both queues drain together (§7.5,
+// split_pe_blocks); pe or de when one of them takes it all.
+void set_split(assignment& a, const node_snapshot& pe, const node_snapshot& de);
 
 // Every policy starts the same way: the PE group that fetches, when it can take work; the rest is its own.
 class group_policy : public policy {

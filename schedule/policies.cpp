@@ -147,9 +147,7 @@ class split_policy final : public dualpath_policy {
 
  protected:
   void choose_path(assignment& a, const node_snapshot& pe, const node_snapshot& de) const override {
-    const uint32_t n = split_pe_blocks(a.request, pe.read_q, de.read_q);
-    a.pe_blocks = n;
-    a.path = n == a.request.hit_blocks ? read_path::pe : n == 0 ? read_path::de : read_path::split;
+    set_split(a, pe, de);
   }
 };
 

@@ -60,7 +60,9 @@ class queue_aware_policy final : public group_policy {
       de.engine->free_hbm -= r.kv_bytes;
       tok += r.len;
       assignment a = make_assignment(r, *pe.node, pe.engine->engine, *de.node, de.engine->engine);
-      split_reads(a, *pe.node, *de.node);
+      // Divided so both queues drain together: when both are short, as at the end of an offline run, a
+      // turn's read takes half as long as through one SNIC.
+      set_split(a, *pe.node, *de.node);
       charge_reads(a, *pe.node, *de.node);
       out.push_back(a);
       waiting.pop_front();
@@ -86,15 +88,7 @@ class queue_aware_policy final : public group_policy {
     return a.engine->seq < b.engine->seq;
   }
 
-  // The hit read divided between the two SNICs so that both queues drain together (§7.5's split): when both
-  // are short, as at the end of an offline run, a turn's read takes half as long as through one of them.
-  static void split_reads(assignment& a, const node_snapshot& pe, const node_snapshot& de) {
-    const uint32_t n = split_pe_blocks(a.request, pe.read_q, de.read_q);
-    a.pe_blocks = n;
-    a.path = n == a.request.hit_blocks ? read_path::pe : n == 0 ? read_path::de : read_path::split;
-  }
-
-  // When the request's read would end (bytes queued ahead of its last byte), read split as above.
+  // When the request's read would end (bytes queued ahead of its last byte), divided as set_split divides it.
   static uint64_t split_finish(uint64_t pe_q, uint64_t de_q, uint64_t bytes) {
     const uint64_t lo = std::min(pe_q, de_q), hi = std::max(pe_q, de_q);
     if (hi - lo >= bytes) return lo + bytes;
