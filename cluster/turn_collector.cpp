@@ -132,10 +132,12 @@ void turn_collector::report(caf::scoped_actor& self) {
     const uint32_t nodes = view.config.prefill_nodes + view.config.decode_nodes;
     progress.in_flight_by_node.assign(nodes, 0);
     progress.engine_requests_by_node.assign(nodes, 0);
+    progress.prefill_by_node.assign(nodes, 0);
     if (stats)
       for (const auto& n : stats->nodes) {
         if (n.node.node >= nodes) continue;
         progress.in_flight_by_node[n.node.node] = n.in_flight;
+        progress.prefill_by_node[n.node.node] = n.node.kind == schedule::role::prefill;
         for (const auto& e : n.node.engines) progress.engine_requests_by_node[n.node.node] += e.seq;
       }
     options.on_progress(progress);

@@ -13,6 +13,9 @@ struct run_progress {
   // Per node, as the scheduler sees it: turns placed with their PE or DE there, and the requests its engines
   // hold (seq_e summed: in prefill on a prefill node, decoding on a decode node).
   std::vector<uint32_t> in_flight_by_node, engine_requests_by_node;
+  // Per node, 1 while the scheduler files it as a prefill node: the cluster file's role, or the one adaptive
+  // P/D moved it to (docs/design.md §7.9).
+  std::vector<uint8_t> prefill_by_node;
 };
 
 }  // namespace dualpath::report
