@@ -17,13 +17,6 @@ namespace dualpath::gpu {
 
 namespace {
 
-uint64_t splitmix(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 void sleep_seconds(double s) {
   if (s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(s));
 }
@@ -133,35 +126,6 @@ std::unique_ptr<compute_backend> make_modeled_backend(const model_spec& model, c
   if (model.layers == 0 || model.kv_bytes_per_token_layer == 0)
     throw user_error("modeled backend: model '" + model.name + "' has no layers or KV size");
   return std::make_unique<modeled_backend>(model, profile, mfu);
-}
-
-void modeled_kv_fill(uint32_t layer, uint32_t position, int32_t token, std::byte* dst, uint32_t bytes) {
-  uint64_t state =
-      (uint64_t(layer) << 48) ^ (uint64_t(position) << 16) ^ (uint64_t(uint32_t(token)) * 0x2545f4914f6cdd1dull);
-  uint32_t i = 0;
-  for (; i + 8 <= bytes; i += 8) {
-    const uint64_t v = splitmix(state);
-    std::memcpy(dst + i, &v, 8);
-  }
-  if (i < bytes) {
-    const uint64_t v = splitmix(state);
-    std::memcpy(dst + i, &v, bytes - i);
-  }
-}
-
-bool modeled_kv_matches(uint32_t layer, uint32_t first_position, const int32_t* tokens, uint32_t count,
-                        const std::byte* data, uint32_t bytes) {
-  std::vector<std::byte> expect(bytes);
-  for (uint32_t t = 0; t < count; ++t) {
-    modeled_kv_fill(layer, first_position + t, tokens[t], expect.data(), bytes);
-    if (std::memcmp(expect.data(), data + uint64_t(t) * bytes, bytes) != 0) return false;
-  }
-  return true;
-}
-
-int32_t modeled_next_token(int32_t last_token, uint32_t position, uint32_t vocab) {
-  uint64_t state = (uint64_t(uint32_t(last_token)) << 32) | position;
-  return int32_t(splitmix(state) % (vocab ? vocab : 1));
 }
 
 }  // namespace dualpath::gpu

@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <vector>
 
 #include "core/cost_model.hpp"
@@ -35,6 +37,44 @@ TEST_CASE("modeled KV bytes are deterministic and depend on layer, position and 
   CHECK(a == b);
   CHECK(a != c);
   CHECK(a != d);
+}
+
+// The stream's definition, one word after the other: splitmix64 from the seed of (layer, position, token).
+static std::vector<std::byte> stream_by_definition(uint32_t layer, uint32_t position, int32_t token, uint32_t bytes) {
+  uint64_t state =
+      (uint64_t(layer) << 48) ^ (uint64_t(position) << 16) ^ (uint64_t(uint32_t(token)) * 0x2545f4914f6cdd1dull);
+  std::vector<std::byte> out(bytes);
+  for (uint32_t i = 0; i < bytes; i += 8) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    std::memcpy(out.data() + i, &z, std::min<uint32_t>(8, bytes - i));
+  }
+  return out;
+}
+
+TEST_CASE("modeled KV: eight words at a time equal the stream word by word, and a check finds any changed byte") {
+  for (uint32_t bytes : {1u, 7u, 8u, 9u, 63u, 64u, 65u, 127u, 128u, 200u, 656u, 1152u}) {
+    CAPTURE(bytes);
+    std::vector<std::byte> got(bytes);
+    modeled_kv_fill(5, 1234, -3, got.data(), bytes);
+    CHECK(got == stream_by_definition(5, 1234, -3, bytes));
+    // Three tokens of a block, each checked: every byte of every token matters.
+    const int32_t tokens[] = {11, 12, 13};
+    std::vector<std::byte> block(3 * uint64_t(bytes));
+    for (uint32_t t = 0; t < 3; ++t) modeled_kv_fill(2, 40 + t, tokens[t], block.data() + t * uint64_t(bytes), bytes);
+    CHECK(modeled_kv_matches(2, 40, tokens, 3, block.data(), bytes));
+    CHECK_FALSE(modeled_kv_matches(3, 40, tokens, 3, block.data(), bytes));  // another layer
+    CHECK_FALSE(modeled_kv_matches(2, 41, tokens, 3, block.data(), bytes));  // shifted positions
+    uint32_t caught = 0;
+    for (uint64_t at = 0; at < block.size(); ++at) {
+      block[at] ^= std::byte{0x10};
+      caught += !modeled_kv_matches(2, 40, tokens, 3, block.data(), bytes);
+      block[at] ^= std::byte{0x10};
+    }
+    CHECK(caught == block.size());
+  }
 }
 
 TEST_CASE("modeled backend emits modeled KV and tokens for a big catalog model") {

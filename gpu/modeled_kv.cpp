@@ -1,0 +1,110 @@
+// Modeled KV bytes and tokens (gpu/backend.hpp, docs/design.md §10): a splitmix64 stream seeded by (layer,
+// position, token). Every Layer Block that arrives is checked against it, so on a run of the modeled backend
+// these bytes are generated twice per block (once written, once expected) and are a visible share of the CPU.
+// Word k of a stream is mix(seed + (k + 1)·γ), independent of the words before it, so eight are computed at
+// once where the CPU has AVX-512 (64-bit multiplies), and a check compares as it generates, with no buffer.
+#include <algorithm>
+#include <cstring>
+
+#include "gpu/backend.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace dualpath::gpu {
+
+namespace {
+
+constexpr uint64_t golden = 0x9e3779b97f4a7c15ull;
+constexpr uint64_t mul1 = 0xbf58476d1ce4e5b9ull, mul2 = 0x94d049bb133111ebull;
+
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * mul1;
+  z = (z ^ (z >> 27)) * mul2;
+  return z ^ (z >> 31);
+}
+
+uint64_t stream_seed(uint32_t layer, uint32_t position, int32_t token) {
+  return (uint64_t(layer) << 48) ^ (uint64_t(position) << 16) ^ (uint64_t(uint32_t(token)) * 0x2545f4914f6cdd1dull);
+}
+
+// Word k of the stream seeded `seed`.
+uint64_t word(uint64_t seed, uint64_t k) { return mix(seed + (k + 1) * golden); }
+
+#if defined(__x86_64__)
+bool have_avx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  return yes;
+}
+
+#define DUALPATH_AVX512 __attribute__((target("avx512f,avx512dq")))
+
+// Words k .. k+7 of the stream, as one vector (GCC's vector extension: the multiplies become vpmullq).
+using u64x8 = uint64_t __attribute__((vector_size(64)));
+
+DUALPATH_AVX512 __m512i words8(uint64_t seed, uint64_t k) {
+  const u64x8 lane = {1, 2, 3, 4, 5, 6, 7, 8};
+  u64x8 z = (seed + k * golden) + lane * golden;
+  z = (z ^ (z >> 30)) * mul1;
+  z = (z ^ (z >> 27)) * mul2;
+  return __m512i(z ^ (z >> 31));
+}
+
+// The whole 64-byte chunks of `bytes`: written to dst. Returns the bytes done.
+DUALPATH_AVX512 uint32_t fill_chunks(uint64_t seed, std::byte* dst, uint32_t bytes) {
+  uint32_t i = 0;
+  for (; i + 64 <= bytes; i += 64) _mm512_storeu_si512(dst + i, words8(seed, i / 8));
+  return i;
+}
+
+// The whole 64-byte chunks of `bytes`: compared with data. Returns the bytes that matched before the first
+// chunk that did not (a multiple of 64; less than the chunks' end on a mismatch).
+DUALPATH_AVX512 uint32_t match_chunks(uint64_t seed, const std::byte* data, uint32_t bytes) {
+  uint32_t i = 0;
+  for (; i + 64 <= bytes; i += 64)
+    if (_mm512_cmpneq_epi64_mask(_mm512_loadu_si512(data + i), words8(seed, i / 8)) != 0) break;
+  return i;
+}
+#else
+bool have_avx512() { return false; }
+uint32_t fill_chunks(uint64_t, std::byte*, uint32_t) { return 0; }
+uint32_t match_chunks(uint64_t, const std::byte*, uint32_t) { return 0; }
+#endif
+
+}  // namespace
+
+void modeled_kv_fill(uint32_t layer, uint32_t position, int32_t token, std::byte* dst, uint32_t bytes) {
+  const uint64_t seed = stream_seed(layer, position, token);
+  uint32_t i = have_avx512() ? fill_chunks(seed, dst, bytes) : 0;
+  for (; i < bytes; i += 8) {
+    const uint64_t v = word(seed, i / 8);
+    std::memcpy(dst + i, &v, std::min<uint32_t>(8, bytes - i));
+  }
+}
+
+bool modeled_kv_matches(uint32_t layer, uint32_t first_position, const int32_t* tokens, uint32_t count,
+                        const std::byte* data, uint32_t bytes) {
+  const bool wide = have_avx512();
+  for (uint32_t t = 0; t < count; ++t) {
+    const uint64_t seed = stream_seed(layer, first_position + t, tokens[t]);
+    const std::byte* row = data + uint64_t(t) * bytes;
+    uint32_t i = 0;
+    if (wide) {
+      i = match_chunks(seed, row, bytes);
+      if (i + 64 <= bytes) return false;  // a whole chunk differed
+    }
+    for (; i < bytes; i += 8) {
+      const uint64_t v = word(seed, i / 8);
+      if (std::memcmp(row + i, &v, std::min<uint32_t>(8, bytes - i)) != 0) return false;
+    }
+  }
+  return true;
+}
+
+int32_t modeled_next_token(int32_t last_token, uint32_t position, uint32_t vocab) {
+  const uint64_t seed = (uint64_t(uint32_t(last_token)) << 32) | position;
+  return int32_t(word(seed, 0) % (vocab ? vocab : 1));
+}
+
+}  // namespace dualpath::gpu
