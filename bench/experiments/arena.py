@@ -10,7 +10,7 @@ of turns) and its mode (offline, or online at a rate near the cluster's turn thr
 deterministic: the same seed gives the same table.
 
   arena.py [--scenarios N] [--seed S[,S2,...]] [--policies a,b,...] [--out FILE] [--svg FILE] [--jobs J]
-           [--short] [--only I,J,...]
+           [--short] [--only I,J,...] [--reseed K]
 
 Several seeds (--seed 1,2,3) draw N scenarios each and report over all of them and per seed: a change to a
 policy that wins on one draw and loses on the next was tuned to the draw, not to a mechanism.
@@ -18,6 +18,10 @@ policy that wins on one draw and loses on the next was tuned to the draw, not to
 Writes the result JSON (per scenario: its draw and every policy's JCT; per policy: win rates, worst ratios,
 geometric means) and prints the table and the worst scenarios with their seeds. --svg draws the distribution
 of each policy's JCT ratio to round robin.
+
+--reseed K runs every scenario on K traces: its own and K - 1 drawn with other trace seeds (same cluster, same
+workload shape), and prints each policy's ratio to round robin on each, with the mean agent JCT's beside the
+makespan's: whether a loss is the policy's on every trace, or one agent's chain finishing last on one.
 """
 import argparse
 import concurrent.futures as cf
@@ -72,7 +76,7 @@ def run_scenario(s, policies):
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "trace.jsonl")
         subprocess.run([BIN, "trace", "gen", "--preset", s["preset"], "--agents", str(s["agents"]), "--scale",
-                        str(s["scale"]), "--seed", str(s["seed"]), "-o", trace], check=True,
+                        str(s["scale"]), "--seed", str(s.get("trace_seed", s["seed"])), "-o", trace], check=True,
                        stdout=subprocess.DEVNULL)
         report = os.path.join(tmp, "report.json")
         cmd = [BIN, "sim", "--cluster", CLUSTERS[s["model"]], "--prefill-nodes", str(s["prefill_nodes"]),
@@ -89,10 +93,11 @@ def run_scenario(s, policies):
     # Online, a run's JCT is set by the arrivals; the mean turn latency (TTFT through last token) is what a
     # policy changes. Offline, the makespan.
     metric = "jct_s" if s["mode"] == "offline" else "turn_mean_s"
-    out = {**s, "metric": metric, "jct_s": {}, "value": {}, "failed_turns": {}}
+    out = {**s, "metric": metric, "jct_s": {}, "value": {}, "failed_turns": {}, "agent_jct_mean_s": {}}
     for p in policies:
         r = runs[p]
         out["jct_s"][p] = r["jct_s"]
+        out["agent_jct_mean_s"][p] = r["agent_jct_mean_s"]
         out["failed_turns"][p] = r["failed_turns"]
         out["value"][p] = r["jct_s"] if metric == "jct_s" else r["e2e_s"]["mean"]
     return out
@@ -131,6 +136,26 @@ def table(summary):
     return "\n".join(lines)
 
 
+def reseed_table(results, policies):
+    """Per scenario drawn again with other traces (--reseed): each policy's ratio to round robin on every
+    trace, the metric's and (offline) the mean agent JCT's. A makespan decided by one agent's chain swings
+    from trace to trace while the mean stays on one side; a loss of the mechanism shows on every trace."""
+    lines = ["| scenario (seed) | policy | metric ratio, per trace | mean agent JCT ratio, per trace |", "|---|---|---|---|"]
+    groups = {}
+    for r in results:
+        if "error" not in r:
+            groups.setdefault((r["arena"], r["index"], r["seed"]), []).append(r)
+    for (_, index, seed), rs in sorted(groups.items()):
+        rs.sort(key=lambda r: r["reseed"])
+        for p in policies:
+            if p == "round_robin":
+                continue
+            metric = " ".join(f"{r['value'][p] / r['value']['round_robin']:.3f}" for r in rs)
+            mean = " ".join(f"{r['agent_jct_mean_s'][p] / r['agent_jct_mean_s']['round_robin']:.3f}" for r in rs)
+            lines.append(f"| {index} ({seed}) | {p} | {metric} | {mean} |")
+    return "\n".join(lines)
+
+
 def svg(results, policies, path):
     """A histogram of each policy's ratio to round robin (log2 bins), one row of bars per policy."""
     ok = [r for r in results if "error" not in r]
@@ -166,6 +191,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--short", action="store_true", help="at most 48 agents of at most 6 turns (the test's arena)")
     ap.add_argument("--only", default="", help="comma-separated scenario indices to run (of the --scenarios drawn)")
+    ap.add_argument("--reseed", type=int, default=1,
+                    help="run each scenario on this many traces (its own and others drawn from other seeds)")
     args = ap.parse_args()
     policies = args.policies.split(",")
     if "round_robin" not in policies:
@@ -176,6 +203,8 @@ def main():
         sys.exit(f"arena.py: --seed must be integers separated by commas, got '{args.seed}'")
     indices = [int(i) for i in args.only.split(",")] if args.only else range(args.scenarios)
     scenarios = [draw(i, seed, args.short) for seed in seeds for i in indices]
+    if args.reseed > 1:
+        scenarios = [{**s, "reseed": k, "trace_seed": s["seed"] + 7919 * k} for s in scenarios for k in range(args.reseed)]
     results = [None] * len(scenarios)
     with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {pool.submit(run_scenario, s, policies): n for n, s in enumerate(scenarios)}
@@ -193,6 +222,9 @@ def main():
     if args.svg:
         svg(results, policies, args.svg)
     print(table(summary))
+    if args.reseed > 1:
+        print()
+        print(reseed_table(results, policies))
     for seed, sub in per_seed.items():
         print(f"\nseed {seed}:")
         print(table(sub))
