@@ -46,11 +46,16 @@ TEST_CASE("adaptive P/D across node processes: a moved node is lost and rejoins 
   c.timeout_s = 4;  // a rejoin waits out 2 timeout_s + 1 s of quarantine
   c.secret = secret;
   // The first 12 turns of each agent come back to back, which moves a decode node to prefill early; the rest
-  // think 700 ms between turns, so the run outlasts the quarantine and the node takes work after it.
+  // think 700 ms between turns, so the run outlasts the quarantine and the node takes work after it, and
+  // answer in 40 tokens, so a turn decoding there is seen by the progress samples (a 2-token answer was over
+  // between two of them in 1 run of 9). The prompts stay as they were: each turn keeps 2 of its tokens.
   auto scripts = shaped(4, 36, 150, 2);
   for (auto& s : scripts) {
     s.replay_tool_time = true;
-    for (size_t t = 12; t < s.turns.size(); ++t) s.turns[t].tool_ms = 700;
+    for (size_t t = 12; t < s.turns.size(); ++t) {
+      s.turns[t].tool_ms = 700;
+      s.turns[t].gen = 40;
+    }
   }
   run_options o;
   o.config = c;
