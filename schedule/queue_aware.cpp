@@ -88,7 +88,11 @@ class queue_aware_policy final : public group_policy {
     return a.engine->seq < b.engine->seq;
   }
 
-  // When the request's read would end (bytes queued ahead of its last byte), divided as set_split divides it.
+  // When the request's read would end (bytes queued ahead of its last byte), divided as set_split divides it:
+  // split_pe_blocks's equal-finish equation, here in bytes before its rounding to whole blocks. Taken from the
+  // rounded division instead (the larger of the two SNICs' ends), the choice changed on 68 of the arena's 200
+  // scenarios (seed 1) and queue_aware went from 95.5% to 93.5% as fast as `dualpath`: near a tie, a block
+  // rounded one way or the other decides the node, where the bytes say the two reads end together.
   static uint64_t split_finish(uint64_t pe_q, uint64_t de_q, uint64_t bytes) {
     const uint64_t lo = std::min(pe_q, de_q), hi = std::max(pe_q, de_q);
     if (hi - lo >= bytes) return lo + bytes;

@@ -25,6 +25,14 @@ std::pair<size_t, size_t> two_groups_fetch(uint64_t tok, uint64_t n, std::deque<
   return {first, second.size()};
 }
 
+// The one assignment queue_aware makes when prefill node 1 fetches request `id` alone.
+assignment assign_one(cluster_snapshot& snap, uint64_t id) {
+  std::deque<request_info> waiting{make_request(id)};
+  const auto out = make_policy("balanced_rq")->assign(snap, 1, waiting, loose());
+  REQUIRE(out.size() == 1);
+  return out[0];
+}
+
 }  // namespace
 
 TEST_CASE("queue_aware: the decode node whose read ends soonest, within Z, and the path through it") {
@@ -32,11 +40,9 @@ TEST_CASE("queue_aware: the decode node whose read ends soonest, within Z, and t
   add_node(snap, 1, role::prefill, /*read_q*/ 50000, {0});
   add_node(snap, 4, role::decode, /*read_q*/ 30000, {0});  // least loaded, but its SNIC is backed up
   add_node(snap, 5, role::decode, /*read_q*/ 0, {200});
-  std::deque<request_info> waiting{make_request(1)};
-  const auto out = make_policy("balanced_rq")->assign(snap, 1, waiting, loose());
-  REQUIRE(out.size() == 1);
-  CHECK(out[0].de == 500);  // the paper's rule (smallest token load) would take 400
-  CHECK(out[0].path == read_path::de);
+  const assignment out = assign_one(snap, 1);
+  CHECK(out.de == 500);  // the paper's rule (smallest token load) would take 400
+  CHECK(out.path == read_path::de);
   CHECK(snap.find(5)->read_q == 10000);
 
   // Beyond Z the token load decides again: a node far above the others' load is not chosen for its queue.
@@ -44,11 +50,9 @@ TEST_CASE("queue_aware: the decode node whose read ends soonest, within Z, and t
   add_node(busy, 1, role::prefill, 50000, {0});
   add_node(busy, 4, role::decode, 30000, {0});
   add_node(busy, 5, role::decode, 0, {100000});
-  std::deque<request_info> again{make_request(2)};
-  const auto out2 = make_policy("balanced_rq")->assign(busy, 1, again, loose());
-  REQUIRE(out2.size() == 1);
-  CHECK(out2[0].de == 400);
-  CHECK(out2[0].path == read_path::de);  // 30000 is still shorter than the PE node's 50000
+  const assignment out2 = assign_one(busy, 2);
+  CHECK(out2.de == 400);
+  CHECK(out2.path == read_path::de);  // 30000 is still shorter than the PE node's 50000
 }
 
 TEST_CASE("queue_aware: a read divides between the two SNICs so both queues drain together") {
@@ -56,11 +60,9 @@ TEST_CASE("queue_aware: a read divides between the two SNICs so both queues drai
   cluster_snapshot idle;
   add_node(idle, 1, role::prefill, 0, {0});
   add_node(idle, 4, role::decode, 0, {0});
-  std::deque<request_info> one{make_request(1)};
-  const auto out = make_policy("balanced_rq")->assign(idle, 1, one, loose());
-  REQUIRE(out.size() == 1);
-  CHECK(out[0].path == read_path::split);
-  CHECK(out[0].pe_blocks == 5);
+  const assignment out = assign_one(idle, 1);
+  CHECK(out.path == read_path::split);
+  CHECK(out.pe_blocks == 5);
   CHECK(idle.find(1)->read_q == 5000);
   CHECK(idle.find(4)->read_q == 5000);
 
@@ -71,11 +73,9 @@ TEST_CASE("queue_aware: a read divides between the two SNICs so both queues drai
   add_node(apart, 1, role::prefill, 0, {0});
   add_node(apart, 4, role::decode, 0, {200});
   add_node(apart, 5, role::decode, 3000, {0});
-  std::deque<request_info> two{make_request(2)};
-  const auto out2 = make_policy("balanced_rq")->assign(apart, 1, two, loose());
-  REQUIRE(out2.size() == 1);
-  CHECK(out2[0].de == 400);
-  CHECK(out2[0].path == read_path::split);
+  const assignment out2 = assign_one(apart, 2);
+  CHECK(out2.de == 400);
+  CHECK(out2.path == read_path::split);
   CHECK(apart.find(1)->read_q == 5000);
   CHECK(apart.find(4)->read_q == 5000);
   CHECK(apart.find(5)->read_q == 3000);
