@@ -41,12 +41,11 @@ void linear(const cpu_context& c, const float* x, const float* w, float* y, uint
   // Column blocks stay multiples of 16 floats so every thread's GEMM runs whole vector tiles.
   const uint64_t blocks = (out + 15) / 16, grain = min_flops_per_thread / (2 * rows * in * 16) + 1;
   if (c.skinny.covers(rows, in)) {
-    cpu::skinny_gemm::packed_rows px;
-    cpu::skinny_gemm::pack(x, rows, in, px);
+    const auto& pw = c.skinny.packed(w, out, in);
     c.team.split(
         blocks,
         [&](size_t b, size_t e, unsigned) {
-          c.skinny.multiply(px, w, out, b * 16, std::min<uint64_t>(out, e * 16), beta, y);
+          c.skinny.multiply(x, rows, pw, b * 16, std::min<uint64_t>(out, e * 16), beta, y);
         },
         grain);
     return;

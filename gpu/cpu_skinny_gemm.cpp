@@ -9,14 +9,11 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-#define DUALPATH_SKINNY_TARGET __attribute__((target("avx2,fma")))
 #endif
 
 namespace dualpath::gpu::cpu {
 
 namespace {
-
-constexpr uint64_t lanes = 8;
 
 // sgemm's K blocks for inner dimension k when its block depth is q and a split remainder is rounded up to
 // `unroll`: whole q blocks while at least two are left, then the rest in two near-halves (or one block).
@@ -32,77 +29,66 @@ std::vector<uint32_t> blocking(uint64_t k, uint64_t q, uint64_t unroll) {
   return b;
 }
 
+}  // namespace
+
 #if defined(__x86_64__)
-bool cpu_has_kernel() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx2,fma")
+namespace avx512 {
+using vec = __m512;
+constexpr uint64_t L = 16;
+inline vec vzero() { return _mm512_setzero_ps(); }
+inline vec vload(const float* p) { return _mm512_loadu_ps(p); }
+inline void vstore(float* p, vec v) { _mm512_storeu_ps(p, v); }
+inline vec vset1(float f) { return _mm512_set1_ps(f); }
+inline vec vfma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
+inline vec vadd(vec a, vec b) { return _mm512_add_ps(a, b); }
+#include "gpu/cpu_skinny_kernel.inc"
+}  // namespace avx512
+#pragma GCC pop_options
 
-// J outputs [o, o + J) of G row groups: per K block, a fused multiply-add chain from zero for each (row,
-// output), its sum then added to the output (sgemm's order, so every bit matches).
-// With `next`, the J weight rows after these are asked for a line ahead of their use (measured: 4% more
-// bandwidth from DRAM than leaving each new set of rows to the hardware prefetcher).
-template <int G, int J>
-DUALPATH_SKINNY_TARGET void outputs(const float* xt, uint64_t rows, uint64_t in, const float* w, uint64_t out,
-                                    uint64_t o, float beta, const std::vector<uint32_t>& kb, float* y, bool next) {
-  __m256 total[G][J];
-  alignas(32) float tmp[lanes];
-  for (int g = 0; g < G; ++g)
-    for (int j = 0; j < J; ++j) {
-      for (uint64_t l = 0; l < lanes; ++l) {
-        const uint64_t r = g * lanes + l;
-        tmp[l] = r < rows && beta != 0.0f ? y[r * out + o + j] : 0.0f;
-      }
-      total[g][j] = _mm256_load_ps(tmp);
-    }
-  const float* wo = w + o * in;
-  for (size_t b = 0; b + 1 < kb.size(); ++b) {
-    __m256 acc[G][J];
-    for (int g = 0; g < G; ++g)
-      for (int j = 0; j < J; ++j) acc[g][j] = _mm256_setzero_ps();
-    for (uint64_t k = kb[b]; k < kb[b + 1]; ++k) {
-      if (next && k % 16 == 0)
-        for (int j = 0; j < J; ++j) __builtin_prefetch(wo + (J + j) * in + k);
-      __m256 xv[G];
-      for (int g = 0; g < G; ++g) xv[g] = _mm256_loadu_ps(xt + (g * in + k) * lanes);
-      for (int j = 0; j < J; ++j) {
-        const __m256 wv = _mm256_broadcast_ss(wo + j * in + k);
-        for (int g = 0; g < G; ++g) acc[g][j] = _mm256_fmadd_ps(xv[g], wv, acc[g][j]);
-      }
-    }
-    for (int g = 0; g < G; ++g)
-      for (int j = 0; j < J; ++j) total[g][j] = _mm256_add_ps(acc[g][j], total[g][j]);
-  }
-  for (int g = 0; g < G; ++g)
-    for (int j = 0; j < J; ++j) {
-      _mm256_store_ps(tmp, total[g][j]);
-      for (uint64_t l = 0; l < lanes && g * lanes + l < rows; ++l) y[(g * lanes + l) * out + o + j] = tmp[l];
-    }
-}
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace avx2 {
+using vec = __m256;
+constexpr uint64_t L = 8;
+inline vec vzero() { return _mm256_setzero_ps(); }
+inline vec vload(const float* p) { return _mm256_loadu_ps(p); }
+inline void vstore(float* p, vec v) { _mm256_storeu_ps(p, v); }
+inline vec vset1(float f) { return _mm256_set1_ps(f); }
+inline vec vfma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
+inline vec vadd(vec a, vec b) { return _mm256_add_ps(a, b); }
+#include "gpu/cpu_skinny_kernel.inc"
+}  // namespace avx2
+#pragma GCC pop_options
 
-// Eight accumulator chains in flight (an FMA's latency times its two ports), whatever the row groups.
-template <int G>
-DUALPATH_SKINNY_TARGET void columns(const float* xt, uint64_t rows, uint64_t in, const float* w, uint64_t out,
-                                    uint64_t c0, uint64_t c1, float beta, const std::vector<uint32_t>& kb, float* y) {
-  constexpr int J = 8 / G;
-  uint64_t o = c0;
-  for (; o + J <= c1; o += J) outputs<G, J>(xt, rows, in, w, out, o, beta, kb, y, o + 2 * J <= c1);
-  for (; o < c1; ++o) outputs<G, 1>(xt, rows, in, w, out, o, beta, kb, y, false);
+namespace {
+uint64_t kernel_lanes() {
+  if (__builtin_cpu_supports("avx512f")) return avx512::L;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return avx2::L;
+  return 0;
 }
+}  // namespace
 #else
-bool cpu_has_kernel() { return false; }
+namespace {
+uint64_t kernel_lanes() { return 0; }
+}  // namespace
 #endif
 
-void run(const skinny_gemm::packed_rows& x, const float* w, uint64_t out, uint64_t c0, uint64_t c1, float beta,
-         const std::vector<uint32_t>& kb, float* y) {
+namespace {
+
+void run(uint64_t lanes, const float* x, uint64_t rows, const skinny_gemm::packed_weights& w, uint64_t c0, uint64_t c1,
+         float beta, const std::vector<uint32_t>& kb, float* y) {
 #if defined(__x86_64__)
-  if (x.rows <= lanes) columns<1>(x.lanes.data(), x.rows, x.in, w, out, c0, c1, beta, kb, y);
-  else columns<2>(x.lanes.data(), x.rows, x.in, w, out, c0, c1, beta, kb, y);
-#else
-  (void)x, (void)w, (void)out, (void)c0, (void)c1, (void)beta, (void)kb, (void)y;
+  if (lanes == avx512::L) return avx512::run(x, rows, w.data.data(), w.out, w.in, c0, c1, beta, kb, y);
+  if (lanes == avx2::L) return avx2::run(x, rows, w.data.data(), w.out, w.in, c0, c1, beta, kb, y);
 #endif
+  (void)lanes, (void)x, (void)rows, (void)w, (void)c0, (void)c1, (void)beta, (void)kb, (void)y;
 }
 
 // The blocking under which this kernel reproduces sgemm on `in`-deep products, or empty. Candidates are
 // searched on 8 rows × 16 columns and the one found is confirmed on 16 × 64.
-std::vector<uint32_t> calibrate(uint64_t in) {
+std::vector<uint32_t> calibrate(const skinny_gemm& g, uint64_t in) {
   constexpr uint64_t ref_rows = 512, cols = 64;  // enough rows that sgemm takes its packed path
   std::mt19937 rng{uint32_t(in)};
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -113,14 +99,12 @@ std::vector<uint32_t> calibrate(uint64_t in) {
   std::vector<float> ref = y0;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(ref_rows), int(cols), int(in), 1.0f, x.data(), int(in),
               w.data(), int(in), 1.0f, ref.data(), int(cols));
-  // The first max_rows rows, packed once; the search uses the first group of them.
-  skinny_gemm::packed_rows all, first;
-  skinny_gemm::pack(x.data(), skinny_gemm::max_rows, in, all);
-  skinny_gemm::pack(x.data(), lanes, in, first);
-  auto matches = [&](const std::vector<uint32_t>& kb, const skinny_gemm::packed_rows& px, uint64_t ncols) {
-    std::vector<float> y(y0.begin(), y0.begin() + px.rows * cols);
-    run(px, w.data(), cols, 0, ncols, 1.0f, kb, y.data());
-    for (uint64_t r = 0; r < px.rows; ++r)
+  skinny_gemm::packed_weights pw;
+  g.pack(w.data(), cols, in, pw);
+  auto matches = [&](const std::vector<uint32_t>& kb, uint64_t rows, uint64_t ncols) {
+    std::vector<float> y(y0.begin(), y0.begin() + rows * cols);
+    run(g.lanes(), x.data(), rows, pw, 0, ncols, 1.0f, kb, y.data());
+    for (uint64_t r = 0; r < rows; ++r)
       if (std::memcmp(&y[r * cols], &ref[r * cols], ncols * sizeof(float)) != 0) return false;
     return true;
   };
@@ -129,17 +113,17 @@ std::vector<uint32_t> calibrate(uint64_t in) {
     for (uint64_t unroll : {1, 2, 4, 8, 16, 32, 64}) {
       auto kb = blocking(in, q, unroll);
       if (!tried.insert(kb).second) continue;
-      if (matches(kb, first, 16) && matches(kb, all, cols)) return kb;
+      if (matches(kb, 8, 16) && matches(kb, skinny_gemm::max_rows, cols)) return kb;
     }
   return {};
 }
 
 }  // namespace
 
-skinny_gemm::skinny_gemm(const std::vector<uint64_t>& inner_dims) {
-  const bool usable = cpu_has_kernel();
+skinny_gemm::skinny_gemm(const std::vector<uint64_t>& inner_dims, uint64_t lanes)
+    : lanes_(lanes == 0 || lanes > kernel_lanes() ? kernel_lanes() : lanes) {
   for (uint64_t in : inner_dims)
-    if (!blocks_.count(in)) blocks_[in] = usable && in > 0 ? calibrate(in) : std::vector<uint32_t>{};
+    if (!blocks_.count(in)) blocks_[in] = lanes_ > 0 && in > 0 ? calibrate(*this, in) : std::vector<uint32_t>{};
 }
 
 bool skinny_gemm::covers(uint64_t rows, uint64_t in) const {
@@ -152,18 +136,28 @@ std::vector<uint32_t> skinny_gemm::blocks(uint64_t in) const {
   return it == blocks_.end() ? std::vector<uint32_t>{} : it->second;
 }
 
-void skinny_gemm::pack(const float* x, uint64_t rows, uint64_t in, packed_rows& out) {
-  const uint64_t groups = (rows + lanes - 1) / lanes;
-  out.rows = rows;
-  out.in = in;
-  out.lanes.assign(groups * in * lanes, 0.0f);
-  for (uint64_t r = 0; r < rows; ++r)
-    for (uint64_t k = 0; k < in; ++k) out.lanes[((r / lanes) * in + k) * lanes + r % lanes] = x[r * in + k];
+void skinny_gemm::pack(const float* w, uint64_t out, uint64_t in, packed_weights& p) const {
+  const uint64_t L = std::max<uint64_t>(lanes_, 1), blocks = (out + L - 1) / L;
+  p.out = out;
+  p.in = in;
+  p.data.assign(blocks * in * L, 0.0f);
+  for (uint64_t o = 0; o < out; ++o)
+    for (uint64_t k = 0; k < in; ++k) p.data[((o / L) * in + k) * L + o % L] = w[o * in + k];
 }
 
-void skinny_gemm::multiply(const packed_rows& x, const float* w, uint64_t out, uint64_t c0, uint64_t c1, float beta,
+const skinny_gemm::packed_weights& skinny_gemm::packed(const float* w, uint64_t out, uint64_t in) const {
+  std::lock_guard lock(packed_mu_);
+  auto& p = packed_[{w, out, in}];
+  if (!p) {
+    p = std::make_unique<packed_weights>();
+    pack(w, out, in, *p);
+  }
+  return *p;
+}
+
+void skinny_gemm::multiply(const float* x, uint64_t rows, const packed_weights& w, uint64_t c0, uint64_t c1, float beta,
                            float* y) const {
-  run(x, w, out, c0, c1, beta, blocks_.at(x.in), y);
+  run(lanes_, x, rows, w, c0, c1, beta, blocks_.at(w.in), y);
 }
 
 }  // namespace dualpath::gpu::cpu

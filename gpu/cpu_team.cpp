@@ -5,9 +5,35 @@
 #include <cstdlib>
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 namespace dualpath::gpu {
+
+namespace {
+
+// How long a thread of the team polls before it sleeps: a decode step's runs (about ten a layer) follow each
+// other within microseconds, and a sleeping thread's wake-up costs tens of them. Measured on the small model's
+// decode step (bench compute): 8.0 ms of linear layers without polling, 6.7 with 50 µs, 6.1 with 200 µs.
+// Bounded, so an idle engine's team still sleeps (design §10).
+constexpr auto spin_for = std::chrono::microseconds(200);
+
+void pause_briefly() {
+#if defined(__x86_64__)
+  for (int i = 0; i < 64; ++i) __builtin_ia32_pause();
+#endif
+}
+
+template <class Ready>
+void spin_until(Ready ready) {
+  const auto until = std::chrono::steady_clock::now() + spin_for;
+  while (!ready()) {
+    pause_briefly();
+    if (std::chrono::steady_clock::now() >= until) return;
+  }
+}
+
+}  // namespace
 
 unsigned usable_cores() {
   // DUALPATH_CPU_THREADS caps each cpu backend's team (several engines in one process each have one).
@@ -56,6 +82,9 @@ void cpu_team::work(unsigned member) {
   uint64_t seen = 0;
   std::unique_lock lock(mu_);
   for (;;) {
+    lock.unlock();
+    spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
+    lock.lock();
     wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
     if (stop_) return;
     seen = generation_;
@@ -83,6 +112,10 @@ void cpu_team::run(size_t tasks, const std::function<void(size_t, unsigned)>& fn
   }
   wake_.notify_all();
   drain(0);
+  spin_until([&] {
+    std::lock_guard g(mu_);
+    return finished_ == tasks_ && busy_ == 0;
+  });
   std::unique_lock lock(mu_);
   // Every task handed out has finished and no worker still holds fn_ (a late waker sees no task left).
   done_.wait(lock, [&] { return finished_ == tasks_ && busy_ == 0; });

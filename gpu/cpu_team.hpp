@@ -2,8 +2,10 @@
 // A fork-join team of threads for the cpu backend (docs/design.md §10). The backend runs OpenBLAS single-
 // threaded and splits its own work (GEMM columns, attention heads and tiles, row kernels) across the team,
 // so the serial steps between GEMMs run in parallel too and no BLAS thread spins while the caller works
-// alone. Idle workers sleep on a condition variable: several engines in one process each own a team and
-// must not burn each other's cores.
+// alone. A worker that finishes polls for the next run for 200 µs (a decode step's runs come microseconds
+// apart), then sleeps on a condition variable: several engines in one process each own a team and must not
+// burn each other's cores.
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
@@ -44,7 +46,7 @@ class cpu_team {
   const std::function<void(size_t, unsigned)>* fn_ = nullptr;
   size_t tasks_ = 0, next_ = 0, finished_ = 0;
   unsigned busy_ = 0;  // workers inside the current run
-  uint64_t generation_ = 0;
+  std::atomic<uint64_t> generation_{0};
   bool stop_ = false;
   std::exception_ptr error_;
 };

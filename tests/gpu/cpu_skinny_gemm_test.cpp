@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <list>
 #include <random>
 #include <string>
 #include <vector>
@@ -44,36 +45,44 @@ TEST_CASE("the skinny GEMM reproduces sgemm on many rows bit for bit, for every 
   // The cpu backend's inner dimensions (tiny, small, a Qwen2-0.5B-like 896 and 4864), several over one of
   // sgemm's K blocks.
   const std::vector<uint64_t> dims{128, 512, 896, 1536, 4864};
-  const skinny_gemm gemm(dims);
-  constexpr uint64_t many = 512, out = 200;  // out not a multiple of the kernel's 8 outputs
-  for (uint64_t in : dims) {
-    CAPTURE(in);
-    if (gemm.blocks(in).empty()) {  // no blocking reproduced sgemm here: every product stays on sgemm
-      CHECK_FALSE(known_core());
-      CHECK_FALSE(gemm.covers(8, in));
-      continue;
-    }
-    CHECK(gemm.blocks(in).back() == in);
-    const auto x = random_values(many * in, 7, 1.0f), w = random_values(out * in, 8, 0.05f),
-               y0 = random_values(many * out, 9, 1.0f);
-    for (float beta : {0.0f, 1.0f}) {
-      std::vector<float> ref = y0;  // sgemm over 512 rows, as a full recompute runs it
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(many), int(out), int(in), 1.0f, x.data(), int(in),
-                  w.data(), int(in), beta, ref.data(), int(out));
-      for (uint64_t rows : {1, 3, 8, 13, 16}) {
-        CAPTURE(rows);
-        CAPTURE(beta);
-        REQUIRE(gemm.covers(rows, in));
-        const uint64_t first = 100;  // rows [100, 100 + rows) of the big product
-        skinny_gemm::packed_rows px;
-        skinny_gemm::pack(&x[first * in], rows, in, px);
-        std::vector<float> y(y0.begin() + first * out, y0.begin() + (first + rows) * out);
-        // Two column ranges, as two threads of the team would split them.
-        gemm.multiply(px, w.data(), out, 0, 96, beta, y.data());
-        gemm.multiply(px, w.data(), out, 96, out, beta, y.data());
-        uint64_t differ = 0;
-        for (uint64_t i = 0; i < rows * out; ++i) differ += std::memcmp(&y[i], &ref[first * out + i], 4) != 0;
-        CHECK(differ == 0);
+  // The widest kernel this CPU runs, and the AVX2 one (8 lanes) where that is a different one.
+  for (uint64_t lanes : {0, 8}) {
+    const skinny_gemm gemm(dims, lanes);
+    std::list<std::vector<float>> weights;
+    CAPTURE(gemm.lanes());
+    CHECK((gemm.lanes() == 8 || gemm.lanes() == 16));
+    constexpr uint64_t many = 512, out = 200;  // out not a multiple of the kernel's 8 or 16 outputs
+    for (uint64_t in : dims) {
+      CAPTURE(in);
+      if (gemm.blocks(in).empty()) {  // no blocking reproduced sgemm here: every product stays on sgemm
+        CHECK_FALSE(known_core());
+        CHECK_FALSE(gemm.covers(8, in));
+        continue;
+      }
+      CHECK(gemm.blocks(in).back() == in);
+      const auto x = random_values(many * in, 7, 1.0f), w = random_values(out * in, 8, 0.05f),
+                 y0 = random_values(many * out, 9, 1.0f);
+      const auto& pw = gemm.packed(w.data(), out, in);
+      CHECK(&gemm.packed(w.data(), out, in) == &pw);  // laid out once per weight matrix
+      for (float beta : {0.0f, 1.0f}) {
+        std::vector<float> ref = y0;  // sgemm over 512 rows, as a full recompute runs it
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(many), int(out), int(in), 1.0f, x.data(), int(in),
+                    w.data(), int(in), beta, ref.data(), int(out));
+        for (uint64_t rows : {1, 2, 3, 5, 8, 13, 16}) {
+          CAPTURE(rows);
+          CAPTURE(beta);
+          REQUIRE(gemm.covers(rows, in));
+          const uint64_t first = 100;  // rows [100, 100 + rows) of the big product
+          std::vector<float> y(y0.begin() + first * out, y0.begin() + (first + rows) * out);
+          // Three column ranges, as the team would split them: one of a single 16-wide block, one ending
+          // inside a block (out).
+          gemm.multiply(&x[first * in], rows, pw, 0, 16, beta, y.data());
+          gemm.multiply(&x[first * in], rows, pw, 16, 96, beta, y.data());
+          gemm.multiply(&x[first * in], rows, pw, 96, out, beta, y.data());
+          uint64_t differ = 0;
+          for (uint64_t i = 0; i < rows * out; ++i) differ += std::memcmp(&y[i], &ref[first * out + i], 4) != 0;
+          CHECK(differ == 0);
+        }
       }
     }
   }
