@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "gpu/cpu_kernels.hpp"
+#include "gpu/cpu_tile_avx512.hpp"
 
 namespace dualpath::gpu {
 
@@ -28,7 +29,8 @@ void scaled_row(const float* in, float scale, uint64_t n, float* out) {
 
 }  // namespace
 
-cpu_attention::cpu_attention(const model_spec& m, cpu_team& team) : m_(m), team_(team), scratch_(team.size()) {}
+cpu_attention::cpu_attention(const model_spec& m, cpu_team& team)
+    : m_(m), team_(team), scratch_(team.size()), tile_kernels_(cpu::tile_kernels_usable(m.head_dim)) {}
 
 void cpu_attention::run(const float* qkv, float* attn, const std::vector<attention_request>& requests) {
   // Decode-sized requests, all in one run: a task per request while there are enough of them to keep the
@@ -64,37 +66,57 @@ void cpu_attention::run(const float* qkv, float* attn, const std::vector<attenti
 }
 
 void cpu_attention::gather(const attention_request& r, bool parallel) {
-  const uint64_t KV = uint64_t(m_.kv_heads) * m_.head_dim, ctx = r.cached + r.n, bpt = m_.kv_bytes_per_token_layer;
-  kf_.resize(ctx * KV);
+  const uint64_t hd = m_.head_dim, KV = uint64_t(m_.kv_heads) * hd, ctx = r.cached + r.n,
+                 bpt = m_.kv_bytes_per_token_layer, G = cpu::tile_keys;
+  kt_stride_ = (ctx + G - 1) / G * G;                    // keys per KV head in kt_, whole key groups
+  if (tile_kernels_) kt_.assign(KV * kt_stride_, 0.0f);  // keys past ctx stay zero (a key group's padding)
+  else kf_.resize(ctx * KV);
   vf_.resize(ctx * KV);
   std::vector<const std::byte*> rows;  // token t's KV row
   rows.reserve(ctx);
   for (const auto& s : r.spans)
     for (uint32_t i = 0; i < s.tokens; ++i) rows.push_back(s.data + uint64_t(i) * bpt);
+  const uint32_t heads = m_.kv_heads;
   team_.split(
       rows.size(),
       [&](size_t b, size_t e, unsigned) {
         for (size_t t = b; t < e; ++t) {
           const auto* src = reinterpret_cast<const uint16_t*>(rows[t]);
-          cpu::bf16_to_f32(src, &kf_[t * KV], KV);
-          cpu::bf16_to_f32(src + KV, &vf_[t * KV], KV);
+          if (!tile_kernels_) {
+            cpu::bf16_to_f32(src, &kf_[t * KV], KV);
+            cpu::bf16_to_f32(src + KV, &vf_[t * KV], KV);
+            continue;
+          }
+          // The tile kernels' layouts (cpu_tile_avx512.hpp): K as key groups of [dimension][key] per KV head,
+          // V as rows of one head, [KV head][token][dimension].
+          for (uint32_t g = 0; g < heads; ++g) {
+            float* kg = &kt_[(g * kt_stride_ + t / G * G) * hd + t % G];
+            for (uint64_t d = 0; d < hd; ++d) {
+              const uint32_t u = uint32_t(src[g * hd + d]) << 16;
+              std::memcpy(kg + d * G, &u, 4);
+            }
+            cpu::bf16_to_f32(src + KV + g * hd, &vf_[(g * ctx + t) * hd], hd);
+          }
         }
       },
       parallel ? 1 : rows.size());
 }
 
 // Query rows [t0, t0 + nt) of KV head g's group over the keys they may see, a key block at a time so the
-// scores stay in this core's cache: S = scale·Q·Kᵀ (sgemm), online causal softmax, O = O·rescale + S·V
-// (sgemm), and O / sum at the end.
+// scores stay in this core's cache: S = scale·Q·Kᵀ, online causal softmax, O = O·rescale + S·V, and O / sum
+// at the end. The two products run the AVX-512 tile kernels where they are usable (rows padded to their
+// row group, keys to their key group), else sgemm.
 void cpu_attention::tile(const float* qkv, float* attn, const attention_request& r, uint32_t g, uint64_t t0,
                          scratch& w) const {
   const uint64_t hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, KV = uint64_t(m_.kv_heads) * hd, W = Q + 2 * KV,
                  group = m_.heads / m_.kv_heads;
   const float scale = 1.0f / std::sqrt(float(hd));
   const uint64_t nt = std::min<uint64_t>(query_tile, r.n - t0), keys = r.cached + t0 + nt, rq = group * nt;
-  w.q.resize(rq * hd);
-  w.o.resize(rq * hd);
-  w.s.resize(rq * std::min(keys, key_block));
+  const uint64_t rows = tile_kernels_ ? (rq + cpu::tile_rows - 1) / cpu::tile_rows * cpu::tile_rows : rq,
+                 s_stride = tile_kernels_ ? std::min(kt_stride_, key_block) : std::min(keys, key_block);
+  w.q.assign(rows * hd, 0.0f);
+  w.o.assign(rows * hd, 0.0f);
+  w.s.resize(rows * s_stride);
   w.valid.resize(rq);
   w.block_valid.resize(rq);
   w.max.assign(rq, -INFINITY);
@@ -102,20 +124,32 @@ void cpu_attention::tile(const float* qkv, float* attn, const attention_request&
   w.rescale.resize(rq);
   for (uint64_t hh = 0; hh < group; ++hh)
     for (uint64_t i = 0; i < nt; ++i) {
-      std::memcpy(&w.q[(hh * nt + i) * hd], &qkv[(r.row0 + t0 + i) * W + (g * group + hh) * hd], hd * sizeof(float));
+      const float* q = &qkv[(r.row0 + t0 + i) * W + (g * group + hh) * hd];
+      if (tile_kernels_) scaled_row(q, scale, hd, &w.q[(hh * nt + i) * hd]);  // sgemm applies it as alpha
+      else std::memcpy(&w.q[(hh * nt + i) * hd], q, hd * sizeof(float));
       w.valid[hh * nt + i] = uint32_t(r.cached + t0 + i + 1);
     }
   for (uint64_t k0 = 0; k0 < keys; k0 += key_block) {
     const uint64_t kb = std::min(key_block, keys - k0);
     for (uint64_t row = 0; row < rq; ++row) w.block_valid[row] = w.valid[row] > k0 ? uint32_t(w.valid[row] - k0) : 0;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rq), int(kb), int(hd), scale, w.q.data(), int(hd),
-                &kf_[k0 * KV + g * hd], int(KV), 0.0f, w.s.data(), int(kb));
-    cpu::online_exp(w.s.data(), rq, kb, w.block_valid.data(), w.max.data(), w.sum.data(), w.rescale.data());
+    // Columns of this block's scores: kb, or kb rounded up to the kernels' key group (the padding is
+    // beyond every row's valid keys, so the softmax zeroes it).
+    const uint64_t cols = tile_kernels_ ? (kb + cpu::tile_keys - 1) / cpu::tile_keys * cpu::tile_keys : kb;
+    if (tile_kernels_)
+      cpu::tile_scores_avx512(w.q.data(), rows, uint32_t(hd), &kt_[(g * kt_stride_ + k0) * hd], cols, w.s.data(), cols);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rq), int(kb), int(hd), scale, w.q.data(), int(hd),
+                  &kf_[k0 * KV + g * hd], int(KV), 0.0f, w.s.data(), int(kb));
+    cpu::online_exp(w.s.data(), rq, cols, w.block_valid.data(), w.max.data(), w.sum.data(), w.rescale.data());
     if (k0 > 0)
       for (uint64_t row = 0; row < rq; ++row)
         if (w.rescale[row] != 1.0f) scaled_row(&w.o[row * hd], w.rescale[row], hd, &w.o[row * hd]);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rq), int(hd), int(kb), 1.0f, w.s.data(), int(kb),
-                &vf_[k0 * KV + g * hd], int(KV), k0 > 0 ? 1.0f : 0.0f, w.o.data(), int(hd));
+    if (tile_kernels_)
+      cpu::tile_values_avx512(w.s.data(), cols, rows, kb, &vf_[(g * (r.cached + r.n) + k0) * hd], hd, uint32_t(hd),
+                              w.o.data());
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rq), int(hd), int(kb), 1.0f, w.s.data(), int(kb),
+                  &vf_[k0 * KV + g * hd], int(KV), k0 > 0 ? 1.0f : 0.0f, w.o.data(), int(hd));
   }
   for (uint64_t hh = 0; hh < group; ++hh)
     for (uint64_t i = 0; i < nt; ++i) {

@@ -38,7 +38,10 @@ class cpu_attention {
   const model_spec& m_;
   cpu_team& team_;
   std::vector<scratch> scratch_;  // one per team member
-  std::vector<float> kf_, vf_;    // fp32 K and V of the request being tiled, [ctx][KV]
+  const bool tile_kernels_;       // the AVX-512 tile kernels run here (cpu_tile_avx512.hpp)
+  std::vector<float> kf_, vf_;    // fp32 K (for sgemm) and V of the request being tiled, [ctx][KV]
+  std::vector<float> kt_;         // its K for the tile kernels: [KV head][dimension][kt_stride_ tokens]
+  uint64_t kt_stride_ = 0;
 };
 
 }  // namespace dualpath::gpu
