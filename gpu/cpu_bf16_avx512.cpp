@@ -18,8 +18,10 @@ constexpr uint32_t prefetch_ahead = 16;
 // Tokens per block of the value pass: a block's rows stay in L1/L2 while each head takes its slice of them.
 constexpr uint32_t value_block = 64;
 // While the value pass works on rows already in cache, the memory is idle: it asks for whole rows this many
-// tokens on (two of the caller's blocks of 64) into L2, so the next blocks' keys are there when needed.
-constexpr uint32_t prefetch_far = 128;
+// tokens on (the caller's next block of 64) into L2, so the next block's keys are there when needed. Each
+// core's misses in flight are what bound this pass (its prefetches wait for a free fill buffer), so asking
+// further ahead gains nothing: 19.1 ms a decode step at 128 tokens, 18.3 at 64 and at 32 (small, batch 8).
+constexpr uint32_t prefetch_far = 64;
 
 bool usable(uint32_t hd) { return (hd == 32 || hd == 64 || hd == 128) && __builtin_cpu_supports("avx512f"); }
 
