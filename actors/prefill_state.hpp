@@ -65,6 +65,7 @@ struct pass_state {
   runtime::staging_layout staging;
   gpu::hbm_allocation staging_alloc;
   uint32_t fetched_next = 0;  // next layer to fetch
+  uint32_t fetches_out = 0;   // layers whose fetch is on its way (at most prefetch_layers)
   std::vector<bool> fetched;
   uint32_t computed = 0;  // layers computed
   uint32_t forwards_pending = 0;

@@ -303,15 +303,16 @@ void node_io::run() {
     worked |= blocks_->progress(slots_);
     worked |= mover_->progress();
     if (worked) continue;
-    if (mover_->idle() && blocks_->idle()) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait_for(lock, std::chrono::milliseconds(1), [this] { return stop_ || !commands_.empty(); });
-    } else if (mover_->idle()) {
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    } else {
-      // Transfers in flight: poll often, but do not spin a core that the engines and other nodes need.
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
+    // Nothing to do until a command comes or it is time to poll again: transfers in flight are polled often
+    // (but no core is spun that the engines and other nodes need), storage reads less often, an idle node
+    // waits a millisecond. A command wakes the thread at once, whatever it waits for: a copy posted while
+    // storage reads were in flight waited out a 200-µs sleep before (on the scaled 64K ablation a pass's
+    // first layer fetch is such a copy).
+    const auto poll = !mover_->idle()   ? std::chrono::microseconds(20)
+                      : blocks_->idle() ? std::chrono::microseconds(1000)
+                                        : std::chrono::microseconds(200);
+    std::unique_lock<std::mutex> lock(mutex_);
+    wake_.wait_for(lock, poll, [this] { return stop_ || !commands_.empty(); });
   }
 }
 
