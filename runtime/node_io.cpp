@@ -28,9 +28,9 @@ node_io::node_io(const node_io_options& options, storage::block_store& store)
       slot_stride_(store.read_buffer_bytes()),
       buffer_memory_(std::make_unique<transport::host_buffer>(uint64_t(checked_slots(options, store)) * slot_stride_)),
       slots_(options.node, uint32_t(buffer_memory_->size() / slot_stride_), options.timeout),
-      copies_(options.geometry.block_bytes(), options.write_queue_bytes),
       blocks_(options.bypass ? make_dram_path(store, options.geometry, options.dram, writer_)
-                             : make_snic_path(store, options.snic_gb_per_s)) {
+                             : make_snic_path(store, options.snic_gb_per_s)),
+      copies_(options.geometry.block_bytes(), options.write_queue_bytes) {
   fabric_.engines = options_.engines;
   fabric_.buffer = buffer_memory_->data();
   fabric_.buffer_bytes = uint64_t(slots_.total()) * slot_stride_;
