@@ -124,9 +124,8 @@ void cpu_attention::tile(const float* qkv, float* attn, const attention_request&
   w.rescale.resize(rq);
   for (uint64_t hh = 0; hh < group; ++hh)
     for (uint64_t i = 0; i < nt; ++i) {
-      const float* q = &qkv[(r.row0 + t0 + i) * W + (g * group + hh) * hd];
-      if (tile_kernels_) scaled_row(q, scale, hd, &w.q[(hh * nt + i) * hd]);  // sgemm applies it as alpha
-      else std::memcpy(&w.q[(hh * nt + i) * hd], q, hd * sizeof(float));
+      // The scale multiplies each dot product, as the decode path's does, not the query before it.
+      std::memcpy(&w.q[(hh * nt + i) * hd], &qkv[(r.row0 + t0 + i) * W + (g * group + hh) * hd], hd * sizeof(float));
       w.valid[hh * nt + i] = uint32_t(r.cached + t0 + i + 1);
     }
   for (uint64_t k0 = 0; k0 < keys; k0 += key_block) {
@@ -136,7 +135,8 @@ void cpu_attention::tile(const float* qkv, float* attn, const attention_request&
     // beyond every row's valid keys, so the softmax zeroes it).
     const uint64_t cols = tile_kernels_ ? (kb + cpu::tile_keys - 1) / cpu::tile_keys * cpu::tile_keys : kb;
     if (tile_kernels_)
-      cpu::tile_scores_avx512(w.q.data(), rows, uint32_t(hd), &kt_[(g * kt_stride_ + k0) * hd], cols, w.s.data(), cols);
+      cpu::tile_scores_avx512(w.q.data(), rows, uint32_t(hd), &kt_[(g * kt_stride_ + k0) * hd], cols, scale, w.s.data(),
+                              cols);
     else
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rq), int(kb), int(hd), scale, w.q.data(), int(hd),
                   &kf_[k0 * KV + g * hd], int(KV), 0.0f, w.s.data(), int(kb));

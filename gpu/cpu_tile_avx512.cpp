@@ -16,7 +16,7 @@ constexpr uint64_t value_chunk = 64;
 
 // Eight rows × 32 keys of scores: 16 accumulators, two key vectors and a broadcast query element.
 template <int HD>
-DUALPATH_AVX512 void scores_block(const float* q, const float* kt, float* s, uint64_t s_stride) {
+DUALPATH_AVX512 void scores_block(const float* q, const float* kt, float scale, float* s, uint64_t s_stride) {
   __m512 acc[tile_rows][2];
   for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
   for (int d = 0; d < HD; ++d) {
@@ -27,19 +27,20 @@ DUALPATH_AVX512 void scores_block(const float* q, const float* kt, float* s, uin
       acc[r][1] = _mm512_fmadd_ps(qv, k1, acc[r][1]);
     }
   }
+  const __m512 sv = _mm512_set1_ps(scale);
   for (uint64_t r = 0; r < tile_rows; ++r) {
-    _mm512_storeu_ps(s + r * s_stride, acc[r][0]);
-    _mm512_storeu_ps(s + r * s_stride + 16, acc[r][1]);
+    _mm512_storeu_ps(s + r * s_stride, _mm512_mul_ps(acc[r][0], sv));
+    _mm512_storeu_ps(s + r * s_stride + 16, _mm512_mul_ps(acc[r][1], sv));
   }
 }
 
 template <int HD>
-DUALPATH_AVX512 void scores(const float* q, uint64_t rows, const float* kt, uint64_t keys, float* s,
+DUALPATH_AVX512 void scores(const float* q, uint64_t rows, const float* kt, uint64_t keys, float scale, float* s,
                             uint64_t s_stride) {
   // Keys outside, rows inside: a key group (HD × 32 floats) stays in L1 across the rows.
   for (uint64_t j = 0; j < keys; j += tile_keys)
     for (uint64_t r = 0; r < rows; r += tile_rows)
-      scores_block<HD>(q + r * HD, kt + j * HD, s + r * s_stride + j, s_stride);
+      scores_block<HD>(q + r * HD, kt + j * HD, scale, s + r * s_stride + j, s_stride);
 }
 
 // R rows of output (R·HD/16 = 16 accumulators) over keys [j0, j1).
@@ -79,11 +80,11 @@ bool tile_kernels_usable(uint32_t hd) {
   return (hd == 32 || hd == 64 || hd == 128) && __builtin_cpu_supports("avx512f");
 }
 
-void tile_scores_avx512(const float* q, uint64_t rows, uint32_t hd, const float* kt, uint64_t keys, float* s,
-                        uint64_t s_stride) {
-  if (hd == 32) scores<32>(q, rows, kt, keys, s, s_stride);
-  if (hd == 64) scores<64>(q, rows, kt, keys, s, s_stride);
-  if (hd == 128) scores<128>(q, rows, kt, keys, s, s_stride);
+void tile_scores_avx512(const float* q, uint64_t rows, uint32_t hd, const float* kt, uint64_t keys, float scale,
+                        float* s, uint64_t s_stride) {
+  if (hd == 32) scores<32>(q, rows, kt, keys, scale, s, s_stride);
+  if (hd == 64) scores<64>(q, rows, kt, keys, scale, s, s_stride);
+  if (hd == 128) scores<128>(q, rows, kt, keys, scale, s, s_stride);
 }
 
 void tile_values_avx512(const float* p, uint64_t p_stride, uint64_t rows, uint64_t keys, const float* v,
@@ -100,7 +101,7 @@ void tile_values_avx512(const float* p, uint64_t p_stride, uint64_t rows, uint64
 namespace dualpath::gpu::cpu {
 
 bool tile_kernels_usable(uint32_t) { return false; }
-void tile_scores_avx512(const float*, uint64_t, uint32_t, const float*, uint64_t, float*, uint64_t) {}
+void tile_scores_avx512(const float*, uint64_t, uint32_t, const float*, uint64_t, float, float*, uint64_t) {}
 void tile_values_avx512(const float*, uint64_t, uint64_t, uint64_t, const float*, uint64_t, uint32_t, float*) {}
 
 }  // namespace dualpath::gpu::cpu

@@ -18,12 +18,12 @@ constexpr uint64_t tile_keys = 32;
 // Whether the kernels below run here for head width hd.
 bool tile_kernels_usable(uint32_t hd);
 
-// s[r][j] = q[r] · k_j for rows r < rows (a multiple of tile_rows) and keys j < keys (a multiple of
+// s[r][j] = scale · (q[r] · k_j) for rows r < rows (a multiple of tile_rows) and keys j < keys (a multiple of
 // tile_keys). q rows are hd floats apart; kt holds the keys a group of tile_keys at a time, each group
 // [hd][tile_keys] (dimension d of key j at kt[(j / tile_keys · hd + d) · tile_keys + j % tile_keys]): a
 // group is one run of memory, where rows of a power-of-two stride would share a few L1 sets.
-void tile_scores_avx512(const float* q, uint64_t rows, uint32_t hd, const float* kt, uint64_t keys, float* s,
-                        uint64_t s_stride);
+void tile_scores_avx512(const float* q, uint64_t rows, uint32_t hd, const float* kt, uint64_t keys, float scale,
+                        float* s, uint64_t s_stride);
 
 // o[r] += Σ_j p[r][j] · v_j for rows r < rows (a multiple of tile_rows) and keys j < keys; v rows are
 // v_stride floats apart (best hd: a stride of a power of two larger than that maps the rows a chunk reads
