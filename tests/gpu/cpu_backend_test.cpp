@@ -27,12 +27,23 @@ model_spec qwen_tiny() {  // the Qwen2 variant: tiny with QKV bias
   return m;
 }
 
+// Heads 16 wide: the prefill tiles' products stay on sgemm and decode takes the portable kernels, on any CPU
+// (the AVX-512 kernels are built for 32, 64 and 128).
+model_spec narrow_heads_tiny() {
+  model_spec m = find_model("tiny");
+  m.name = "tiny-16-wide-heads";
+  m.heads *= 2;
+  m.kv_heads *= 2;
+  m.head_dim /= 2;
+  return m;
+}
+
 std::unique_ptr<compute_backend> cpu_for(const model_weights& w) { return make_cpu_backend(make_dense_model(w)); }
 
 }  // namespace
 
-TEST_CASE("cpu backend matches the plain reference implementation (Llama and Qwen2 variants)") {
-  for (const model_spec& spec : {find_model("tiny"), qwen_tiny()}) {
+TEST_CASE("cpu backend matches the plain reference implementation (Llama and Qwen2 variants, narrow heads)") {
+  for (const model_spec& spec : {find_model("tiny"), qwen_tiny(), narrow_heads_tiny()}) {
     CAPTURE(spec.name);
     const auto w = generate_weights(spec, 11);
     auto be = cpu_for(w);
@@ -42,7 +53,9 @@ TEST_CASE("cpu backend matches the plain reference implementation (Llama and Qwe
     paged_kv kv(spec);
     request req{&kv, 0, tokens};
     const auto next = prefill(*be, {&req});
-    CHECK(rel_error(req.logits, ref.logits) < 1e-4);
+    // The narrow variant lands at 1.24e-4 whichever products its tiles run (sgemm here either way, and
+    // the other two variants forced onto sgemm stay under 1e-4): the bound is the model's, not the path's.
+    CHECK(rel_error(req.logits, ref.logits) < (spec.head_dim < 32 ? 2e-4 : 1e-4));
     CHECK(next[0] == argmax(ref.logits.data(), ref.logits.size()));
     // The stored KV is the reference's K and V (bf16), layer by layer.
     const uint32_t kvw = spec.kv_heads * spec.head_dim;
@@ -207,24 +220,27 @@ TEST_CASE("cpu backend fit is measured and positive") {
 TEST_CASE("the reference agrees over several key blocks and query tiles, and decode after them") {
   // 1,100 tokens: the last query tiles see three 512-key blocks, so the online softmax carries its running
   // maximum and sum across blocks; the decode step then reads the bf16 KV directly (both attention paths).
-  const model_spec spec = find_model("tiny");
-  const auto w = generate_weights(spec, 21);
-  auto be = cpu_for(w);
-  const auto tokens = random_tokens(1100, spec.vocab, 8);
-  const auto ref = reference::forward(w, tokens);
-  paged_kv kv(spec);
-  request req{&kv, 0, tokens};
-  const int32_t next = prefill(*be, {&req})[0];
-  CHECK(rel_error(req.logits, ref.logits) < 1e-4);
-  CHECK(next == argmax(ref.logits.data(), ref.logits.size()));
+  // With 16-wide heads the tiles' products run on sgemm instead of the AVX-512 kernels.
+  for (const model_spec& spec : {find_model("tiny"), narrow_heads_tiny()}) {
+    CAPTURE(spec.name);
+    const auto w = generate_weights(spec, 21);
+    auto be = cpu_for(w);
+    const auto tokens = random_tokens(1100, spec.vocab, 8);
+    const auto ref = reference::forward(w, tokens);
+    paged_kv kv(spec);
+    request req{&kv, 0, tokens};
+    const int32_t next = prefill(*be, {&req})[0];
+    CHECK(rel_error(req.logits, ref.logits) < 1e-4);
+    CHECK(next == argmax(ref.logits.data(), ref.logits.size()));
 
-  auto longer = tokens;
-  longer.push_back(next);
-  const auto ref2 = reference::forward(w, longer);
-  std::vector<std::vector<float>> dl;
-  const int32_t after = decode(*be, {&kv}, {next}, {uint32_t(tokens.size())}, &dl)[0];
-  CHECK(rel_error(dl[0], ref2.logits) < 1e-4);
-  CHECK(after == argmax(ref2.logits.data(), ref2.logits.size()));
+    auto longer = tokens;
+    longer.push_back(next);
+    const auto ref2 = reference::forward(w, longer);
+    std::vector<std::vector<float>> dl;
+    const int32_t after = decode(*be, {&kv}, {next}, {uint32_t(tokens.size())}, &dl)[0];
+    CHECK(rel_error(dl[0], ref2.logits) < 1e-4);
+    CHECK(after == argmax(ref2.logits.data(), ref2.logits.size()));
+  }
 }
 
 TEST_CASE("a cpu team runs every task once, splits ranges whole, and passes a task's exception on") {
