@@ -68,9 +68,8 @@ void cpu_attention::run(const float* qkv, float* attn, const std::vector<attenti
 void cpu_attention::gather(const attention_request& r, bool parallel) {
   const uint64_t hd = m_.head_dim, KV = uint64_t(m_.kv_heads) * hd, ctx = r.cached + r.n,
                  bpt = m_.kv_bytes_per_token_layer, G = cpu::tile_keys;
-  kt_stride_ = (ctx + G - 1) / G * G;                    // keys per KV head in kt_, whole key groups
-  if (tile_kernels_) kt_.assign(KV * kt_stride_, 0.0f);  // keys past ctx stay zero (a key group's padding)
-  else kf_.resize(ctx * KV);
+  key_stride_ = (ctx + G - 1) / G * G;  // whole key groups per KV head; the keys past ctx stay zero
+  kf_.assign(KV * key_stride_, 0.0f);
   vf_.resize(ctx * KV);
   std::vector<const std::byte*> rows;  // token t's KV row
   rows.reserve(ctx);
@@ -82,18 +81,16 @@ void cpu_attention::gather(const attention_request& r, bool parallel) {
       [&](size_t b, size_t e, unsigned) {
         for (size_t t = b; t < e; ++t) {
           const auto* src = reinterpret_cast<const uint16_t*>(rows[t]);
-          if (!tile_kernels_) {
-            cpu::bf16_to_f32(src, &kf_[t * KV], KV);
-            cpu::bf16_to_f32(src + KV, &vf_[t * KV], KV);
-            continue;
-          }
-          // The tile kernels' layouts (cpu_tile_avx512.hpp): K as key groups of [dimension][key] per KV head,
-          // V as rows of one head, [KV head][token][dimension].
           for (uint32_t g = 0; g < heads; ++g) {
-            float* kg = &kt_[(g * kt_stride_ + t / G * G) * hd + t % G];
-            for (uint64_t d = 0; d < hd; ++d) {
-              const uint32_t u = uint32_t(src[g * hd + d]) << 16;
-              std::memcpy(kg + d * G, &u, 4);
+            const uint16_t* k = src + g * hd;
+            if (tile_kernels_) {  // key groups of [dimension][key] (cpu_tile_avx512.hpp)
+              float* kg = &kf_[(g * key_stride_ + t / G * G) * hd + t % G];
+              for (uint64_t d = 0; d < hd; ++d) {
+                const uint32_t u = uint32_t(k[d]) << 16;
+                std::memcpy(kg + d * G, &u, 4);
+              }
+            } else {
+              cpu::bf16_to_f32(k, &kf_[(g * key_stride_ + t) * hd], hd);
             }
             cpu::bf16_to_f32(src + KV + g * hd, &vf_[(g * ctx + t) * hd], hd);
           }
@@ -113,7 +110,7 @@ void cpu_attention::tile(const float* qkv, float* attn, const attention_request&
   const float scale = 1.0f / std::sqrt(float(hd));
   const uint64_t nt = std::min<uint64_t>(query_tile, r.n - t0), keys = r.cached + t0 + nt, rq = group * nt;
   const uint64_t rows = tile_kernels_ ? (rq + cpu::tile_rows - 1) / cpu::tile_rows * cpu::tile_rows : rq,
-                 s_stride = tile_kernels_ ? std::min(kt_stride_, key_block) : std::min(keys, key_block);
+                 s_stride = tile_kernels_ ? std::min(key_stride_, key_block) : std::min(keys, key_block);
   w.q.assign(rows * hd, 0.0f);
   w.o.assign(rows * hd, 0.0f);
   w.s.resize(rows * s_stride);
@@ -134,22 +131,20 @@ void cpu_attention::tile(const float* qkv, float* attn, const attention_request&
     // Columns of this block's scores: kb, or kb rounded up to the kernels' key group (the padding is
     // beyond every row's valid keys, so the softmax zeroes it).
     const uint64_t cols = tile_kernels_ ? (kb + cpu::tile_keys - 1) / cpu::tile_keys * cpu::tile_keys : kb;
-    if (tile_kernels_)
-      cpu::tile_scores_avx512(w.q.data(), rows, uint32_t(hd), &kt_[(g * kt_stride_ + k0) * hd], cols, scale, w.s.data(),
-                              cols);
+    const float* k = &kf_[(g * key_stride_ + k0) * hd];  // the block's keys and values, head g's
+    const float* v = &vf_[(g * (r.cached + r.n) + k0) * hd];
+    if (tile_kernels_) cpu::tile_scores_avx512(w.q.data(), rows, uint32_t(hd), k, cols, scale, w.s.data(), cols);
     else
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rq), int(kb), int(hd), scale, w.q.data(), int(hd),
-                  &kf_[k0 * KV + g * hd], int(KV), 0.0f, w.s.data(), int(kb));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rq), int(kb), int(hd), scale, w.q.data(), int(hd), k,
+                  int(hd), 0.0f, w.s.data(), int(kb));
     cpu::online_exp(w.s.data(), rq, cols, w.block_valid.data(), w.max.data(), w.sum.data(), w.rescale.data());
     if (k0 > 0)
       for (uint64_t row = 0; row < rq; ++row)
         if (w.rescale[row] != 1.0f) scaled_row(&w.o[row * hd], w.rescale[row], hd, &w.o[row * hd]);
-    if (tile_kernels_)
-      cpu::tile_values_avx512(w.s.data(), cols, rows, kb, &vf_[(g * (r.cached + r.n) + k0) * hd], hd, uint32_t(hd),
-                              w.o.data());
+    if (tile_kernels_) cpu::tile_values_avx512(w.s.data(), cols, rows, kb, v, hd, uint32_t(hd), w.o.data());
     else
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rq), int(hd), int(kb), 1.0f, w.s.data(), int(kb),
-                  &vf_[k0 * KV + g * hd], int(KV), k0 > 0 ? 1.0f : 0.0f, w.o.data(), int(hd));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rq), int(hd), int(kb), 1.0f, w.s.data(), int(kb), v,
+                  int(hd), k0 > 0 ? 1.0f : 0.0f, w.o.data(), int(hd));
   }
   for (uint64_t hh = 0; hh < group; ++hh)
     for (uint64_t i = 0; i < nt; ++i) {

@@ -39,9 +39,10 @@ class cpu_attention {
   cpu_team& team_;
   std::vector<scratch> scratch_;  // one per team member
   const bool tile_kernels_;       // the AVX-512 tile kernels run here (cpu_tile_avx512.hpp)
-  std::vector<float> kf_, vf_;    // fp32 K (for sgemm) and V of the request being tiled, [ctx][KV]
-  std::vector<float> kt_;         // its K for the tile kernels: [KV head][dimension][kt_stride_ tokens]
-  uint64_t kt_stride_ = 0;
+  // fp32 K and V of the request being tiled, per KV head: K key_stride_ keys each (ctx rounded up to the
+  // kernels' key group), as [key][dimension] for sgemm or in the tile kernels' key groups; V [ctx][dimension].
+  std::vector<float> kf_, vf_;
+  uint64_t key_stride_ = 0;
 };
 
 }  // namespace dualpath::gpu

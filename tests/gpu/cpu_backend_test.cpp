@@ -38,6 +38,13 @@ model_spec narrow_heads_tiny() {
   return m;
 }
 
+// The logits within `bound` (relative) of the reference's, and the token picked from them its argmax.
+void check_against(const std::vector<float>& logits, int32_t picked, const reference::result& ref,
+                   double bound = 1e-4) {
+  CHECK(rel_error(logits, ref.logits) < bound);
+  CHECK(picked == argmax(ref.logits.data(), ref.logits.size()));
+}
+
 std::unique_ptr<compute_backend> cpu_for(const model_weights& w) { return make_cpu_backend(make_dense_model(w)); }
 
 }  // namespace
@@ -55,8 +62,7 @@ TEST_CASE("cpu backend matches the plain reference implementation (Llama and Qwe
     const auto next = prefill(*be, {&req});
     // The narrow variant lands at 1.24e-4 whichever products its tiles run (sgemm here either way, and
     // the other two variants forced onto sgemm stay under 1e-4): the bound is the model's, not the path's.
-    CHECK(rel_error(req.logits, ref.logits) < (spec.head_dim < 32 ? 2e-4 : 1e-4));
-    CHECK(next[0] == argmax(ref.logits.data(), ref.logits.size()));
+    check_against(req.logits, next[0], ref, spec.head_dim < 32 ? 2e-4 : 1e-4);
     // The stored KV is the reference's K and V (bf16), layer by layer.
     const uint32_t kvw = spec.kv_heads * spec.head_dim;
     double worst = 0;
@@ -230,16 +236,14 @@ TEST_CASE("the reference agrees over several key blocks and query tiles, and dec
     paged_kv kv(spec);
     request req{&kv, 0, tokens};
     const int32_t next = prefill(*be, {&req})[0];
-    CHECK(rel_error(req.logits, ref.logits) < 1e-4);
-    CHECK(next == argmax(ref.logits.data(), ref.logits.size()));
+    check_against(req.logits, next, ref);
 
     auto longer = tokens;
     longer.push_back(next);
     const auto ref2 = reference::forward(w, longer);
     std::vector<std::vector<float>> dl;
     const int32_t after = decode(*be, {&kv}, {next}, {uint32_t(tokens.size())}, &dl)[0];
-    CHECK(rel_error(dl[0], ref2.logits) < 1e-4);
-    CHECK(after == argmax(ref2.logits.data(), ref2.logits.size()));
+    check_against(dl[0], after, ref2);
   }
 }
 
