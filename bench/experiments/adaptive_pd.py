@@ -14,16 +14,21 @@ For a cluster of N nodes, every static split P + D = N is simulated (`dualpath s
   online_phases two populations online, in arrival order: the first half of the agents explore on every
               turn, the second half edit on every turn (a day's interactive sessions, then batch edits).
 
+An editing turn generates --edit-gen tokens (600-1,600 by default; 2,000-4,000 for agents that write whole
+files, where decode, not prefill, binds while they edit).
+
 With --capacity RATES the online workloads are judged by capacity instead: `dualpath sim --aps-sweep RATES` at a
 constant rate, the highest rate at which the split (and every lower rate) meets the SLO (peak 10-s mean TTFT
 4 s, mean TPOT 50 ms).
 
   adaptive_pd.py [--nodes N] [--agents A] [--turns T] [--cluster FILE] [--gpus G] [--seed S] [--step K]
                  [--splits P,P,..] [--jobs J] [--workloads shift,stationary] [--capacity APS,APS,..]
-                 [--out FILE]
+                 [--edit-gen LO,HI] [--starts best|all] [--out FILE]
+  adaptive_pd.py --workloads NAME --write-trace FILE [--agents A] [--turns T] [--seed S] [--edit-gen LO,HI]
 
 Prints one table per workload (every static split, the best, adaptive from the best and from the paper's
-1:2 split, with the role switches each made) and writes the result JSON.
+1:2 split, or with --starts all from every split, with the role switches each made) and writes the result
+JSON.
 """
 import argparse
 import concurrent.futures
@@ -38,9 +43,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.environ.get("DUALPATH_BIN", os.path.join(HERE, "..", "..", "build", "apps", "dualpath"))
 
 
-def shift_trace(path, agents, turns, seed):
+def shift_trace(path, agents, turns, seed, edit_gen=(600, 1600)):
     """Explore, then edit: the first half of each agent's turns append 2-6K tokens and answer in 20-80; the
-    second half append 100-400 and generate 600-1,600. The first turn is a 6-12K-token task."""
+    second half append 100-400 and generate `edit_gen` tokens. The first turn is a 6-12K-token task."""
     rng = random.Random(seed)
     with open(path, "w") as f:
         for a in range(agents):
@@ -49,13 +54,13 @@ def shift_trace(path, agents, turns, seed):
                 if t < turns // 2:
                     rounds.append({"append": rng.randint(2000, 6000), "gen": rng.randint(20, 80)})
                 else:
-                    rounds.append({"append": rng.randint(100, 400), "gen": rng.randint(600, 1600)})
+                    rounds.append({"append": rng.randint(100, 400), "gen": rng.randint(*edit_gen)})
             f.write(json.dumps({"id": f"a{a}", "rounds": rounds}) + "\n")
 
 
-def phases_trace(path, agents, turns, seed):
+def phases_trace(path, agents, turns, seed, edit_gen=(600, 1600)):
     """The first half of the agents explore on every turn (2-6K appends, 20-80-token answers), the second half
-    edit on every turn (100-400 appends, 600-1,600 generated); each starts with a 6-12K-token task."""
+    edit on every turn (100-400 appends, `edit_gen` generated); each starts with a 6-12K-token task."""
     rng = random.Random(seed)
     with open(path, "w") as f:
         for a in range(agents):
@@ -65,7 +70,7 @@ def phases_trace(path, agents, turns, seed):
                 if explore:
                     rounds.append({"append": rng.randint(2000, 6000), "gen": rng.randint(20, 80)})
                 else:
-                    rounds.append({"append": rng.randint(100, 400), "gen": rng.randint(600, 1600)})
+                    rounds.append({"append": rng.randint(100, 400), "gen": rng.randint(*edit_gen)})
             f.write(json.dumps({"id": f"a{a}", "rounds": rounds}) + "\n")
 
 
@@ -129,7 +134,7 @@ def workload(args, name, trace, online=""):
         statics = list(pool.map(lambda p: sim(args, trace, p, n - p, False, args.policy, online), splits))
         best = min(statics, key=lambda r: r["value"])
         paper_p = max(1, round(n / 3))
-        starts = sorted({best["p"], paper_p})
+        starts = splits if args.starts == "all" else sorted({best["p"], paper_p})
         adaptive = list(pool.map(lambda p: sim(args, trace, p, n - p, True, args.policy, online), starts))
     capacity = bool(online and args.capacity)
     if capacity:
@@ -180,23 +185,31 @@ def main():
                     help="the online workload's arrival rates (dualpath --aps-profile): a load that rises and falls")
     ap.add_argument("--capacity", default="", help="online workloads: capacity over these constant rates "
                     "(dualpath sim --aps-sweep) instead of the latency under --profile")
+    pair = lambda text: tuple(int(x) for x in text.split(","))  # noqa: E731
+    ap.add_argument("--edit-gen", type=pair, default=(600, 1600), help="tokens an editing turn generates: LO,HI")
+    ap.add_argument("--starts", choices=("best", "all"), default="best",
+                    help="adaptive runs from the best static split and the paper's 1:2 (best), or from every split")
     ap.add_argument("--out", default=os.path.join(HERE, "adaptive_pd.result.json"))
+    ap.add_argument("--write-trace", default="", help="write the first workload's trace here and stop (for sim, plan)")
     args = ap.parse_args()
     out = {"nodes": args.nodes, "agents": args.agents, "turns": args.turns, "cluster": args.cluster or "paper",
-           "policy": args.policy, "profile": args.profile, "capacity_rates": args.capacity, "workloads": {}}
+           "policy": args.policy, "profile": args.profile, "capacity_rates": args.capacity,
+           "edit_gen": list(args.edit_gen), "seed": args.seed, "starts": args.starts, "workloads": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.workloads.split(","):
-            trace = os.path.join(tmp, name + ".jsonl")
+            trace = args.write_trace or os.path.join(tmp, name + ".jsonl")
             if name in ("shift", "online_shift"):
-                shift_trace(trace, args.agents, args.turns, args.seed)
+                shift_trace(trace, args.agents, args.turns, args.seed, args.edit_gen)
             elif name == "online_phases":
-                phases_trace(trace, args.agents, args.turns, args.seed)
+                phases_trace(trace, args.agents, args.turns, args.seed, args.edit_gen)
             elif name in ("stationary", "online"):
                 subprocess.run([BIN, "trace", "gen", "--preset", "64k", "--agents", str(args.agents), "--seed",
                                 str(args.seed), "-o", trace], check=True, stdout=subprocess.DEVNULL)
             else:
                 sys.exit(f"adaptive_pd.py: unknown workload '{name}' "
                          "(shift, stationary, online, online_shift, online_phases)")
+            if args.write_trace:
+                return
             out["workloads"][name] = workload(args, name, trace, args.profile if name.startswith("online") else "")
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1)

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -69,6 +70,29 @@ TEST_CASE("plan: every split inside the bounds simulated, one recommended; bench
   const auto bj = nlohmann::json::parse(b.out);
   CHECK(bj["turns"].get<uint64_t>() > 0);
   CHECK(bj["peak_rss_gb"].get<double>() > 0);
+}
+
+TEST_CASE("plan --adaptive: an adaptive row from every split; the best recommended only 2% past the best static") {
+  dualpath::test::scratch_dir w;
+  const auto r = run_cli(w, "plan --nodes 3 --preset 64k --agents 16 --max-turns 10 --adaptive --quiet --json");
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["layouts"].size() == 4);
+  double best_static = 1e300, best_adaptive = 1e300;
+  uint32_t adaptive_p = 0;
+  for (const auto& l : j["layouts"]) {
+    const double jct = l["jct_s"].get<double>();
+    CHECK(jct > 0);
+    if (!l["adaptive"].get<bool>()) {
+      best_static = std::min(best_static, jct);
+      continue;
+    }
+    CHECK(l.contains("role_switches"));
+    if (jct < best_adaptive) best_adaptive = jct, adaptive_p = l["prefill_nodes"].get<uint32_t>();
+  }
+  const auto& rec = j["recommended"];
+  CHECK(rec["adaptive"].get<bool>() == (best_adaptive < 0.98 * best_static));
+  if (rec["adaptive"].get<bool>()) CHECK(rec["prefill_nodes"].get<uint32_t>() == adaptive_p);
 }
 
 TEST_CASE("plot: the pictures of a report are PNG files; a report that is not one exits 2") {
