@@ -58,19 +58,21 @@ def shift_trace(path, agents, turns, seed, edit_gen=(600, 1600)):
             f.write(json.dumps({"id": f"a{a}", "rounds": rounds}) + "\n")
 
 
-def phases_trace(path, agents, turns, seed, edit_gen=(600, 1600)):
-    """The first half of the agents explore on every turn (2-6K appends, 20-80-token answers), the second half
-    edit on every turn (100-400 appends, `edit_gen` generated); each starts with a 6-12K-token task."""
+def phases_trace(path, agents, turns, seed, edit_gen=(600, 1600), task=(6000, 12000), explore=((2000, 6000), (20, 80)),
+                 edit_append=(100, 400)):
+    """The first half of the agents explore on every turn (by default 2-6K appends, 20-80-token answers), the
+    second half edit on every turn (100-400 appends, `edit_gen` generated); each starts with a `task` of 6-12K
+    tokens answered like an exploring turn. adaptive_runtime_capacity.py passes the runtime's scaled sizes."""
     rng = random.Random(seed)
     with open(path, "w") as f:
         for a in range(agents):
-            explore = a < agents // 2
-            rounds = [{"append": rng.randint(6000, 12000), "gen": rng.randint(20, 80)}]
+            explorer = a < agents // 2
+            rounds = [{"append": rng.randint(*task), "gen": rng.randint(*explore[1])}]
             for _ in range(1, turns):
-                if explore:
-                    rounds.append({"append": rng.randint(2000, 6000), "gen": rng.randint(20, 80)})
+                if explorer:
+                    rounds.append({"append": rng.randint(*explore[0]), "gen": rng.randint(*explore[1])})
                 else:
-                    rounds.append({"append": rng.randint(100, 400), "gen": rng.randint(*edit_gen)})
+                    rounds.append({"append": rng.randint(*edit_append), "gen": rng.randint(*edit_gen)})
             f.write(json.dumps({"id": f"a{a}", "rounds": rounds}) + "\n")
 
 

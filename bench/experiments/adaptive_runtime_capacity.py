@@ -19,11 +19,11 @@ the paper's takes seconds and its 4 s bound applies. Prints one table and writes
 import argparse
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
 
+import adaptive_pd
 import adaptive_runtime
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -31,17 +31,9 @@ BIN = adaptive_runtime.BIN
 
 
 def phases_trace(path, agents, turns, seed, edit_gen):
-    rng = random.Random(seed)
-    with open(path, "w") as f:
-        for a in range(agents):
-            explore = a < agents // 2
-            rounds = [{"append": rng.randint(100, 200), "gen": rng.randint(2, 4)}]
-            for _ in range(1, turns):
-                if explore:
-                    rounds.append({"append": rng.randint(100, 160), "gen": rng.randint(2, 4)})
-                else:
-                    rounds.append({"append": rng.randint(5, 20), "gen": rng.randint(*edit_gen)})
-            f.write(json.dumps({"id": f"a{a}", "rounds": rounds}) + "\n")
+    """adaptive_pd.py's online_phases at the scaled cluster's sizes (adaptive_runtime.py's exploring turns)."""
+    adaptive_pd.phases_trace(path, agents, turns, seed, edit_gen, task=(100, 200), explore=((100, 160), (2, 4)),
+                             edit_append=(5, 20))
 
 
 def sweep(args, trace, label, runtime):
