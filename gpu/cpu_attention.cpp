@@ -68,9 +68,13 @@ void cpu_attention::run(const float* qkv, float* attn, const std::vector<attenti
 void cpu_attention::gather(const attention_request& r, bool parallel) {
   const uint64_t hd = m_.head_dim, KV = uint64_t(m_.kv_heads) * hd, ctx = r.cached + r.n,
                  bpt = m_.kv_bytes_per_token_layer, G = cpu::tile_keys;
-  key_stride_ = (ctx + G - 1) / G * G;  // whole key groups per KV head; the keys past ctx stay zero
-  kf_.assign(KV * key_stride_, 0.0f);
+  key_stride_ = (ctx + G - 1) / G * G;  // whole key groups per KV head
+  kf_.resize(KV * key_stride_);
   vf_.resize(ctx * KV);
+  // The keys past ctx are zero: each head's last key group is cleared and the gather below writes its keys
+  // over it (in either layout that group is the head's last G·hd floats). Clearing the whole buffer was a
+  // serial pass over every key of every layer before the parallel gather wrote them all again.
+  for (uint32_t g = 0; g < m_.kv_heads; ++g) std::fill_n(&kf_[(g * key_stride_ + key_stride_ - G) * hd], G * hd, 0.0f);
   std::vector<const std::byte*> rows;  // token t's KV row
   rows.reserve(ctx);
   for (const auto& s : r.spans)
