@@ -88,7 +88,10 @@ void plan_command(const plan_args& a) {
         w.aps = aps;
         auto r = cli::simulate(c, a.flags, policy, w, fmt::format("{}@{}", row.label(), aps), a.serving.quiet);
         const bool ok = report::meets_slo(r.summary, a.serving.slo);
-        if (ok || points.empty()) row.moves = r.role_switches, at = points.size();
+        if (ok || points.empty()) {
+          row.moves = r.role_switches;
+          at = points.size();
+        }
         points.push_back({aps, std::move(r.summary)});
         if (!ok) break;
       }
@@ -130,9 +133,12 @@ void plan_command(const plan_args& a) {
   if (ranked.empty())
     throw user_error(
         fmt::format("plan: no P/D split of {} nodes is inside the bandwidth bounds ({})", a.nodes, rows.front().why));
-  std::stable_sort(ranked.begin(), ranked.end(), [&](const layout_row* x, const layout_row* y) {
-    return online ? x->capacity_aps > y->capacity_aps : x->jct_s < y->jct_s;
-  });
+  // Higher capacity online, shorter JCT offline: the static ranking and the pick among the adaptive rows.
+  auto better = [&](const layout_row& x, const layout_row& y) {
+    return online ? x.capacity_aps > y.capacity_aps : x.jct_s < y.jct_s;
+  };
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](const layout_row* x, const layout_row* y) { return better(*x, *y); });
   const layout_row* best = ranked.front();
   // Adaptive P/D from every split simulated above: where it should start is not always the best static split
   // (a workload that explores first and edits later is best served from the explorers' split, which moves
@@ -151,8 +157,7 @@ void plan_command(const plan_args& a) {
       simulate_row(row, config_of(row.p, true));
       rows.push_back(row);
       const layout_row& r = rows.back();
-      if (!best_adaptive || (online ? r.capacity_aps > best_adaptive->capacity_aps : r.jct_s < best_adaptive->jct_s))
-        best_adaptive = &r;
+      if (!best_adaptive || better(r, *best_adaptive)) best_adaptive = &r;
     }
     const bool wins = online ? best_adaptive->capacity_aps > (1 + adaptive_margin) * best->capacity_aps
                              : best_adaptive->jct_s < (1 - adaptive_margin) * best->jct_s;
