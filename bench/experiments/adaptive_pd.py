@@ -43,6 +43,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.environ.get("DUALPATH_BIN", os.path.join(HERE, "..", "..", "build", "apps", "dualpath"))
 
 
+def int_pair(text):
+    """LO,HI from the command line."""
+    return tuple(int(x) for x in text.split(","))
+
+
 def shift_trace(path, agents, turns, seed, edit_gen=(600, 1600)):
     """Explore, then edit: the first half of each agent's turns append 2-6K tokens and answer in 20-80; the
     second half append 100-400 and generate `edit_gen` tokens. The first turn is a 6-12K-token task."""
@@ -187,8 +192,7 @@ def main():
                     help="the online workload's arrival rates (dualpath --aps-profile): a load that rises and falls")
     ap.add_argument("--capacity", default="", help="online workloads: capacity over these constant rates "
                     "(dualpath sim --aps-sweep) instead of the latency under --profile")
-    pair = lambda text: tuple(int(x) for x in text.split(","))  # noqa: E731
-    ap.add_argument("--edit-gen", type=pair, default=(600, 1600), help="tokens an editing turn generates: LO,HI")
+    ap.add_argument("--edit-gen", type=int_pair, default=(600, 1600), help="tokens an editing turn generates: LO,HI")
     ap.add_argument("--starts", choices=("best", "all"), default="best",
                     help="adaptive runs from the best static split and the paper's 1:2 (best), or from every split")
     ap.add_argument("--out", default=os.path.join(HERE, "adaptive_pd.result.json"))

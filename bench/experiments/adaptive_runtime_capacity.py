@@ -69,8 +69,7 @@ def main():
     ap.add_argument("--agents", type=int, default=120)
     ap.add_argument("--turns", type=int, default=8)
     ap.add_argument("--seed", type=int, default=1)
-    pair = lambda text: tuple(int(x) for x in text.split(","))  # noqa: E731
-    ap.add_argument("--edit-gen", type=pair, default=(60, 120))
+    ap.add_argument("--edit-gen", type=adaptive_pd.int_pair, default=(60, 120))
     ap.add_argument("--configs", default="1P2D,2P1D+")
     ap.add_argument("--rates", default="1,1.25,1.5,2,2.5,3")
     ap.add_argument("--slo-ttft", type=float, default=1.0)
