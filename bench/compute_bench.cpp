@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -16,6 +17,7 @@
 #include "gpu/backend.hpp"
 #include "gpu/bf16.hpp"
 #include "gpu/cpu_team.hpp"
+#include "gpu/cuda_backend.hpp"
 
 namespace dualpath::bench {
 
@@ -75,11 +77,12 @@ class sgemm_probe {
   double flops_ = 0;
 };
 
-// Bytes of fp32 weights a decode step of the cpu backend reads: every layer's linear weights and the LM head.
-uint64_t decode_weight_bytes(const model_spec& m) {
+// Bytes of weights a decode step reads: every layer's linear weights and the LM head, `weight_bytes` each
+// (fp32 on the cpu backend, bf16 on cuda).
+uint64_t decode_weight_bytes(const model_spec& m, uint64_t weight_bytes) {
   const uint64_t H = m.hidden, Q = uint64_t(m.heads) * m.head_dim, KV = uint64_t(m.kv_heads) * m.head_dim,
                  I = m.intermediate;
-  return (m.layers * (H * (Q + 2 * KV) + Q * H + H * 2 * I + I * H) + uint64_t(m.vocab) * H) * sizeof(float);
+  return (m.layers * (H * (Q + 2 * KV) + Q * H + H * 2 * I + I * H) + uint64_t(m.vocab) * H) * weight_bytes;
 }
 
 // Read bandwidth of this machine's memory with every core reading its share of a buffer far larger than
@@ -132,23 +135,33 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
       const uint16_t h = gpu::float_to_bf16(u(rng));
       std::memcpy(&layer[i], &h, 2);
     }
-  auto layer_kv = [&](uint32_t l) { return kv[modeled ? 0 : l].data(); };
+  // Every pass reads its KV where the backend keeps it (device memory for cuda) and writes new KV there too, as
+  // an engine does in its HBM: the bench times the kernels, not a host-to-device upload per layer.
+  std::vector<std::shared_ptr<std::byte>> resident;
+  for (auto& layer : kv)  // modeled never reads KV: its one buffer needs no second copy
+    resident.push_back(modeled ? std::shared_ptr<std::byte>(layer.data(), [](std::byte*) {})
+                               : be->resident_copy(layer.data(), layer.size()));
+  auto layer_kv = [&](uint32_t l) { return resident[modeled ? 0 : l].get(); };
   std::vector<int32_t> tokens(o.append);
   for (auto& t : tokens) t = int32_t(rng() % m.vocab);
 
-  std::vector<std::byte> new_kv(uint64_t(o.append) * bpt);
+  const std::vector<std::byte> zeros(std::max<uint64_t>(o.append, uint64_t(o.decode_batch) * m.layers) * bpt);
+  auto new_kv = be->resident_copy(zeros.data(), uint64_t(o.append) * bpt);
   auto prefill_once = [&] {
     auto pass = be->begin_prefill({gpu::prefill_item{1, o.context, tokens, true}});
     for (uint32_t l = 0; l < m.layers; ++l)
-      pass->run_layer(l, {{gpu::kv_span{layer_kv(l), o.context}}}, {new_kv.data()});
+      pass->run_layer(l, {{gpu::kv_span{layer_kv(l), o.context}}}, {new_kv.get()});
     pass->finish();
   };
-  std::vector<std::byte> dec_out(uint64_t(o.decode_batch) * m.layers * bpt);
+  auto dec_out = be->resident_copy(zeros.data(), uint64_t(o.decode_batch) * m.layers * bpt);
   // Each decode request reads KV of its own, as in a server (one copy shared by all would stay in cache and
   // flatter the memory-bound step); copies of the prefill's KV, since values do not change the timing.
-  std::vector<std::vector<std::byte>> dec_kv(modeled ? 0 : uint64_t(o.decode_batch) * m.layers);
-  for (size_t i = 0; i < dec_kv.size(); ++i) dec_kv[i] = kv[i % m.layers];
-  auto request_kv = [&](uint32_t r, uint32_t l) { return modeled ? layer_kv(l) : dec_kv[r * m.layers + l].data(); };
+  std::vector<std::shared_ptr<std::byte>> dec_kv(modeled ? 0 : uint64_t(o.decode_batch) * m.layers);
+  for (size_t i = 0; i < dec_kv.size(); ++i) {
+    const auto& layer = kv[i % m.layers];
+    dec_kv[i] = be->resident_copy(layer.data(), layer.size());
+  }
+  auto request_kv = [&](uint32_t r, uint32_t l) { return modeled ? layer_kv(l) : dec_kv[r * m.layers + l].get(); };
   auto decode_once = [&] {
     std::vector<gpu::decode_item> items(o.decode_batch);
     for (uint32_t r = 0; r < o.decode_batch; ++r) {
@@ -156,7 +169,7 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
       items[r].token = tokens[r % tokens.size()];
       items[r].position = uint32_t(total);
       for (uint32_t l = 0; l < m.layers; ++l) items[r].kv.push_back({gpu::kv_span{request_kv(r, l), uint32_t(total)}});
-      items[r].new_kv = dec_out.data() + uint64_t(r) * m.layers * bpt;
+      items[r].new_kv = dec_out.get() + uint64_t(r) * m.layers * bpt;
     }
     be->decode_step(items);
   };
@@ -167,15 +180,24 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
   res.context = o.context;
   res.append = o.append;
   res.decode_batch = o.decode_batch;
-  const bool with_yardsticks = be->kind() == backend_kind::cpu;  // the cpu backend's roofs on this machine
+  // The roofs of the machine the backend runs on: sgemm and a memory sweep for cpu, cuBLAS and a device copy
+  // for cuda; none for modeled, whose times are the cost model's.
+  std::function<double()> gemm_roof, memory_roof;
   std::unique_ptr<sgemm_probe> probe;
   std::unique_ptr<bandwidth_probe> memory;
-  if (with_yardsticks) {
+  std::unique_ptr<gpu::cuda_yardsticks> device;
+  if (be->kind() == backend_kind::cpu) {
     probe = std::make_unique<sgemm_probe>(m, o.append);
     memory = std::make_unique<bandwidth_probe>(uint64_t(1) << 30);
+    gemm_roof = [&] { return probe->gflop_per_s(); };
+    memory_roof = [&] { return memory->gb_per_s(); };
+  } else if (be->kind() == backend_kind::cuda) {
+    device = std::make_unique<gpu::cuda_yardsticks>(m, o.append, 0);
+    gemm_roof = [&] { return device->gemm_gflop_per_s(); };
+    memory_roof = [&] { return device->copy_gb_per_s(); };
   }
   prefill_once();  // warm-up (page in weights, start threads)
-  if (probe) probe->gflop_per_s(), memory->gb_per_s();
+  if (gemm_roof) gemm_roof(), memory_roof();
   // Each part alternates with its yardstick and the ratio is taken per round, so that load from elsewhere
   // on the machine hits both sides of a ratio alike.
   const double flops = prefill_flops(m, o.context, o.append);
@@ -184,19 +206,20 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
     const auto t0 = clock_type::now();
     prefill_once();
     pt.push_back(since(t0));
-    if (!probe) continue;
-    sg.push_back(probe->gflop_per_s());
+    if (!gemm_roof) continue;
+    sg.push_back(gemm_roof());
     prefill_ratio.push_back(flops / pt.back() / 1e9 / sg.back());
   }
   // A decode step reads every weight once and the KV of every request.
-  res.decode_bytes = double(decode_weight_bytes(m)) + double(o.decode_batch) * total * bpt * m.layers;
+  const uint64_t weight_bytes = be->kind() == backend_kind::cuda ? 2 : sizeof(float);
+  res.decode_bytes = double(decode_weight_bytes(m, weight_bytes)) + double(o.decode_batch) * total * bpt * m.layers;
   decode_once();
   for (uint32_t r = 0; r < o.repeats; ++r) {
     const auto t0 = clock_type::now();
     decode_once();
     dt.push_back(since(t0));
-    if (!memory) continue;
-    bw.push_back(memory->gb_per_s());
+    if (!memory_roof) continue;
+    bw.push_back(memory_roof());
     decode_ratio.push_back(res.decode_bytes / dt.back() / 1e9 / bw.back());
   }
   res.prefill_s = median(pt);
@@ -239,12 +262,14 @@ std::string compute_bench_result::to_text() const {
                      prefill_tokens_per_s, prefill_s, gflop_per_s);
   out += fmt::format("decode    {:10.1f} tokens/s  {:8.4f} s/step (batch {})\n", decode_tokens_per_s, decode_step_s,
                      decode_batch);
+  const bool gpu = backend == "cuda";
   if (sgemm_gflop_per_s > 0)
-    out += fmt::format("sgemm     {:10.1f} GFLOP/s on the model's linear shapes  (prefill = {:.2f}x sgemm)\n",
-                       sgemm_gflop_per_s, prefill_vs_sgemm);
+    out +=
+        fmt::format("{}{:10.1f} GFLOP/s on the model's linear shapes  (prefill = {:.2f}x {})\n",
+                    gpu ? "cublas    " : "sgemm     ", sgemm_gflop_per_s, prefill_vs_sgemm, gpu ? "cuBLAS" : "sgemm");
   if (memory_gb_per_s > 0)
-    out += fmt::format("memory    {:10.1f} GB/s read  (decode reads {:.0f} MB a step: {:.2f}x the bandwidth)\n",
-                       memory_gb_per_s, decode_bytes / 1e6, decode_vs_bandwidth);
+    out += fmt::format("memory    {:10.1f} GB/s {}  (decode reads {:.0f} MB a step: {:.2f}x the bandwidth)\n",
+                       memory_gb_per_s, gpu ? "device copy" : "read", decode_bytes / 1e6, decode_vs_bandwidth);
   out += fmt::format("fit       {:10.1f} GFLOP/s marginal (the batcher's FLOPs->time curve)\n", fit_gflop_per_s);
   return out;
 }

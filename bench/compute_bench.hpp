@@ -1,7 +1,9 @@
 #pragma once
 // `dualpath bench compute`: prefill and decode throughput of a compute backend on a model's real shapes, and
-// the cpu backend's two roofs in the same run: OpenBLAS sgemm on the model's linear-layer shapes (prefill is
-// compute-bound) and the memory's read bandwidth (decode is memory-bound).
+// the two roofs of the machine it runs on in the same run: a GEMM on the model's linear-layer shapes (prefill
+// is compute-bound; OpenBLAS sgemm for cpu, cuBLAS bf16 for cuda) and memory bandwidth (decode is
+// memory-bound; a read sweep on the cpu, a device-to-device copy on a GPU). KV lives where the backend reads
+// it in place (device memory for cuda).
 #include <cstdint>
 #include <string>
 
@@ -27,11 +29,13 @@ struct compute_bench_result {
   double gflop_per_s = 0;           // cost-model FLOPs of the prefill (docs/design.md §6) / prefill_s
   double decode_step_s = 0;         // median seconds of one decode step over the batch
   double decode_tokens_per_s = 0;   // decode_batch / decode_step_s
-  double sgemm_gflop_per_s = 0;     // cpu only: OpenBLAS sgemm on [append x hidden] x the model's linear weights
-  double prefill_vs_sgemm = 0;      // cpu only: median over rounds of prefill GFLOP/s / the next sgemm round's
-  double decode_bytes = 0;          // weights (fp32) + the batch's KV that one cpu decode step reads
-  double memory_gb_per_s = 0;       // cpu only: read bandwidth with every core reading (1 GiB)
-  double decode_vs_bandwidth = 0;   // cpu only: median over rounds of decode_bytes / step time / bandwidth
+  double sgemm_gflop_per_s = 0;     // cpu: OpenBLAS sgemm on [append x hidden] x the model's linear weights;
+                                    // cuda: cuBLAS bf16 on the same shapes; 0 for modeled
+  double prefill_vs_sgemm = 0;      // median over rounds of prefill GFLOP/s / the next GEMM round's
+  double decode_bytes = 0;          // weights (fp32 on cpu, bf16 on cuda) + the batch's KV one decode step reads
+  double memory_gb_per_s = 0;       // cpu: read bandwidth with every core reading (1 GiB); cuda: a 1-GiB
+                                    // device-to-device copy, bytes read plus written
+  double decode_vs_bandwidth = 0;   // median over rounds of decode_bytes / step time / bandwidth
   double fit_gflop_per_s = 0;       // the backend's FLOPs->time fit, marginal rate
 
   std::string to_json() const;

@@ -1,5 +1,6 @@
 #include "gpu/backend.hpp"
 
+#include <cstring>
 #include <filesystem>
 
 #include "core/status.hpp"
@@ -21,6 +22,12 @@ void check_model_path(const std::string& model) {
   throw user_error("model directory '" + model + "' has no config.json");
 }
 }  // namespace
+
+std::shared_ptr<std::byte> compute_backend::resident_copy(const std::byte* host, uint64_t bytes) const {
+  std::shared_ptr<std::byte> copy(new std::byte[bytes], std::default_delete<std::byte[]>());
+  if (bytes) std::memcpy(copy.get(), host, bytes);
+  return copy;
+}
 
 std::unique_ptr<compute_backend> make_backend(const backend_options& o) {
   check_model_path(o.model);

@@ -95,6 +95,10 @@ class compute_backend {
   // FLOPs -> seconds: measured for cpu (a short calibration run on first call, then cached) and cuda (at
   // construction), given by the GPU profile and MFU for modeled. Safe to call from any thread.
   virtual flops_fit fit() const = 0;
+  // A copy of `bytes` bytes of host KV in the memory this backend reads in place, as an engine's HBM holds it:
+  // device memory for cuda (freed with the last handle), host memory otherwise. What a benchmark hands a
+  // pass so that it times the kernels, not a host-to-device upload per layer.
+  virtual std::shared_ptr<std::byte> resident_copy(const std::byte* host, uint64_t bytes) const;
 };
 
 struct backend_options {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU check, sized for a short device lease (well under 8 minutes on one GPU): run the gpu tests (the
-# CUDA ones run here, they skip elsewhere), then time prefill and decode on the cuda backend against the cpu
-# backend with `dualpath bench compute`. With gpu-bundle.tar.xz beside it (scripts/gpu-bundle.sh, for machines
+# CUDA ones run here, they skip elsewhere), then time prefill and decode on the cuda backend at a server's size
+# and, beside the cpu backend, at the demo's size with `dualpath bench compute`. With gpu-bundle.tar.xz beside it (scripts/gpu-bundle.sh, for machines
 # that have CUDA but not DualPath's packages) it uses those prebuilt binaries; otherwise it configures and
 # builds with CUDA in its own build directory.
 #
@@ -46,6 +46,10 @@ fi
 
 step "gpu tests"
 timeout 150 "$test_gpu" --force-colors=0
+
+step "bench compute --backend cuda --model $model at a server's size (32K context, 2K append, 64 decoding)"
+timeout 180 "$dualpath" bench compute --backend cuda --model "$model" --context 32768 --append 2048 \
+  --decode-batch 64 --repeats 5 --json
 
 for backend in cuda cpu; do
   step "bench compute --backend $backend --model $model"

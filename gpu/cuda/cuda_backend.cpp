@@ -14,6 +14,7 @@
 #include "core/status.hpp"
 #include "gpu/batched_pass.hpp"
 #include "gpu/bf16.hpp"
+#include "gpu/cuda/check.hpp"
 #include "gpu/cuda/kernels.cuh"
 #include "gpu/cuda_backend.hpp"
 
@@ -21,12 +22,7 @@ namespace dualpath::gpu {
 
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(fmt::format("cuda: {} failed: {}", what, cudaGetErrorString(e)));
-}
-void check(cublasStatus_t e, const char* what) {
-  if (e != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(fmt::format("cublas: {} failed (status {})", what, int(e)));
-}
+using cuda_status::check;
 #define CK(x) check((x), #x)
 
 // A grow-only device buffer.
@@ -99,9 +95,10 @@ struct device_model {
 struct workspace {
   dbuf<int32_t> tokens;
   dbuf<uint32_t> pos, emit_rows;
-  dbuf<float> x, qkv, attn, gu, last, logits;
+  dbuf<float> x, qkv, attn, gu, last, logits, partial;
   dbuf<uint16_t> xn, kvnew, act, staging;
   dbuf<const uint16_t*> key_table;
+  dbuf<cuda::kv_run> runs;
   dbuf<cuda::attn_item> items;
 };
 
@@ -131,6 +128,7 @@ class cuda_batch {
       }
       rows_ += uint32_t(it.tokens.size());
       max_new_ = std::max<uint32_t>(max_new_, uint32_t(it.tokens.size()));
+      max_keys_ = std::max<uint32_t>(max_keys_, uint32_t(it.cached + it.tokens.size()));
       all_single_ = all_single_ && it.tokens.size() == 1;
     }
     if (!rows_) return;
@@ -158,32 +156,47 @@ class cuda_batch {
 
     // Key table: per request, one pointer per token to its KV row (cached spans, then the new tokens).
     uint64_t host_bytes = 0;
+    resident_.clear();
     for (size_t r = 0; r < items_.size(); ++r) {
       if (span_tokens(*cached[r]) != items_[r].cached)
         throw std::invalid_argument(fmt::format("request {} layer {}: cached spans cover {} tokens, expected {}",
                                                 items_[r].request_id, l, span_tokens(*cached[r]), items_[r].cached));
-      for (const auto& sp : *cached[r])
-        if (!on_device(sp.data)) host_bytes += sp.tokens * bpt;
+      for (const auto& sp : *cached[r]) {
+        resident_.push_back(on_device(sp.data));
+        if (!resident_.back()) host_bytes += sp.tokens * bpt;
+      }
     }
     auto* staging = reinterpret_cast<std::byte*>(ws_.staging.get(host_bytes / 2 + 1));
-    table_.clear();
+    runs_.clear();
     attn_items_.clear();
     uint64_t staged = 0;
+    uint32_t keys = 0;
+    size_t span = 0;
+    bool aligned = bpt % 16 == 0 && hd % 8 == 0;  // every key row starts on 16 bytes: vector loads
+    auto add_run = [&](const void* base, uint32_t tokens) {
+      runs_.push_back({static_cast<const uint16_t*>(base), tokens, keys});
+      aligned = aligned && reinterpret_cast<uintptr_t>(base) % 16 == 0;
+      keys += tokens;
+    };
     for (size_t r = 0; r < items_.size(); ++r) {
       const auto& it = items_[r];
-      attn_items_.push_back({row0_[r], uint32_t(it.tokens.size()), it.cached, uint32_t(table_.size())});
+      attn_items_.push_back({row0_[r], uint32_t(it.tokens.size()), it.cached, keys});
       for (const auto& sp : *cached[r]) {
         const std::byte* base = sp.data;
-        if (!on_device(sp.data)) {
+        if (!resident_[span++]) {
           CK(cudaMemcpyAsync(staging + staged, sp.data, sp.tokens * bpt, cudaMemcpyHostToDevice, s));
           base = staging + staged;
           staged += sp.tokens * bpt;
         }
-        for (uint32_t t = 0; t < sp.tokens; ++t) table_.push_back(reinterpret_cast<const uint16_t*>(base + t * bpt));
+        if (sp.tokens) add_run(base, sp.tokens);
       }
-      for (uint32_t i = 0; i < it.tokens.size(); ++i) table_.push_back(kvnew + uint64_t(row0_[r] + i) * 2 * KV);
+      if (!it.tokens.empty()) add_run(kvnew + uint64_t(row0_[r]) * 2 * KV, uint32_t(it.tokens.size()));
     }
-    upload(ws_.key_table, table_, s);
+    // The key table (a pointer per key, paged attention's view) is expanded on the GPU from one run per span:
+    // a long context is thousands of keys but a few dozen spans to send.
+    upload(ws_.runs, runs_, s);
+    cuda::expand_key_table(ws_.runs.data(), uint32_t(runs_.size()), ws_.key_table.get(std::max(keys, 1u)),
+                           uint32_t(bpt / 2), s);
     upload(ws_.items, attn_items_, s);
 
     cuda::rmsnorm_bf16(x, L.attn_norm.data(), xn, rows_, H, float(m_.rms_eps), s);
@@ -191,12 +204,16 @@ class cuda_batch {
     cuda::bias_rope_store(qkv, L.bqkv.data(), ws_.pos.data(), kvnew, rows_, m_.heads, m_.kv_heads, hd, m_.rope_theta,
                           s);
     float* attn = ws_.attn.get(uint64_t(rows_) * Q);
-    if (all_single_)
-      cuda::decode_attention(qkv, ws_.key_table.data(), ws_.items.data(), uint32_t(items_.size()), attn, m_.heads,
-                             m_.kv_heads, hd, s);
-    else
+    if (all_single_) {
+      const uint32_t splits = cuda::decode_splits(max_keys_);
+      float* partial = splits > 1
+                           ? ws_.partial.get(cuda::decode_partial_floats(uint32_t(items_.size()), m_.heads, hd, splits))
+                           : nullptr;
+      cuda::decode_attention(qkv, ws_.key_table.data(), ws_.items.data(), uint32_t(items_.size()), splits, partial,
+                             attn, m_.heads, m_.kv_heads, hd, aligned, s);
+    } else
       cuda::prefill_attention(qkv, ws_.key_table.data(), ws_.items.data(), uint32_t(items_.size()), max_new_, attn,
-                              m_.heads, m_.kv_heads, hd, s);
+                              m_.heads, m_.kv_heads, hd, aligned, s);
     CK(cudaGetLastError());
     cuda::to_bf16(attn, xn, uint64_t(rows_) * Q, s);
     dm_.gemm(xn, L.wo.data(), x, rows_, Q, H, 1.0f);  // residual: x += attn · Wo^T
@@ -252,9 +269,10 @@ class cuda_batch {
   const model_spec& m_;
   std::vector<prefill_item> items_;
   std::vector<uint32_t> row0_;
-  uint32_t rows_ = 0, max_new_ = 0;
+  uint32_t rows_ = 0, max_new_ = 0, max_keys_ = 0;
   bool all_single_ = true;
-  std::vector<const uint16_t*> table_;
+  std::vector<bool> resident_;  // per cached span of the layer: already in device memory
+  std::vector<cuda::kv_run> runs_;
   std::vector<cuda::attn_item> attn_items_;
 };
 
@@ -302,6 +320,15 @@ class cuda_backend : public compute_backend {
   }
 
   flops_fit fit() const override { return fit_; }
+
+  std::shared_ptr<std::byte> resident_copy(const std::byte* host, uint64_t bytes) const override {
+    CK(cudaSetDevice(dm_.device));
+    std::byte* d = nullptr;
+    CK(cudaMalloc(&d, std::max<uint64_t>(bytes, 1)));
+    std::shared_ptr<std::byte> copy(d, [](std::byte* p) { cudaFree(p); });
+    if (bytes) CK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice));
+    return copy;
+  }
 
  private:
   // Warm-up with the big pass: loads the kernels and sizes the workspace.

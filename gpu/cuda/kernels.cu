@@ -39,6 +39,20 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+// 8 bf16 values in one 16-byte load.
+struct alignas(16) bf16x8 {
+  uint32_t w[4];
+};
+__device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+
+// grid (runs), block 128: each block writes its run's key pointers.
+__global__ void expand_key_table_kernel(const kv_run* runs, const uint16_t** key_ptr, uint32_t row_elems) {
+  const kv_run run = runs[blockIdx.x];
+  for (uint32_t t = threadIdx.x; t < run.tokens; t += blockDim.x)
+    key_ptr[run.first + t] = run.base + uint64_t(t) * row_elems;
+}
+
 __global__ void embed_kernel(const uint16_t* table, const int32_t* tokens, float* x, uint32_t hidden) {
   const uint32_t r = blockIdx.x;
   const uint16_t* src = table + uint64_t(tokens[r]) * hidden;
@@ -93,7 +107,7 @@ __global__ void bias_rope_store_kernel(float* qkv, const float* bias, const uint
 // grid (query tiles, heads, items), block attn_warps * 32. Each warp owns rows_per_warp query rows; lanes own
 // keys when scoring and head dims when accumulating values.
 __global__ void prefill_attention_kernel(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items,
-                                         float* out, uint32_t heads, uint32_t kv_heads, uint32_t hd) {
+                                         float* out, uint32_t heads, uint32_t kv_heads, uint32_t hd, bool aligned) {
   DP_DYNAMIC_SHARED(float, smem);
   const attn_item it = items[blockIdx.z];
   const uint32_t t0 = blockIdx.x * query_tile;
@@ -118,17 +132,35 @@ __global__ void prefill_attention_kernel(const float* qkv, const uint16_t* const
   const uint32_t keys = it.cached + last_row;            // keys visible to the tile's last row
   for (uint32_t kt = 0; kt < keys; kt += key_tile) {
     __syncthreads();
-    for (uint32_t idx = threadIdx.x; idx < key_tile * hd; idx += blockDim.x) {
-      const uint32_t j = idx / hd, d = idx % hd, key = kt + j;
-      float kv = 0, vv = 0;
-      if (key < keys) {
-        const uint16_t* p = key_ptr[it.key_off + key];
-        kv = bf16_load(p[g * hd + d]);
-        vv = bf16_load(p[KV + g * hd + d]);
+    if (aligned) {  // the same values, 8 a load: a tile's loads are what a block waits on
+      const uint32_t per_key = hd / 8;
+      for (uint32_t idx = threadIdx.x; idx < key_tile * per_key; idx += blockDim.x) {
+        const uint32_t j = idx / per_key, c = idx % per_key, key = kt + j;
+        bf16x8 k8{}, v8{};
+        if (key < keys) {
+          const uint16_t* p = key_ptr[it.key_off + key];
+          k8 = reinterpret_cast<const bf16x8*>(p + g * hd)[c];
+          v8 = reinterpret_cast<const bf16x8*>(p + KV + g * hd)[c];
+        }
+        for (int w = 0; w < 4; ++w) {
+          Ks[j * ld + 8 * c + 2 * w] = bf16_lo(k8.w[w]);
+          Ks[j * ld + 8 * c + 2 * w + 1] = bf16_hi(k8.w[w]);
+          Vs[j * ld + 8 * c + 2 * w] = bf16_lo(v8.w[w]);
+          Vs[j * ld + 8 * c + 2 * w + 1] = bf16_hi(v8.w[w]);
+        }
       }
-      Ks[j * ld + d] = kv;
-      Vs[j * ld + d] = vv;
-    }
+    } else
+      for (uint32_t idx = threadIdx.x; idx < key_tile * hd; idx += blockDim.x) {
+        const uint32_t j = idx / hd, d = idx % hd, key = kt + j;
+        float kv = 0, vv = 0;
+        if (key < keys) {
+          const uint16_t* p = key_ptr[it.key_off + key];
+          kv = bf16_load(p[g * hd + d]);
+          vv = bf16_load(p[KV + g * hd + d]);
+        }
+        Ks[j * ld + d] = kv;
+        Vs[j * ld + d] = vv;
+      }
     __syncthreads();
     for (int r = 0; r < rows_per_warp; ++r) {
       const uint32_t qr = wid * rows_per_warp + r, i = t0 + qr;
@@ -167,10 +199,13 @@ __global__ void prefill_attention_kernel(const float* qkv, const uint16_t* const
   }
 }
 
-// grid (heads, items), block attn_warps * 32. Warp w takes key tiles w, w + warps, ...; lanes score one key
-// each, then own head dims; the warps' partial softmax states merge through shared memory at the end.
+// grid (heads, items, splits), block attn_warps * 32. Block z takes the request's keys [z·chunk, (z+1)·chunk);
+// warp w of it key tiles w, w + warps, ...; lanes score one key each, then own head dims; the warps' partial
+// softmax states merge through shared memory. With one split the block writes the output; with more it
+// writes its state (unnormalised sums, max, sum of weights) to `partial` for decode_merge_kernel.
 __global__ void decode_attention_kernel(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items,
-                                        float* out, uint32_t heads, uint32_t kv_heads, uint32_t hd) {
+                                        float* partial, float* out, uint32_t heads, uint32_t kv_heads, uint32_t hd,
+                                        uint32_t chunk, bool aligned) {
   DP_DYNAMIC_SHARED(float, smem);
   const attn_item it = items[blockIdx.y];
   const uint32_t head = blockIdx.x, g = head / (heads / kv_heads), Q = heads * hd, KV = kv_heads * hd, W = Q + 2 * KV,
@@ -180,13 +215,29 @@ __global__ void decode_attention_kernel(const float* qkv, const uint16_t* const*
   const float scale = rsqrtf(float(hd));
   for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x) q[d] = qkv[uint64_t(it.row0) * W + head * hd + d] * scale;
   __syncthreads();
-  const uint32_t keys = it.cached + 1;
+  const uint32_t keys = it.cached + 1, k0 = blockIdx.z * chunk, k1 = min(keys, k0 + chunk);
+  // The head dims lane owns: lane, lane + 32, ... or, aligned, adjacent pairs (2·lane, 2·lane + 1), (2·lane + 64,
+  // 2·lane + 65), ... so that a value pair is one load. Each dim sums the same products in the same order.
+  auto dim_of = [&](int e) {
+    return aligned ? 2 * (lane + warp * uint32_t(e / 2)) + uint32_t(e % 2) : lane + e * warp;
+  };
   float m = -FLT_MAX, l = 0, acc[max_dims_per_lane] = {};
-  for (uint32_t kt = wid * key_tile; kt < keys; kt += attn_warps * key_tile) {
+  for (uint32_t kt = k0 + wid * key_tile; kt < k1; kt += attn_warps * key_tile) {
     const uint32_t key = kt + lane;
-    const uint16_t* p = key < keys ? key_ptr[it.key_off + key] : nullptr;
+    const uint16_t* p = key < k1 ? key_ptr[it.key_off + key] : nullptr;
     float s = -FLT_MAX;
-    if (p) {
+    if (p && aligned) {  // the same products in the same order, 8 of the key's values a load
+      s = 0;
+      const bf16x8* k8 = reinterpret_cast<const bf16x8*>(p + g * hd);
+      for (uint32_t d8 = 0; d8 < hd / 8; ++d8) {
+        const bf16x8 v = k8[d8];
+        const float* qd = q + 8 * d8;
+        for (int w = 0; w < 4; ++w) {
+          s += qd[2 * w] * bf16_lo(v.w[w]);
+          s += qd[2 * w + 1] * bf16_hi(v.w[w]);
+        }
+      }
+    } else if (p) {
       s = 0;
       for (uint32_t d = 0; d < hd; ++d) s += q[d] * bf16_load(p[g * hd + d]);
     }
@@ -200,15 +251,20 @@ __global__ void decode_attention_kernel(const float* qkv, const uint16_t* const*
           reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p), k));
       if (!pv) continue;
       for (int e = 0; e < max_dims_per_lane; ++e) {
-        const uint32_t d = lane + e * warp;
-        if (d < hd) acc[e] += pk * bf16_load(pv[KV + g * hd + d]);
+        const uint32_t d = dim_of(e);
+        if (!aligned && d < hd) acc[e] += pk * bf16_load(pv[KV + g * hd + d]);
+        if (aligned && e % 2 == 0 && d < hd) {  // dims d and d + 1 in one load
+          const uint32_t w = *reinterpret_cast<const uint32_t*>(pv + KV + g * hd + d);
+          acc[e] += pk * bf16_lo(w);
+          acc[e + 1] += pk * bf16_hi(w);
+        }
       }
     }
     m = m_new;
   }
   float* mine = part + wid * (hd + 2);
   for (int e = 0; e < max_dims_per_lane; ++e) {
-    const uint32_t d = lane + e * warp;
+    const uint32_t d = dim_of(e);
     if (d < hd) mine[d] = acc[e];
   }
   if (lane == 0) {
@@ -223,12 +279,41 @@ __global__ void decode_attention_kernel(const float* qkv, const uint16_t* const*
     const float wl = part[w * (hd + 2) + hd + 1];
     if (wl > 0) gl += wl * expf(part[w * (hd + 2) + hd] - gm);
   }
+  float* state =
+      gridDim.z > 1 ? partial + ((uint64_t(blockIdx.y) * heads + head) * gridDim.z + blockIdx.z) * (hd + 2) : nullptr;
   for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x) {
     float o = 0;
     for (int w = 0; w < attn_warps; ++w) {
       const float wl = part[w * (hd + 2) + hd + 1];
       if (wl > 0) o += part[w * (hd + 2) + d] * expf(part[w * (hd + 2) + hd] - gm);
     }
+    if (state) state[d] = o;
+    else out[uint64_t(it.row0) * Q + head * hd + d] = o / gl;
+  }
+  if (state && threadIdx.x == 0) {
+    state[hd] = gm;
+    state[hd + 1] = gl;  // 0 for a chunk past the request's keys
+  }
+}
+
+// grid (heads, items), block attn_warps * 32: one (request, head)'s chunk states merged into its output.
+__global__ void decode_merge_kernel(const float* partial, const attn_item* items, float* out, uint32_t heads,
+                                    uint32_t hd, uint32_t splits) {
+  const attn_item it = items[blockIdx.y];
+  const uint32_t head = blockIdx.x, Q = heads * hd;
+  const float* st = partial + (uint64_t(blockIdx.y) * heads + head) * splits * (hd + 2);
+  float gm = -FLT_MAX;
+  for (uint32_t z = 0; z < splits; ++z)
+    if (st[z * (hd + 2) + hd + 1] > 0) gm = fmaxf(gm, st[z * (hd + 2) + hd]);
+  float gl = 0;
+  for (uint32_t z = 0; z < splits; ++z) {
+    const float zl = st[z * (hd + 2) + hd + 1];
+    if (zl > 0) gl += zl * expf(st[z * (hd + 2) + hd] - gm);
+  }
+  for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x) {
+    float o = 0;
+    for (uint32_t z = 0; z < splits; ++z)
+      if (st[z * (hd + 2) + hd + 1] > 0) o += st[z * (hd + 2) + d] * expf(st[z * (hd + 2) + hd] - gm);
     out[uint64_t(it.row0) * Q + head * hd + d] = o / gl;
   }
 }
@@ -255,6 +340,11 @@ unsigned blocks_for(uint64_t n) { return unsigned(std::min<uint64_t>((n + 255) /
 
 }  // namespace
 
+void expand_key_table(const kv_run* runs, uint32_t n_runs, const uint16_t** key_ptr, uint32_t row_elems,
+                      cudaStream_t s) {
+  if (n_runs) DP_LAUNCH(expand_key_table_kernel, n_runs, 128, 0, s)(runs, key_ptr, row_elems);
+}
+
 void embed(const uint16_t* table, const int32_t* tokens, float* x, uint32_t rows, uint32_t hidden, cudaStream_t s) {
   if (rows) DP_LAUNCH(embed_kernel, rows, 256, 0, s)(table, tokens, x, hidden);
 }
@@ -271,23 +361,27 @@ void bias_rope_store(float* qkv, const float* bias, const uint32_t* pos, uint16_
 }
 
 void prefill_attention(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items, uint32_t n_items,
-                       uint32_t max_new, float* out, uint32_t heads, uint32_t kv_heads, uint32_t head_dim,
+                       uint32_t max_new, float* out, uint32_t heads, uint32_t kv_heads, uint32_t head_dim, bool aligned,
                        cudaStream_t s) {
   if (!n_items || !max_new) return;
   const size_t shared = (2 * key_tile * (head_dim + 1) + query_tile * head_dim) * sizeof(float);
   cudaFuncSetAttribute(prefill_attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
   const dim3 grid((max_new + query_tile - 1) / query_tile, heads, n_items);
   DP_LAUNCH(prefill_attention_kernel, grid, attn_warps * warp, shared, s)
-  (qkv, key_ptr, items, out, heads, kv_heads, head_dim);
+  (qkv, key_ptr, items, out, heads, kv_heads, head_dim, aligned);
 }
 
 void decode_attention(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items, uint32_t n_items,
-                      float* out, uint32_t heads, uint32_t kv_heads, uint32_t head_dim, cudaStream_t s) {
+                      uint32_t splits, float* partial, float* out, uint32_t heads, uint32_t kv_heads, uint32_t head_dim,
+                      bool aligned, cudaStream_t s) {
   if (!n_items) return;
+  splits = std::max<uint32_t>(splits, 1);
   const size_t shared = (head_dim + attn_warps * (head_dim + 2)) * sizeof(float);
-  const dim3 grid(heads, n_items);
+  const dim3 grid(heads, n_items, splits);
   DP_LAUNCH(decode_attention_kernel, grid, attn_warps * warp, shared, s)
-  (qkv, key_ptr, items, out, heads, kv_heads, head_dim);
+  (qkv, key_ptr, items, partial, out, heads, kv_heads, head_dim, decode_chunk_keys, aligned);
+  if (splits > 1) DP_LAUNCH(decode_merge_kernel, dim3(heads, n_items), attn_warps * warp, 0, s)
+  (partial, items, out, heads, head_dim, splits);
 }
 
 void silu_mul_bf16(const float* gu, uint16_t* out, uint32_t rows, uint32_t inter, cudaStream_t s) {

@@ -19,6 +19,17 @@ struct attn_item {
   uint32_t key_off;  // offset of this request's per-token KV row pointers in the key table
 };
 
+// Consecutive KV rows of one span: key `first + t` is at base + t · row_elems for t < tokens.
+struct kv_run {
+  const uint16_t* base;
+  uint32_t tokens;
+  uint32_t first;
+};
+
+// key_ptr[run.first + t] = run.base + t · row_elems for every run: the per-key table the attention kernels read.
+void expand_key_table(const kv_run* runs, uint32_t n_runs, const uint16_t** key_ptr, uint32_t row_elems,
+                      cudaStream_t s);
+
 // x[r] = embed[tokens[r]] (bf16 table -> fp32)
 void embed(const uint16_t* table, const int32_t* tokens, float* x, uint32_t rows, uint32_t hidden, cudaStream_t s);
 
@@ -32,14 +43,26 @@ void bias_rope_store(float* qkv, const float* bias, const uint32_t* pos, uint16_
                      uint32_t heads, uint32_t kv_heads, uint32_t head_dim, double theta, cudaStream_t s);
 
 // Flash-style prefill attention: per (request, head, tile of query rows), online softmax over key tiles
-// read through the per-token row pointers (paged), causal over the new tokens.
+// read through the per-token row pointers (paged), causal over the new tokens. `aligned` as for decode.
 void prefill_attention(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items, uint32_t n_items,
-                       uint32_t max_new, float* out, uint32_t heads, uint32_t kv_heads, uint32_t head_dim,
+                       uint32_t max_new, float* out, uint32_t heads, uint32_t kv_heads, uint32_t head_dim, bool aligned,
                        cudaStream_t s);
 
-// Paged decode attention (one new token per request): per (request, head), warps split the keys, then merge.
+// Paged decode attention (one new token per request), split over the keys as well as (request, head): a
+// request's keys are cut into chunks of decode_chunk_keys, each chunk one block whose warps split it further,
+// and a second kernel merges the chunks' softmax states. The chunking depends on a request's own length only,
+// so a request decodes to the same bits alone or in any batch. A decode step of a few requests has too few
+// (request, head) pairs to keep a GPU's multiprocessors busy reading KV without it.
+constexpr uint32_t decode_chunk_keys = 256;
+inline uint32_t decode_splits(uint32_t max_keys) { return (max_keys + decode_chunk_keys - 1) / decode_chunk_keys; }
+// Scratch floats the chunks' states need when splits > 1: [items][heads][splits][head_dim + 2].
+inline uint64_t decode_partial_floats(uint32_t n_items, uint32_t heads, uint32_t head_dim, uint32_t splits) {
+  return uint64_t(n_items) * heads * splits * (head_dim + 2);
+}
+// `aligned`: every key row starts on 16 bytes and head_dim is a multiple of 8, so keys load 8 values at a time.
 void decode_attention(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items, uint32_t n_items,
-                      float* out, uint32_t heads, uint32_t kv_heads, uint32_t head_dim, cudaStream_t s);
+                      uint32_t splits, float* partial, float* out, uint32_t heads, uint32_t kv_heads, uint32_t head_dim,
+                      bool aligned, cudaStream_t s);
 
 // out[r] = bf16(silu(gu[r][:I]) * gu[r][I:])
 void silu_mul_bf16(const float* gu, uint16_t* out, uint32_t rows, uint32_t inter, cudaStream_t s);

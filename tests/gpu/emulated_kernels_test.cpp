@@ -58,12 +58,16 @@ struct attention_case {
   uint32_t heads, kv_heads, hd;
   std::vector<std::pair<uint32_t, uint32_t>> requests;  // (cached, new)
 
+  std::vector<float> last;
+
   uint32_t Q() const { return heads * hd; }
   uint32_t KV() const { return kv_heads * hd; }
   uint32_t W() const { return Q() + 2 * KV(); }
 
   // Runs the kernel (prefill or decode) and returns the max relative error against a double reference.
-  double run(bool decode, uint32_t seed) const {
+  // `aligned`: the decode kernel loads keys 8 values at a time (rows here start on 16 bytes when 2·KV·2 does).
+  // The output stays in `last` for comparing two runs.
+  double run(bool decode, uint32_t seed, bool aligned = false) {
     std::vector<k::attn_item> items;
     uint32_t rows = 0, keys = 0, max_new = 0;
     for (auto [cached, n] : requests) {
@@ -87,13 +91,20 @@ struct attention_case {
     for (uint32_t i = 0; i < keys; ++i) table[i] = d_kv.p + uint64_t(perm[i]) * 2 * KV();
     device_vec<const uint16_t*> d_table(table);
     device_vec<k::attn_item> d_items(items);
+    // Decode splits each request's keys into chunks as the backend does (several for the long requests).
+    uint32_t max_keys = 0;
+    for (const auto& it : items) max_keys = std::max(max_keys, it.cached + it.n);
+    const uint32_t splits = k::decode_splits(max_keys);
+    device_vec<float> d_partial(k::decode_partial_floats(uint32_t(items.size()), heads, hd, splits));
     if (decode)
-      k::decode_attention(d_qkv.p, d_table.p, d_items.p, uint32_t(items.size()), d_out.p, heads, kv_heads, hd, nullptr);
+      k::decode_attention(d_qkv.p, d_table.p, d_items.p, uint32_t(items.size()), splits,
+                          splits > 1 ? d_partial.p : nullptr, d_out.p, heads, kv_heads, hd, aligned, nullptr);
     else
       k::prefill_attention(d_qkv.p, d_table.p, d_items.p, uint32_t(items.size()), max_new, d_out.p, heads, kv_heads, hd,
-                           nullptr);
+                           aligned, nullptr);
     REQUIRE(cudaGetLastError() == cudaSuccess);
     const auto got = d_out.host();
+    last = got;
 
     std::vector<double> want(got.size());
     const uint32_t group = heads / kv_heads;
@@ -223,17 +234,26 @@ TEST_CASE("emulated prefill attention equals a plain reference (paged keys, GQA,
     CAPTURE(hd);
     attention_case c{heads, kv_heads, hd, requests};
     CHECK(c.run(false, 11 + hd) < 1e-4);
+    if (hd % 8) continue;  // the vector loads need whole groups of 8
+    const auto scalar = c.last;
+    CHECK(c.run(false, 11 + hd, true) < 1e-4);
+    CHECK(c.last == scalar);
   }
 }
 
 TEST_CASE("emulated decode attention equals a plain reference (empty warps, tile edges, long contexts)") {
   std::vector<std::pair<uint32_t, uint32_t>> requests;
-  for (uint32_t cached : {0u, 1u, 31u, 32u, 33u, 127u, 128u, 129u, 300u}) requests.push_back({cached, 1});
+  // Up to three key chunks of the split decode (k::decode_chunk_keys), chunk edges included.
+  for (uint32_t cached : {0u, 1u, 31u, 32u, 33u, 127u, 128u, 129u, 254u, 255u, 256u, 300u, 700u})
+    requests.push_back({cached, 1});
   for (auto [heads, kv_heads, hd] :
        std::vector<std::tuple<uint32_t, uint32_t, uint32_t>>{{4, 2, 32}, {8, 4, 64}, {2, 1, 256}}) {
     CAPTURE(hd);
     attention_case c{heads, kv_heads, hd, requests};
     CHECK(c.run(true, 3 + hd) < 1e-4);
+    const auto scalar = c.last;
+    CHECK(c.run(true, 3 + hd, true) < 1e-4);
+    CHECK(c.last == scalar);  // the vector loads sum the same products in the same order
   }
   // The prefill kernel agrees on the same single-token requests.
   attention_case c{4, 2, 32, requests};
