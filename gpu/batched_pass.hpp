@@ -72,11 +72,11 @@ std::vector<int32_t> decode_as_prefill(const model_spec& m, std::vector<decode_i
 }
 
 // The backend's FLOPs -> time fit: times a cold prefill pass of `small` and of `big` tokens (after one
-// warm-up pass of `warm_up` tokens) and fits seconds = fixed + flops·slope through them; the slope is at
-// least `min_slope` (timer noise must not make it zero or negative).
+// warm-up pass of `warm_up` tokens), the fastest of `tries` each, and fits seconds = fixed + flops·slope
+// through them; the slope is at least `min_slope` (timer noise must not make it zero or negative).
 template <class Batch, class... Args>
-flops_fit fit_prefill_time(const model_spec& m, uint32_t small, uint32_t big, uint32_t warm_up, double min_slope,
-                           Args&... args) {
+flops_fit fit_prefill_time(const model_spec& m, uint32_t small, uint32_t big, uint32_t warm_up, uint32_t tries,
+                           double min_slope, Args&... args) {
   auto run = [&](uint32_t tokens) {
     prefill_item it{0, 0, {}, true};
     for (uint32_t i = 0; i < tokens; ++i) it.tokens.push_back(int32_t((i * 7919u) % m.vocab));
@@ -88,7 +88,8 @@ flops_fit fit_prefill_time(const model_spec& m, uint32_t small, uint32_t big, ui
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   run(warm_up);
-  const double ts = run(small), tb = run(big);
+  double ts = run(small), tb = run(big);
+  for (uint32_t t = 1; t < tries; ++t) ts = std::min(ts, run(small)), tb = std::min(tb, run(big));
   const double fs = prefill_flops(m, 0, small), fb = prefill_flops(m, 0, big);
   flops_fit f;
   f.seconds_per_flop = std::max(min_slope, (tb - ts) / (fb - fs));

@@ -217,7 +217,7 @@ class cpu_backend : public compute_backend {
   flops_fit calibrate() const {
     // Warm-up with the small pass: pages in the weights and starts the BLAS threads.
     auto c = context();
-    const flops_fit f = fit_prefill_time<cpu_batch>(d_.spec, 16, 128, 16, 1e-15, c);
+    const flops_fit f = fit_prefill_time<cpu_batch>(d_.spec, 16, 128, 16, 1, 1e-15, c);
     spdlog::debug("cpu backend fit for {}: {:.1f} GFLOP/s marginal, {:.2f} ms fixed", d_.spec.name,
                   1e-9 / f.seconds_per_flop, f.fixed_s * 1e3);
     return f;

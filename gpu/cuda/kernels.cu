@@ -14,10 +14,11 @@ namespace dualpath::gpu::cuda {
 namespace {
 
 constexpr int warp = 32;
-constexpr int key_tile = 32;  // keys per shared-memory tile: one per lane when scoring
-constexpr int rows_per_warp = 4;
-constexpr int attn_warps = 4;
-constexpr int query_tile = rows_per_warp * attn_warps;
+constexpr int key_tile = 32;      // keys per shared-memory tile: one per lane when scoring
+constexpr int attn_warps = 4;     // decode
+constexpr int prefill_warps = 8;  // prefill: 8 warps of 2 rows each keep more warps per key tile in flight
+constexpr int rows_per_warp = 2;
+constexpr int query_tile = rows_per_warp * prefill_warps;
 constexpr int max_dims_per_lane = 8;  // head_dim <= 256
 
 __device__ __forceinline__ float bf16_load(uint16_t h) { return __uint_as_float(uint32_t(h) << 16); }
@@ -104,8 +105,8 @@ __global__ void bias_rope_store_kernel(float* qkv, const float* bias, const uint
   }
 }
 
-// grid (query tiles, heads, items), block attn_warps * 32. Each warp owns rows_per_warp query rows; lanes own
-// keys when scoring and head dims when accumulating values.
+// grid (query tiles, heads, items), block prefill_warps * 32. Each warp owns rows_per_warp query rows; lanes
+// own keys when scoring and head dims when accumulating values.
 __global__ void prefill_attention_kernel(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items,
                                          float* out, uint32_t heads, uint32_t kv_heads, uint32_t hd, bool aligned) {
   DP_DYNAMIC_SHARED(float, smem);
@@ -162,31 +163,43 @@ __global__ void prefill_attention_kernel(const float* qkv, const uint16_t* const
         Vs[j * ld + d] = vv;
       }
     __syncthreads();
+    // The warp's rows together: each key value read from shared memory serves every row, and each row sums
+    // the same products in the same order as it would alone.
+    const uint32_t key = kt + lane;
+    float s[rows_per_warp], p[rows_per_warp];
+    bool visible[rows_per_warp], live[rows_per_warp];
     for (int r = 0; r < rows_per_warp; ++r) {
-      const uint32_t qr = wid * rows_per_warp + r, i = t0 + qr;
-      if (i >= it.n) break;
-      const uint32_t key = kt + lane;
-      const bool visible = key <= it.cached + i;
-      float s = -FLT_MAX;
-      if (visible) {
-        s = 0;
-        for (uint32_t d = 0; d < hd; ++d) s += Qs[qr * hd + d] * Ks[lane * ld + d];
-      }
-      const float tile_max = warp_max(s);
-      if (tile_max == -FLT_MAX) continue;  // nothing visible to this row in this tile (uniform in the warp)
+      const uint32_t i = t0 + wid * rows_per_warp + r;
+      visible[r] = i < it.n && key <= it.cached + i;
+      s[r] = visible[r] ? 0.0f : -FLT_MAX;
+    }
+    for (uint32_t d = 0; d < hd; ++d) {
+      const float kd = Ks[lane * ld + d];
+      for (int r = 0; r < rows_per_warp; ++r)
+        if (visible[r]) s[r] += Qs[(wid * rows_per_warp + r) * hd + d] * kd;
+    }
+    for (int r = 0; r < rows_per_warp; ++r) {
+      const float tile_max = warp_max(s[r]);
+      live[r] = tile_max != -FLT_MAX;  // something in this tile is visible to the row (uniform in the warp)
+      p[r] = 0;
+      if (!live[r]) continue;
       const float m_new = fmaxf(m[r], tile_max);
-      const float p = visible ? expf(s - m_new) : 0.0f;
+      p[r] = visible[r] ? expf(s[r] - m_new) : 0.0f;
       const float corr = expf(m[r] - m_new);
-      l[r] = l[r] * corr + warp_sum(p);
+      l[r] = l[r] * corr + warp_sum(p[r]);
       for (int e = 0; e < max_dims_per_lane; ++e) acc[r][e] *= corr;
-      for (int k = 0; k < key_tile; ++k) {
-        const float pk = __shfl_sync(0xffffffffu, p, k);
-        for (int e = 0; e < max_dims_per_lane; ++e) {
-          const uint32_t d = lane + e * warp;
-          if (d < hd) acc[r][e] += pk * Vs[k * ld + d];
-        }
-      }
       m[r] = m_new;
+    }
+    for (int k = 0; k < key_tile; ++k) {
+      float pk[rows_per_warp];
+      for (int r = 0; r < rows_per_warp; ++r) pk[r] = __shfl_sync(0xffffffffu, p[r], k);
+      for (int e = 0; e < max_dims_per_lane; ++e) {
+        const uint32_t d = lane + e * warp;
+        if (d >= hd) continue;
+        const float v = Vs[k * ld + d];
+        for (int r = 0; r < rows_per_warp; ++r)
+          if (live[r]) acc[r][e] += pk[r] * v;
+      }
     }
   }
   for (int r = 0; r < rows_per_warp; ++r) {
@@ -367,7 +380,7 @@ void prefill_attention(const float* qkv, const uint16_t* const* key_ptr, const a
   const size_t shared = (2 * key_tile * (head_dim + 1) + query_tile * head_dim) * sizeof(float);
   cudaFuncSetAttribute(prefill_attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
   const dim3 grid((max_new + query_tile - 1) / query_tile, heads, n_items);
-  DP_LAUNCH(prefill_attention_kernel, grid, attn_warps * warp, shared, s)
+  DP_LAUNCH(prefill_attention_kernel, grid, prefill_warps * warp, shared, s)
   (qkv, key_ptr, items, out, heads, kv_heads, head_dim, aligned);
 }
 
