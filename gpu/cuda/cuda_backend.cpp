@@ -210,7 +210,7 @@ class cuda_batch {
                            ? ws_.partial.get(cuda::decode_partial_floats(uint32_t(items_.size()), m_.heads, hd, splits))
                            : nullptr;
       cuda::decode_attention(qkv, ws_.key_table.data(), ws_.items.data(), uint32_t(items_.size()), splits, partial,
-                             attn, m_.heads, m_.kv_heads, hd, aligned, s);
+                             attn, m_.heads, m_.kv_heads, hd, aligned, true, s);
     } else
       cuda::prefill_attention(qkv, ws_.key_table.data(), ws_.items.data(), uint32_t(items_.size()), max_new_, attn,
                               m_.heads, m_.kv_heads, hd, aligned, s);

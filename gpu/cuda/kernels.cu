@@ -212,21 +212,24 @@ __global__ void prefill_attention_kernel(const float* qkv, const uint16_t* const
   }
 }
 
-// grid (heads, items, splits), block attn_warps * 32. Block z takes the request's keys [z·chunk, (z+1)·chunk);
-// warp w of it key tiles w, w + warps, ...; lanes score one key each, then own head dims; the warps' partial
-// softmax states merge through shared memory. With one split the block writes the output; with more it
-// writes its state (unnormalised sums, max, sum of weights) to `partial` for decode_merge_kernel.
+// grid (heads / G, items, splits), block attn_warps * 32. A block takes G query heads of one KV head (G divides
+// the GQA group), so each key and value it reads serves all G; block z the request's keys [z·chunk,
+// (z+1)·chunk). Warp w takes key tiles w, w + warps, ...; lanes score one key each, then own DPL head dims; the
+// warps' partial softmax states merge through shared memory. With one split the block writes the output; with
+// more it writes each head's state (unnormalised sums, max, sum of weights) to `partial` for
+// decode_merge_kernel. Each head sums the same products in the same order whatever G is.
+template <int G, int DPL>
 __global__ void decode_attention_kernel(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items,
                                         float* partial, float* out, uint32_t heads, uint32_t kv_heads, uint32_t hd,
                                         uint32_t chunk, bool aligned) {
   DP_DYNAMIC_SHARED(float, smem);
   const attn_item it = items[blockIdx.y];
-  const uint32_t head = blockIdx.x, g = head / (heads / kv_heads), Q = heads * hd, KV = kv_heads * hd, W = Q + 2 * KV,
+  const uint32_t h0 = blockIdx.x * G, g = h0 / (heads / kv_heads), Q = heads * hd, KV = kv_heads * hd, W = Q + 2 * KV,
                  lane = threadIdx.x % warp, wid = threadIdx.x / warp;
-  float* q = smem;       // [hd]
-  float* part = q + hd;  // [warps][hd + 2]: acc, m, l
+  float* q = smem;           // [G][hd]
+  float* part = q + G * hd;  // [warps][G][hd + 2]: acc, m, l
   const float scale = rsqrtf(float(hd));
-  for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x) q[d] = qkv[uint64_t(it.row0) * W + head * hd + d] * scale;
+  for (uint32_t d = threadIdx.x; d < G * hd; d += blockDim.x) q[d] = qkv[uint64_t(it.row0) * W + h0 * hd + d] * scale;
   __syncthreads();
   const uint32_t keys = it.cached + 1, k0 = blockIdx.z * chunk, k1 = min(keys, k0 + chunk);
   // The head dims lane owns: lane, lane + 32, ... or, aligned, adjacent pairs (2·lane, 2·lane + 1), (2·lane + 64,
@@ -234,78 +237,101 @@ __global__ void decode_attention_kernel(const float* qkv, const uint16_t* const*
   auto dim_of = [&](int e) {
     return aligned ? 2 * (lane + warp * uint32_t(e / 2)) + uint32_t(e % 2) : lane + e * warp;
   };
-  float m = -FLT_MAX, l = 0, acc[max_dims_per_lane] = {};
+  float m[G], l[G], acc[G][DPL];
+  for (int h = 0; h < G; ++h) {
+    m[h] = -FLT_MAX;
+    l[h] = 0;
+    for (int e = 0; e < DPL; ++e) acc[h][e] = 0;
+  }
   for (uint32_t kt = k0 + wid * key_tile; kt < k1; kt += attn_warps * key_tile) {
     const uint32_t key = kt + lane;
     const uint16_t* p = key < k1 ? key_ptr[it.key_off + key] : nullptr;
-    float s = -FLT_MAX;
-    if (p && aligned) {  // the same products in the same order, 8 of the key's values a load
-      s = 0;
+    float s[G], pr[G];
+    for (int h = 0; h < G; ++h) s[h] = p ? 0.0f : -FLT_MAX;
+    if (p && aligned) {  // 8 of the key's values a load
       const bf16x8* k8 = reinterpret_cast<const bf16x8*>(p + g * hd);
       for (uint32_t d8 = 0; d8 < hd / 8; ++d8) {
         const bf16x8 v = k8[d8];
-        const float* qd = q + 8 * d8;
-        for (int w = 0; w < 4; ++w) {
-          s += qd[2 * w] * bf16_lo(v.w[w]);
-          s += qd[2 * w + 1] * bf16_hi(v.w[w]);
-        }
+        for (int w = 0; w < 4; ++w)
+          for (int h = 0; h < G; ++h) {
+            const float* qd = q + h * hd + 8 * d8;
+            s[h] += qd[2 * w] * bf16_lo(v.w[w]);
+            s[h] += qd[2 * w + 1] * bf16_hi(v.w[w]);
+          }
       }
     } else if (p) {
-      s = 0;
-      for (uint32_t d = 0; d < hd; ++d) s += q[d] * bf16_load(p[g * hd + d]);
+      for (uint32_t d = 0; d < hd; ++d) {
+        const float kd = bf16_load(p[g * hd + d]);
+        for (int h = 0; h < G; ++h) s[h] += q[h * hd + d] * kd;
+      }
     }
-    const float m_new = fmaxf(m, warp_max(s));
-    const float pr = p ? expf(s - m_new) : 0.0f, corr = expf(m - m_new);
-    l = l * corr + warp_sum(pr);
-    for (int e = 0; e < max_dims_per_lane; ++e) acc[e] *= corr;
+    for (int h = 0; h < G; ++h) {
+      const float m_new = fmaxf(m[h], warp_max(s[h]));
+      pr[h] = p ? expf(s[h] - m_new) : 0.0f;
+      const float corr = expf(m[h] - m_new);
+      l[h] = l[h] * corr + warp_sum(pr[h]);
+      for (int e = 0; e < DPL; ++e) acc[h][e] *= corr;
+      m[h] = m_new;
+    }
     for (int k = 0; k < key_tile; ++k) {
-      const float pk = __shfl_sync(0xffffffffu, pr, k);
+      float pk[G];
+      for (int h = 0; h < G; ++h) pk[h] = __shfl_sync(0xffffffffu, pr[h], k);
       const uint16_t* pv =
           reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p), k));
       if (!pv) continue;
-      for (int e = 0; e < max_dims_per_lane; ++e) {
+      for (int e = 0; e < DPL; ++e) {
         const uint32_t d = dim_of(e);
-        if (!aligned && d < hd) acc[e] += pk * bf16_load(pv[KV + g * hd + d]);
+        if (!aligned && d < hd) {
+          const float v = bf16_load(pv[KV + g * hd + d]);
+          for (int h = 0; h < G; ++h) acc[h][e] += pk[h] * v;
+        }
         if (aligned && e % 2 == 0 && d < hd) {  // dims d and d + 1 in one load
           const uint32_t w = *reinterpret_cast<const uint32_t*>(pv + KV + g * hd + d);
-          acc[e] += pk * bf16_lo(w);
-          acc[e + 1] += pk * bf16_hi(w);
+          for (int h = 0; h < G; ++h) {
+            acc[h][e] += pk[h] * bf16_lo(w);
+            acc[h][e + 1] += pk[h] * bf16_hi(w);
+          }
         }
       }
     }
-    m = m_new;
   }
-  float* mine = part + wid * (hd + 2);
-  for (int e = 0; e < max_dims_per_lane; ++e) {
-    const uint32_t d = dim_of(e);
-    if (d < hd) mine[d] = acc[e];
-  }
-  if (lane == 0) {
-    mine[hd] = m;
-    mine[hd + 1] = l;
+  for (int h = 0; h < G; ++h) {
+    float* mine = part + (wid * G + h) * (hd + 2);
+    for (int e = 0; e < DPL; ++e) {
+      const uint32_t d = dim_of(e);
+      if (d < hd) mine[d] = acc[h][e];
+    }
+    if (lane == 0) {
+      mine[hd] = m[h];
+      mine[hd + 1] = l[h];
+    }
   }
   __syncthreads();
-  float gm = -FLT_MAX;
-  for (int w = 0; w < attn_warps; ++w) gm = fmaxf(gm, part[w * (hd + 2) + hd]);
-  float gl = 0;
-  for (int w = 0; w < attn_warps; ++w) {
-    const float wl = part[w * (hd + 2) + hd + 1];
-    if (wl > 0) gl += wl * expf(part[w * (hd + 2) + hd] - gm);
-  }
-  float* state =
-      gridDim.z > 1 ? partial + ((uint64_t(blockIdx.y) * heads + head) * gridDim.z + blockIdx.z) * (hd + 2) : nullptr;
-  for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x) {
-    float o = 0;
+  for (int h = 0; h < G; ++h) {
+    const uint32_t head = h0 + h;
+    auto st = [&](int w) { return part + (w * G + h) * (hd + 2); };
+    float gm = -FLT_MAX;
+    for (int w = 0; w < attn_warps; ++w) gm = fmaxf(gm, st(w)[hd]);
+    float gl = 0;
     for (int w = 0; w < attn_warps; ++w) {
-      const float wl = part[w * (hd + 2) + hd + 1];
-      if (wl > 0) o += part[w * (hd + 2) + d] * expf(part[w * (hd + 2) + hd] - gm);
+      const float wl = st(w)[hd + 1];
+      if (wl > 0) gl += wl * expf(st(w)[hd] - gm);
     }
-    if (state) state[d] = o;
-    else out[uint64_t(it.row0) * Q + head * hd + d] = o / gl;
-  }
-  if (state && threadIdx.x == 0) {
-    state[hd] = gm;
-    state[hd + 1] = gl;  // 0 for a chunk past the request's keys
+    float* state =
+        gridDim.z > 1 ? partial + ((uint64_t(blockIdx.y) * heads + head) * gridDim.z + blockIdx.z) * (hd + 2) : nullptr;
+    for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x) {
+      float o = 0;
+      for (int w = 0; w < attn_warps; ++w) {
+        const float wl = st(w)[hd + 1];
+        if (wl > 0) o += st(w)[d] * expf(st(w)[hd] - gm);
+      }
+      if (state) state[d] = o;
+      else out[uint64_t(it.row0) * Q + head * hd + d] = o / gl;
+    }
+    if (state && threadIdx.x == 0) {
+      state[hd] = gm;
+      state[hd + 1] = gl;  // 0 for a chunk past the request's keys
+    }
   }
 }
 
@@ -386,13 +412,22 @@ void prefill_attention(const float* qkv, const uint16_t* const* key_ptr, const a
 
 void decode_attention(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items, uint32_t n_items,
                       uint32_t splits, float* partial, float* out, uint32_t heads, uint32_t kv_heads, uint32_t head_dim,
-                      bool aligned, cudaStream_t s) {
+                      bool aligned, bool share_kv, cudaStream_t s) {
   if (!n_items) return;
   splits = std::max<uint32_t>(splits, 1);
-  const size_t shared = (head_dim + attn_warps * (head_dim + 2)) * sizeof(float);
-  const dim3 grid(heads, n_items, splits);
-  DP_LAUNCH(decode_attention_kernel, grid, attn_warps * warp, shared, s)
-  (qkv, key_ptr, items, partial, out, heads, kv_heads, head_dim, decode_chunk_keys, aligned);
+  const uint32_t group = heads / kv_heads,
+                 G = share_kv && head_dim <= 128 && (group == 2 || group == 4 || group == 8) ? group : 1;
+  const size_t shared = (G * head_dim + attn_warps * G * (head_dim + 2)) * sizeof(float);
+  const dim3 grid(heads / G, n_items, splits);
+  auto launch = [&](auto kernel) {
+    DP_LAUNCH(kernel, grid, attn_warps * warp, shared, s)
+    (qkv, key_ptr, items, partial, out, heads, kv_heads, head_dim, decode_chunk_keys, aligned);
+  };
+  const bool narrow = head_dim <= 64;  // two dims a lane cover it, else four (head_dim <= 128)
+  if (G == 2) narrow ? launch(decode_attention_kernel<2, 2>) : launch(decode_attention_kernel<2, 4>);
+  else if (G == 4) narrow ? launch(decode_attention_kernel<4, 2>) : launch(decode_attention_kernel<4, 4>);
+  else if (G == 8) narrow ? launch(decode_attention_kernel<8, 2>) : launch(decode_attention_kernel<8, 4>);
+  else launch(decode_attention_kernel<1, max_dims_per_lane>);
   if (splits > 1) DP_LAUNCH(decode_merge_kernel, dim3(heads, n_items), attn_warps * warp, 0, s)
   (partial, items, out, heads, head_dim, splits);
 }

@@ -60,9 +60,11 @@ inline uint64_t decode_partial_floats(uint32_t n_items, uint32_t heads, uint32_t
   return uint64_t(n_items) * heads * splits * (head_dim + 2);
 }
 // `aligned`: every key row starts on 16 bytes and head_dim is a multiple of 8, so keys load 8 values at a time.
+// `share_kv`: one block takes all query heads of a KV head (GQA groups of 2, 4 or 8, head_dim <= 128), so each
+// KV row is read once for the group rather than once per query head; the results are the same bits.
 void decode_attention(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items, uint32_t n_items,
                       uint32_t splits, float* partial, float* out, uint32_t heads, uint32_t kv_heads, uint32_t head_dim,
-                      bool aligned, cudaStream_t s);
+                      bool aligned, bool share_kv, cudaStream_t s);
 
 // out[r] = bf16(silu(gu[r][:I]) * gu[r][I:])
 void silu_mul_bf16(const float* gu, uint16_t* out, uint32_t rows, uint32_t inter, cudaStream_t s);

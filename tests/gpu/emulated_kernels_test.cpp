@@ -67,7 +67,7 @@ struct attention_case {
   // Runs the kernel (prefill or decode) and returns the max relative error against a double reference.
   // `aligned`: the decode kernel loads keys 8 values at a time (rows here start on 16 bytes when 2·KV·2 does).
   // The output stays in `last` for comparing two runs.
-  double run(bool decode, uint32_t seed, bool aligned = false) {
+  double run(bool decode, uint32_t seed, bool aligned = false, bool share_kv = false) {
     std::vector<k::attn_item> items;
     uint32_t rows = 0, keys = 0, max_new = 0;
     for (auto [cached, n] : requests) {
@@ -98,7 +98,7 @@ struct attention_case {
     device_vec<float> d_partial(k::decode_partial_floats(uint32_t(items.size()), heads, hd, splits));
     if (decode)
       k::decode_attention(d_qkv.p, d_table.p, d_items.p, uint32_t(items.size()), splits,
-                          splits > 1 ? d_partial.p : nullptr, d_out.p, heads, kv_heads, hd, aligned, nullptr);
+                          splits > 1 ? d_partial.p : nullptr, d_out.p, heads, kv_heads, hd, aligned, share_kv, nullptr);
     else
       k::prefill_attention(d_qkv.p, d_table.p, d_items.p, uint32_t(items.size()), max_new, d_out.p, heads, kv_heads, hd,
                            aligned, nullptr);
@@ -246,14 +246,19 @@ TEST_CASE("emulated decode attention equals a plain reference (empty warps, tile
   // Up to three key chunks of the split decode (k::decode_chunk_keys), chunk edges included.
   for (uint32_t cached : {0u, 1u, 31u, 32u, 33u, 127u, 128u, 129u, 254u, 255u, 256u, 300u, 700u})
     requests.push_back({cached, 1});
-  for (auto [heads, kv_heads, hd] :
-       std::vector<std::tuple<uint32_t, uint32_t, uint32_t>>{{4, 2, 32}, {8, 4, 64}, {2, 1, 256}}) {
+  for (auto [heads, kv_heads, hd] : std::vector<std::tuple<uint32_t, uint32_t, uint32_t>>{
+           {4, 2, 32}, {8, 4, 64}, {2, 1, 256}, {8, 2, 64}, {8, 1, 128}, {6, 2, 40}, {4, 4, 64}}) {
     CAPTURE(hd);
     attention_case c{heads, kv_heads, hd, requests};
     CHECK(c.run(true, 3 + hd) < 1e-4);
     const auto scalar = c.last;
     CHECK(c.run(true, 3 + hd, true) < 1e-4);
     CHECK(c.last == scalar);  // the vector loads sum the same products in the same order
+    // A block per KV head (its query heads together) gives the same bits, with and without vector loads.
+    CHECK(c.run(true, 3 + hd, false, true) < 1e-4);
+    CHECK(c.last == scalar);
+    CHECK(c.run(true, 3 + hd, true, true) < 1e-4);
+    CHECK(c.last == scalar);
   }
   // The prefill kernel agrees on the same single-token requests.
   attention_case c{4, 2, 32, requests};
