@@ -14,6 +14,7 @@
 #define cuda_unavailable_reason emulated_cuda_unavailable_reason
 #include "gpu/cuda/cuda_backend.cpp"
 #include "gpu/cuda/kernels.cu"
+#include "gpu/cuda/attention.cu"
 
 #undef cuda
 #include <stdexcept>
