@@ -3,8 +3,11 @@
 // doctest reports it), and always on the same sources built over the SIMT emulator (emulated_cuda.cpp).
 #include <doctest/doctest.h>
 
+#include <functional>
+
 #include "core/status.hpp"
 #include "emulated_cuda.hpp"
+#include "gpu/cpu_backend.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/model_loader.hpp"
 #include "kv_pages.hpp"
@@ -124,8 +127,28 @@ void chunks_and_batches(backend_factory make) {
   }
 }
 
+// Copies host KV somewhere a backend reads it and keeps it alive until the placer is destroyed.
+using kv_placer = std::function<const std::byte*(compute_backend& be, const std::byte* host, size_t bytes)>;
+
+kv_placer placer_of(const device_memory& dev) {
+  auto kept = std::make_shared<std::vector<std::shared_ptr<void>>>();
+  return [dev, kept](compute_backend&, const std::byte* host, size_t bytes) {
+    kept->emplace_back(dev.upload(host, bytes), dev.release);
+    return static_cast<const std::byte*>(kept->back().get());
+  };
+}
+
+// The backend's own resident_copy: device memory for cuda, a host copy elsewhere.
+kv_placer resident_placer() {
+  auto kept = std::make_shared<std::vector<std::shared_ptr<std::byte>>>();
+  return [kept](compute_backend& be, const std::byte* host, size_t bytes) {
+    kept->push_back(be.resident_copy(host, bytes));
+    return static_cast<const std::byte*>(kept->back().get());
+  };
+}
+
 // Layer Blocks copied into device memory are read in place and give what the same blocks give from the host.
-void device_resident_equals_host(backend_factory make, const device_memory& dev) {
+void device_resident_equals_host(backend_factory make, const kv_placer& place) {
   const auto w = generate_weights(find_model("tiny"), 5);
   auto be = make(make_dense_model(w), 0);
   const auto& m = w.spec;
@@ -134,14 +157,10 @@ void device_resident_equals_host(backend_factory make, const device_memory& dev)
   request first{&host, 0, std::vector<int32_t>(prompt.begin(), prompt.begin() + 50)};
   prefill(*be, {&first});
   // Copy the 50 cached tokens of every layer into device memory, one Layer Block span per block.
-  std::vector<void*> blocks;
   std::vector<std::vector<kv_span>> dev_spans(m.layers);
   for (uint32_t l = 0; l < m.layers; ++l)
-    for (const auto& s : host.spans(l, 50)) {
-      void* d = dev.upload(s.data, s.tokens * m.kv_bytes_per_token_layer);
-      blocks.push_back(d);
-      dev_spans[l].push_back({static_cast<const std::byte*>(d), s.tokens});
-    }
+    for (const auto& s : host.spans(l, 50))
+      dev_spans[l].push_back({place(*be, s.data, s.tokens * m.kv_bytes_per_token_layer), s.tokens});
   const std::vector<int32_t> rest(prompt.begin() + 50, prompt.end());
   std::vector<float> from_dev, from_host;
   std::vector<std::byte> out(rest.size() * m.kv_bytes_per_token_layer);
@@ -153,7 +172,6 @@ void device_resident_equals_host(backend_factory make, const device_memory& dev)
   const auto t2 = p2->finish();
   CHECK(t1 == t2);
   CHECK(from_dev == from_host);
-  for (void* d : blocks) dev.release(d);
 }
 
 }  // namespace
@@ -194,9 +212,17 @@ TEST_CASE("cuda backend reads device-resident Layer Blocks in place" * doctest::
                        return d;
                      },
                      [](void* d) { cudaFree(d); }};
-  device_resident_equals_host(make_cuda_backend, real);
+  device_resident_equals_host(make_cuda_backend, placer_of(real));
 #endif
 }
 TEST_CASE("emulated cuda backend reads device-resident Layer Blocks in place") {
-  device_resident_equals_host(make_emulated_cuda_backend, emulated_device_memory());
+  device_resident_equals_host(make_emulated_cuda_backend, placer_of(emulated_device_memory()));
+}
+
+TEST_CASE("cuda resident_copy places KV the backend reads in place" * doctest::skip(!have_gpu)) {
+  device_resident_equals_host(make_cuda_backend, resident_placer());
+}
+TEST_CASE("emulated cuda and cpu resident_copy place KV the backend reads in place") {
+  device_resident_equals_host(make_emulated_cuda_backend, resident_placer());
+  device_resident_equals_host([](dense_model d, int) { return make_cpu_backend(std::move(d)); }, resident_placer());
 }
