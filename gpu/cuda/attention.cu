@@ -16,6 +16,21 @@ constexpr int rows_per_warp = 2;
 constexpr int query_tile = rows_per_warp * prefill_warps;
 constexpr int max_dims_per_lane = 8;  // head_dim <= 256
 
+// One key tile of a row's online softmax: the running max m and weight sum l take the tile (its max over the
+// warp, and this lane's score s where `valid`), the row's sums acc are rescaled to the new max, and this lane's
+// weight is returned. Shared by prefill and decode so both round alike.
+template <int N>
+__device__ __forceinline__ float online_softmax_step(float& m, float& l, float (&acc)[N], float tile_max, float s,
+                                                     bool valid) {
+  const float m_new = fmaxf(m, tile_max);
+  const float p = valid ? expf(s - m_new) : 0.0f;
+  const float corr = expf(m - m_new);
+  l = l * corr + warp_sum(p);
+  for (int e = 0; e < N; ++e) acc[e] *= corr;
+  m = m_new;
+  return p;
+}
+
 // grid (runs), block 128: each block writes its run's key pointers.
 __global__ void expand_key_table_kernel(const kv_run* runs, const uint16_t** key_ptr, uint32_t row_elems) {
   const kv_run run = runs[blockIdx.x];
@@ -101,12 +116,7 @@ __global__ void prefill_attention_kernel(const float* qkv, const uint16_t* const
       live[r] = tile_max != -FLT_MAX;  // something in this tile is visible to the row (uniform in the warp)
       p[r] = 0;
       if (!live[r]) continue;
-      const float m_new = fmaxf(m[r], tile_max);
-      p[r] = visible[r] ? expf(s[r] - m_new) : 0.0f;
-      const float corr = expf(m[r] - m_new);
-      l[r] = l[r] * corr + warp_sum(p[r]);
-      for (int e = 0; e < max_dims_per_lane; ++e) acc[r][e] *= corr;
-      m[r] = m_new;
+      p[r] = online_softmax_step(m[r], l[r], acc[r], tile_max, s[r], visible[r]);
     }
     for (int k = 0; k < key_tile; ++k) {
       float pk[rows_per_warp];
@@ -183,14 +193,7 @@ __global__ void decode_attention_kernel(const float* qkv, const uint16_t* const*
         for (int h = 0; h < G; ++h) s[h] += q[h * hd + d] * kd;
       }
     }
-    for (int h = 0; h < G; ++h) {
-      const float m_new = fmaxf(m[h], warp_max(s[h]));
-      pr[h] = p ? expf(s[h] - m_new) : 0.0f;
-      const float corr = expf(m[h] - m_new);
-      l[h] = l[h] * corr + warp_sum(pr[h]);
-      for (int e = 0; e < DPL; ++e) acc[h][e] *= corr;
-      m[h] = m_new;
-    }
+    for (int h = 0; h < G; ++h) pr[h] = online_softmax_step(m[h], l[h], acc[h], warp_max(s[h]), s[h], p != nullptr);
     for (int k = 0; k < key_tile; ++k) {
       float pk[G];
       for (int h = 0; h < G; ++h) pk[h] = __shfl_sync(0xffffffffu, pr[h], k);
