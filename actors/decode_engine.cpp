@@ -94,6 +94,7 @@ struct decode_state : engine_base {
   // queue: if that engine's process died meanwhile, they went back to the buffer (docs/design.md §13).
   void on_handoff(const envelope<schema::Handoff>& e) {
     auto h = std::make_shared<handoff_info>(decode(e));
+    h->payload.times.handoff = now_ns();
     const auto from = caf::actor_cast<caf::actor_addr>(self->current_sender());
     if (!from || from.node() == self->node()) return adopted(std::move(*h), true);  // one process: no one dies alone
     self->request(view().traffic_queue(node()), data_plane_timeout(), atom::adopt_v, encode(slot_list{h->de_slots, 0}),
@@ -217,6 +218,7 @@ struct decode_state : engine_base {
 
   void start_decoding(de_request r) {
     const auto& g = geo();
+    r.info.payload.times.in_hbm = now_ns();
     r.sequence = r.info.payload.tokens;
     r.position = uint32_t(r.sequence.size());
     verify_arrived(r);

@@ -47,6 +47,8 @@ turn_record record_of(const turn_result& r, int64_t t0, uint32_t block_tokens) {
   t.first_token = at(r.times.first_token);
   t.second_token = at(r.times.second_token);
   t.last_token = at(r.times.last_token);
+  t.handoff = at(r.times.handoff);
+  t.in_hbm = at(r.times.in_hbm);
   t.done = at(r.times.done ? r.times.done : now_ns());
   return make_turn_record(f, t);
 }

@@ -9,10 +9,10 @@ namespace {
 struct times_fields {
   using T = turn_times;
   using S = schema::TurnTimes;
-  static inline const auto all =
-      std::make_tuple(DP_FIELD(submitted, Submitted), DP_FIELD(assigned, Assigned), DP_FIELD(kv_ready, KvReady),
-                      DP_FIELD(prefill_start, PrefillStart), DP_FIELD(first_token, FirstToken),
-                      DP_FIELD(second_token, SecondToken), DP_FIELD(done, Done), DP_FIELD(last_token, LastToken));
+  static inline const auto all = std::make_tuple(
+      DP_FIELD(submitted, Submitted), DP_FIELD(assigned, Assigned), DP_FIELD(kv_ready, KvReady),
+      DP_FIELD(prefill_start, PrefillStart), DP_FIELD(first_token, FirstToken), DP_FIELD(second_token, SecondToken),
+      DP_FIELD(done, Done), DP_FIELD(last_token, LastToken), DP_FIELD(handoff, Handoff), DP_FIELD(in_hbm, InHbm));
 };
 
 // Tokens and times are written by hand: a list and a nested struct.

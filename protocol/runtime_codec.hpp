@@ -16,7 +16,8 @@ namespace dualpath::protocol {
 
 struct turn_times {
   int64_t submitted = 0, assigned = 0, kv_ready = 0, prefill_start = 0, first_token = 0, second_token = 0, done = 0;
-  int64_t last_token = 0;  // the last token generated; `done` is later by the wait for the write-back
+  int64_t last_token = 0;           // the last token generated; `done` is later by the wait for the write-back
+  int64_t handoff = 0, in_hbm = 0;  // the DE received the hand-off; its KV in the DE's HBM
 };
 
 struct turn_payload {

@@ -38,7 +38,7 @@ double peak_window_mean_ttft(const std::vector<turn_record>& records, double win
 
 void summarize_turns(run_summary& s, const std::vector<turn_record>& records) {
   s.ttft_peak_window_s = peak_window_mean_ttft(records);
-  std::vector<double> ttft, ttst, gap, tpot, e2e, queue, assign, kv_read, prefill;
+  std::vector<double> ttft, ttst, gap, tpot, e2e, queue, assign, kv_read, prefill, handoff, hbm_load, write_back;
   std::map<uint32_t, std::pair<double, double>> agents;  // agent -> (first submission, last answer)
   uint64_t prompt_tokens = 0, hit_tokens = 0;
   for (const auto& r : records) {
@@ -64,6 +64,9 @@ void summarize_turns(run_summary& s, const std::vector<turn_record>& records) {
     assign.push_back(r.assign_s);
     kv_read.push_back(r.kv_read_s);
     prefill.push_back(r.prefill_s);
+    handoff.push_back(r.handoff_s);
+    hbm_load.push_back(r.hbm_load_s);
+    write_back.push_back(r.write_back_s);
     switch (r.path) {
       case schedule::read_path::pe: ++s.path_pe; break;
       case schedule::read_path::de: ++s.path_de; break;
@@ -88,6 +91,9 @@ void summarize_turns(run_summary& s, const std::vector<turn_record>& records) {
   s.assign = summarize(assign);
   s.kv_read = summarize(kv_read);
   s.prefill = summarize(prefill);
+  s.handoff = summarize(handoff);
+  s.hbm_load = summarize(hbm_load);
+  s.write_back = summarize(write_back);
   if (!s.snic_bytes.empty()) {
     const double total = double(std::accumulate(s.snic_bytes.begin(), s.snic_bytes.end(), uint64_t(0)));
     const double max = double(*std::max_element(s.snic_bytes.begin(), s.snic_bytes.end()));
@@ -130,6 +136,8 @@ nlohmann::json to_json(const run_summary& s) {
   j["agent_jct_mean_s"] = s.agent_jct_mean_s;
   j["ttft_breakdown_s"] = {
       {"queue", dist(s.queue)}, {"assign", dist(s.assign)}, {"kv_read", dist(s.kv_read)}, {"prefill", dist(s.prefill)}};
+  j["handoff_breakdown_s"] = {
+      {"handoff", dist(s.handoff)}, {"hbm_load", dist(s.hbm_load)}, {"write_back", dist(s.write_back)}};
   j["prefill_nodes"] = s.prefill_nodes;
   j["snic_bytes"] = s.snic_bytes;
   j["snic_max_over_avg"] = s.snic_max_over_avg;
@@ -264,6 +272,9 @@ turn_record make_turn_record(const turn_facts& f, const turn_stamps& t) {
   r.kv_read_s = span(t.assigned, t.kv_ready);
   r.assign_s = span(t.kv_ready, t.prefill_start);
   r.prefill_s = span(t.prefill_start, t.first_token);
+  r.handoff_s = span(t.first_token, t.handoff);
+  r.hbm_load_s = span(t.handoff, t.in_hbm);
+  r.write_back_s = span(t.last_token, t.done);
   return r;
 }
 

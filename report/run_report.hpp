@@ -35,6 +35,9 @@ struct turn_record : turn_facts {
   bool has_ttst = false, has_tpot = false;
   double start_s = 0;  // submitted, since run start
   double queue_s = 0, kv_read_s = 0, assign_s = 0, prefill_s = 0;
+  // After the first token: to the decode engine's hand-off, loading its KV into HBM, and (from the last
+  // token) waiting for the write-back of its blocks until `done`.
+  double handoff_s = 0, hbm_load_s = 0, write_back_s = 0;
   uint32_t hit_tokens = 0;  // prompt tokens whose KV came from storage (hit_blocks · block_tokens)
   double done_s = 0;        // since run start
 };
@@ -59,8 +62,9 @@ struct run_summary {
   double agent_jct_mean_s = 0;    // per agent: its last turn's answer minus its first turn's submission
   double ttft_peak_window_s = 0;  // peak_window_mean_ttft
   distribution queue, assign, kv_read, prefill;
-  uint32_t prefill_nodes = 0;        // nodes 0..prefill_nodes-1 are prefill nodes, the rest decode nodes
-  std::vector<uint64_t> snic_bytes;  // per node
+  distribution handoff, hbm_load, write_back;  // after the first token (handoff_breakdown_s)
+  uint32_t prefill_nodes = 0;                  // nodes 0..prefill_nodes-1 are prefill nodes, the rest decode nodes
+  std::vector<uint64_t> snic_bytes;            // per node
   double snic_max_over_avg = 0;
   uint64_t store_read_bytes = 0;           // bytes read from block files, summed over nodes (0 under oracle)
   std::vector<uint64_t> snic_write_bytes;  // per node: write-back that left through its SNIC
@@ -97,6 +101,7 @@ struct run_summary {
 // One turn's stamps in seconds since the run's start; a stamp the turn never reached is empty.
 struct turn_stamps {
   std::optional<double> submitted, assigned, kv_ready, prefill_start, first_token, second_token, last_token, done;
+  std::optional<double> handoff, in_hbm;  // the decode engine received the hand-off; the turn's KV in its HBM
 };
 // The one way a turn record is made, by the runtime's launcher and by the simulator alike: TTFT and its
 // breakdown from the stamps, TPOT per token after the second (not the write-back wait).

@@ -16,6 +16,8 @@ struct TurnTimes {
   secondToken @5 :Int64;
   done @6 :Int64;         # the turn answered: its blocks are in storage
   lastToken @7 :Int64;    # the last token generated (before waiting for the write-back)
+  handoff @8 :Int64;      # the decode engine received the hand-off
+  inHbm @9 :Int64;        # ... and has the turn's KV in its HBM (the DE buffer's blocks loaded)
 }
 
 # The tokens of one turn, served by the agent client to the PE that was assigned the request.

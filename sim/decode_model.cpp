@@ -11,6 +11,7 @@ namespace dualpath::sim {
 
 void simulator::handoff(uint32_t id) {
   agent_state& a = agents_[id];
+  a.handoff = now_;
   auto& de = de_of(a.asg.de);
   de.waiting.push_back(id);
   unpromise(id);
@@ -37,6 +38,7 @@ void simulator::admit(uint32_t engine) {
 
 void simulator::admitted(uint32_t id) {
   agent_state& a = agents_[id];
+  a.in_hbm = now_;
   release_slots(a.asg.de_node, a.de_slots);
   a.de_slots = 0;
   // The prompt's full blocks that were not hits are persisted now; the first token is already generated.

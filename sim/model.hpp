@@ -41,7 +41,7 @@ struct agent_state {
   uint64_t position = 0;  // decode: position of the token the next step processes
   uint32_t generated = 0;
   double submitted = 0, assigned = 0, kv_ready = 0, prefill_start = -1, first_token = 0, second_token = -1,
-         last_token = 0, writes_done = 0;
+         last_token = 0, writes_done = 0, handoff = 0, in_hbm = 0;
   uint64_t written_blocks = 0;
 };
 

@@ -221,6 +221,8 @@ void simulator::record(uint32_t id, const std::string& error) {
     t.first_token = a.first_token;
     if (a.second_token >= 0) t.second_token = a.second_token;
     t.last_token = a.last_token;
+    t.handoff = a.handoff;
+    t.in_hbm = a.in_hbm;
   }
   records_.push_back(report::make_turn_record(f, t));
 }

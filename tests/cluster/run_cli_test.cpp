@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/cluster/cli_run.hpp"
 
 namespace fs = std::filesystem;
@@ -59,4 +61,14 @@ TEST_CASE("run: the embedded default writes a JSON report with every policy and 
         "\"jct_over_bound\"", "\"mismatched_turns\": 0", "\"verified_turns\": 4", "\"load_over_time\"",
         "\"retried_turns\": 0", "\"unpersisted_blocks\": 0"})
     CHECK_MESSAGE(json.find(field) != std::string::npos, field);
+  // Every turn reached a decode engine, which stamped its hand-off and its KV loaded into HBM; the turn
+  // waited for its blocks' write-back after its last token.
+  for (const auto& run : nlohmann::json::parse(json)["runs"]) {
+    const auto& b = run["handoff_breakdown_s"];
+    CAPTURE(run["policy"].get<std::string>());
+    CHECK(b["handoff"]["mean"].get<double>() > 0);
+    CHECK(b["hbm_load"]["mean"].get<double>() > 0);
+    CHECK(b["write_back"]["mean"].get<double>() >= 0);
+    CHECK(b["hbm_load"]["p99"].get<double>() < run["e2e_s"]["p99"].get<double>());
+  }
 }

@@ -93,3 +93,33 @@ TEST_CASE("the paper's metrics: TTST from submission, Prompt TPS over every prom
   CHECK(j.contains("second_token_gap_s"));
   CHECK(j.contains("agent_jct_mean_s"));
 }
+
+TEST_CASE("after the first token: hand-off, HBM load and write-back wait come from the stamps") {
+  turn_facts f;
+  f.generated_tokens = 4;
+  turn_stamps t;
+  t.submitted = 1.0;
+  t.first_token = 1.5;
+  t.handoff = 1.52;
+  t.in_hbm = 1.6;
+  t.second_token = 1.7;
+  t.last_token = 1.9;
+  t.done = 2.2;
+  const turn_record r = make_turn_record(f, t);
+  CHECK(r.handoff_s == doctest::Approx(0.02));
+  CHECK(r.hbm_load_s == doctest::Approx(0.08));
+  CHECK(r.write_back_s == doctest::Approx(0.3));
+  // A turn that never reached the decode engine (refused, or failed in prefill) has none of them.
+  turn_stamps refused;
+  refused.submitted = 1.0;
+  refused.done = 1.1;
+  const turn_record n = make_turn_record(f, refused);
+  CHECK(n.handoff_s == 0);
+  CHECK(n.hbm_load_s == 0);
+  CHECK(n.write_back_s == 0);
+  run_summary s;
+  summarize_turns(s, {r, r});
+  CHECK(s.hbm_load.mean == doctest::Approx(0.08));
+  const auto j = to_json(s);
+  CHECK(j["handoff_breakdown_s"]["write_back"]["p50"].get<double>() == doctest::Approx(0.3));
+}
