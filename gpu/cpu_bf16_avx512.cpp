@@ -140,18 +140,17 @@ DUALPATH_AVX512 void values(const float* s, uint32_t kv_heads, uint64_t rq, uint
                             const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, float* og,
                             uint32_t readable) {
   constexpr int R = 2;
+  const uint64_t lines = (stride + 63) / 64;  // of a row
   for (uint32_t t0 = 0; t0 < tokens; t0 += value_block) {
     const uint32_t t1 = std::min(tokens, t0 + value_block);
     for (uint32_t g = 0; g < kv_heads; ++g) {
-      const uint64_t lines = (stride + 63) / 64;
-      const uint64_t b0 = lines * g / kv_heads * 64, b1 = lines * (g + 1) / kv_heads * 64;
+      // Head g's first call asks for its share [pf0, pf1) of the rows ahead; the head's other calls, none.
+      const uint64_t pf0 = lines * g / kv_heads * 64, pf1 = lines * (g + 1) / kv_heads * 64;
       uint64_t r0 = 0;
       for (; r0 + R <= rq; r0 += R)
-        value_rows<HD, R>(s, rq, ctx, j0, base, stride, off, g, r0, t0, t1, og, r0 == 0 ? b0 : 0, r0 == 0 ? b1 : 0,
-                          readable);
+        value_rows<HD, R>(s, rq, ctx, j0, base, stride, off, g, r0, t0, t1, og, pf0, r0 == 0 ? pf1 : pf0, readable);
       for (; r0 < rq; ++r0)
-        value_rows<HD, 1>(s, rq, ctx, j0, base, stride, off, g, r0, t0, t1, og, r0 == 0 ? b0 : 0, r0 == 0 ? b1 : 0,
-                          readable);
+        value_rows<HD, 1>(s, rq, ctx, j0, base, stride, off, g, r0, t0, t1, og, pf0, r0 == 0 ? pf1 : pf0, readable);
     }
   }
 }

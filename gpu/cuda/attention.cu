@@ -31,6 +31,30 @@ __device__ __forceinline__ float online_softmax_step(float& m, float& l, float (
   return p;
 }
 
+// Softmax states of one head, `count` of them `stride` floats apart, each [hd sums][max m][weight sum l],
+// merged: the largest m and the weight sum rescaled to it (merge_max_sum), then one dim's sum (merged_dim). A
+// state of l = 0 (no keys) takes no part. A decode block's warps and a split decode's chunks merge alike.
+struct softmax_merge {
+  float m, l;
+};
+__device__ __forceinline__ softmax_merge merge_max_sum(const float* st, uint32_t count, uint32_t stride, uint32_t hd) {
+  softmax_merge g{-FLT_MAX, 0.0f};
+  for (uint32_t i = 0; i < count; ++i)
+    if (st[i * stride + hd + 1] > 0) g.m = fmaxf(g.m, st[i * stride + hd]);
+  for (uint32_t i = 0; i < count; ++i) {
+    const float l = st[i * stride + hd + 1];
+    if (l > 0) g.l += l * expf(st[i * stride + hd] - g.m);
+  }
+  return g;
+}
+__device__ __forceinline__ float merged_dim(const float* st, uint32_t count, uint32_t stride, uint32_t hd, float m,
+                                            uint32_t d) {
+  float o = 0;
+  for (uint32_t i = 0; i < count; ++i)
+    if (st[i * stride + hd + 1] > 0) o += st[i * stride + d] * expf(st[i * stride + hd] - m);
+  return o;
+}
+
 // grid (runs), block 128: each block writes its run's key pointers.
 __global__ void expand_key_table_kernel(const kv_run* runs, const uint16_t** key_ptr, uint32_t row_elems) {
   const kv_run run = runs[blockIdx.x];
@@ -230,28 +254,18 @@ __global__ void decode_attention_kernel(const float* qkv, const uint16_t* const*
   __syncthreads();
   for (int h = 0; h < G; ++h) {
     const uint32_t head = h0 + h;
-    auto st = [&](int w) { return part + (w * G + h) * (hd + 2); };
-    float gm = -FLT_MAX;
-    for (int w = 0; w < attn_warps; ++w) gm = fmaxf(gm, st(w)[hd]);
-    float gl = 0;
-    for (int w = 0; w < attn_warps; ++w) {
-      const float wl = st(w)[hd + 1];
-      if (wl > 0) gl += wl * expf(st(w)[hd] - gm);
-    }
+    const float* warps = part + h * (hd + 2);  // head h's state of each warp, G·(hd + 2) floats apart
+    const softmax_merge g = merge_max_sum(warps, attn_warps, G * (hd + 2), hd);
     float* state =
         gridDim.z > 1 ? partial + ((uint64_t(blockIdx.y) * heads + head) * gridDim.z + blockIdx.z) * (hd + 2) : nullptr;
     for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x) {
-      float o = 0;
-      for (int w = 0; w < attn_warps; ++w) {
-        const float wl = st(w)[hd + 1];
-        if (wl > 0) o += st(w)[d] * expf(st(w)[hd] - gm);
-      }
+      const float o = merged_dim(warps, attn_warps, G * (hd + 2), hd, g.m, d);
       if (state) state[d] = o;
-      else out[uint64_t(it.row0) * Q + head * hd + d] = o / gl;
+      else out[uint64_t(it.row0) * Q + head * hd + d] = o / g.l;
     }
     if (state && threadIdx.x == 0) {
-      state[hd] = gm;
-      state[hd + 1] = gl;  // 0 for a chunk past the request's keys
+      state[hd] = g.m;
+      state[hd + 1] = g.l;  // 0 for a chunk past the request's keys
     }
   }
 }
@@ -262,20 +276,9 @@ __global__ void decode_merge_kernel(const float* partial, const attn_item* items
   const attn_item it = items[blockIdx.y];
   const uint32_t head = blockIdx.x, Q = heads * hd;
   const float* st = partial + (uint64_t(blockIdx.y) * heads + head) * splits * (hd + 2);
-  float gm = -FLT_MAX;
-  for (uint32_t z = 0; z < splits; ++z)
-    if (st[z * (hd + 2) + hd + 1] > 0) gm = fmaxf(gm, st[z * (hd + 2) + hd]);
-  float gl = 0;
-  for (uint32_t z = 0; z < splits; ++z) {
-    const float zl = st[z * (hd + 2) + hd + 1];
-    if (zl > 0) gl += zl * expf(st[z * (hd + 2) + hd] - gm);
-  }
-  for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x) {
-    float o = 0;
-    for (uint32_t z = 0; z < splits; ++z)
-      if (st[z * (hd + 2) + hd + 1] > 0) o += st[z * (hd + 2) + d] * expf(st[z * (hd + 2) + hd] - gm);
-    out[uint64_t(it.row0) * Q + head * hd + d] = o / gl;
-  }
+  const softmax_merge g = merge_max_sum(st, splits, hd + 2, hd);
+  for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x)
+    out[uint64_t(it.row0) * Q + head * hd + d] = merged_dim(st, splits, hd + 2, hd, g.m, d) / g.l;
 }
 
 }  // namespace

@@ -130,21 +130,27 @@ void chunks_and_batches(backend_factory make) {
 // Copies host KV somewhere a backend reads it and keeps it alive until the placer is destroyed.
 using kv_placer = std::function<const std::byte*(compute_backend& be, const std::byte* host, size_t bytes)>;
 
-kv_placer placer_of(const device_memory& dev) {
-  auto kept = std::make_shared<std::vector<std::shared_ptr<void>>>();
-  return [dev, kept](compute_backend&, const std::byte* host, size_t bytes) {
-    kept->emplace_back(dev.upload(host, bytes), dev.release);
+// `copy(be, host, bytes)` makes each copy (a shared_ptr that frees it); the placer keeps them all.
+template <class Copy>
+kv_placer keeping(Copy copy) {
+  auto kept = std::make_shared<std::vector<std::shared_ptr<const void>>>();
+  return [copy, kept](compute_backend& be, const std::byte* host, size_t bytes) {
+    kept->push_back(copy(be, host, bytes));
     return static_cast<const std::byte*>(kept->back().get());
   };
 }
 
+kv_placer placer_of(const device_memory& dev) {
+  return keeping([dev](compute_backend&, const std::byte* host, size_t bytes) {
+    return std::shared_ptr<const void>(dev.upload(host, bytes), dev.release);
+  });
+}
+
 // The backend's own resident_copy: device memory for cuda, a host copy elsewhere.
 kv_placer resident_placer() {
-  auto kept = std::make_shared<std::vector<std::shared_ptr<std::byte>>>();
-  return [kept](compute_backend& be, const std::byte* host, size_t bytes) {
-    kept->push_back(be.resident_copy(host, bytes));
-    return static_cast<const std::byte*>(kept->back().get());
-  };
+  return keeping([](compute_backend& be, const std::byte* host, size_t bytes) {
+    return std::shared_ptr<const void>(be.resident_copy(host, bytes));
+  });
 }
 
 // Layer Blocks copied into device memory are read in place and give what the same blocks give from the host.
