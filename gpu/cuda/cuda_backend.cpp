@@ -128,7 +128,7 @@ class cuda_batch {
       }
       rows_ += uint32_t(it.tokens.size());
       max_new_ = std::max<uint32_t>(max_new_, uint32_t(it.tokens.size()));
-      max_keys_ = std::max<uint32_t>(max_keys_, uint32_t(it.cached + it.tokens.size()));
+      max_splits_ = std::max(max_splits_, cuda::decode_splits(uint32_t(it.cached + it.tokens.size())));
       all_single_ = all_single_ && it.tokens.size() == 1;
     }
     if (!rows_) return;
@@ -205,7 +205,7 @@ class cuda_batch {
                           s);
     float* attn = ws_.attn.get(uint64_t(rows_) * Q);
     if (all_single_) {
-      const uint32_t splits = cuda::decode_splits(max_keys_);
+      const uint32_t splits = max_splits_;
       float* partial = splits > 1
                            ? ws_.partial.get(cuda::decode_partial_floats(uint32_t(items_.size()), m_.heads, hd, splits))
                            : nullptr;
@@ -269,7 +269,7 @@ class cuda_batch {
   const model_spec& m_;
   std::vector<prefill_item> items_;
   std::vector<uint32_t> row0_;
-  uint32_t rows_ = 0, max_new_ = 0, max_keys_ = 0;
+  uint32_t rows_ = 0, max_new_ = 0, max_splits_ = 0;  // max_splits_: over the items, for decode
   bool all_single_ = true;
   std::vector<bool> resident_;  // per cached span of the layer: already in device memory
   std::vector<cuda::kv_run> runs_;

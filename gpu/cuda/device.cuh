@@ -9,6 +9,7 @@
 // Launches and dynamic shared memory go through these two macros so the emulator can stand in for both.
 #define DP_LAUNCH(kernel, grid, block, shared, stream) kernel<<<grid, block, shared, stream>>>
 #define DP_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#include <cuda_pipeline.h>  // asynchronous global -> shared copies (sm_80 and later)
 #endif
 
 namespace dualpath::gpu::cuda {

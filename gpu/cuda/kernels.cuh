@@ -49,12 +49,18 @@ void prefill_attention(const float* qkv, const uint16_t* const* key_ptr, const a
                        cudaStream_t s);
 
 // Paged decode attention (one new token per request), split over the keys as well as (request, head): a
-// request's keys are cut into chunks of decode_chunk_keys, each chunk one block whose warps split it further,
-// and a second kernel merges the chunks' softmax states. The chunking depends on a request's own length only,
-// so a request decodes to the same bits alone or in any batch. A decode step of a few requests has too few
-// (request, head) pairs to keep a GPU's multiprocessors busy reading KV without it.
-constexpr uint32_t decode_chunk_keys = 256;
-inline uint32_t decode_splits(uint32_t max_keys) { return (max_keys + decode_chunk_keys - 1) / decode_chunk_keys; }
+// request's keys are cut into chunks (decode_chunk_keys), each chunk one block whose warps split it further,
+// and a second kernel merges the chunks' states. The chunking depends on a request's own length only, so a
+// request decodes to the same bits alone or in any batch. A decode step of a few requests has too few
+// (request, head) pairs to keep a GPU's multiprocessors busy reading KV without it; a long request has keys
+// enough to fill them with larger chunks, which cost fewer merges per key.
+#ifdef __CUDACC__
+#define DP_HOST_DEVICE __host__ __device__
+#else
+#define DP_HOST_DEVICE
+#endif
+DP_HOST_DEVICE inline uint32_t decode_chunk_keys(uint32_t keys) { return keys > 8192 ? 1024 : 256; }
+inline uint32_t decode_splits(uint32_t keys) { return (keys + decode_chunk_keys(keys) - 1) / decode_chunk_keys(keys); }
 // Scratch floats the chunks' states need when splits > 1: [items][heads][splits][head_dim + 2].
 inline uint64_t decode_partial_floats(uint32_t n_items, uint32_t heads, uint32_t head_dim, uint32_t splits) {
   return uint64_t(n_items) * heads * splits * (head_dim + 2);

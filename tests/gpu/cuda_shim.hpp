@@ -40,6 +40,15 @@ template <typename T>
 T __shfl_sync(unsigned mask, T v, int src_lane) {
   return simt::shuffle_as(v, unsigned(src_lane), mask);
 }
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+// A warp barrier: a shuffle is already a rendezvous of the warp's 32 lanes.
+inline void __syncwarp(unsigned mask = 0xffffffffu) { simt::shuffle(0, simt::lane_id(), mask); }
+// Asynchronous copies to shared memory complete at once here; commits and waits have nothing to wait for.
+inline void __pipeline_memcpy_async(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+inline void __pipeline_commit() {}
+inline void __pipeline_wait_prior(size_t) {}
 inline unsigned __float_as_uint(float f) { return dualpath::gpu::bits_of(f); }
 inline float __uint_as_float(unsigned u) { return dualpath::gpu::float_of_bits(u); }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }

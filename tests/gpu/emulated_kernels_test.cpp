@@ -92,9 +92,8 @@ struct attention_case {
     device_vec<const uint16_t*> d_table(table);
     device_vec<k::attn_item> d_items(items);
     // Decode splits each request's keys into chunks as the backend does (several for the long requests).
-    uint32_t max_keys = 0;
-    for (const auto& it : items) max_keys = std::max(max_keys, it.cached + it.n);
-    const uint32_t splits = k::decode_splits(max_keys);
+    uint32_t splits = 0;
+    for (const auto& it : items) splits = std::max(splits, k::decode_splits(it.cached + it.n));
     device_vec<float> d_partial(k::decode_partial_floats(uint32_t(items.size()), heads, hd, splits));
     if (decode)
       k::decode_attention(d_qkv.p, d_table.p, d_items.p, uint32_t(items.size()), splits,
@@ -263,6 +262,14 @@ TEST_CASE("emulated decode attention equals a plain reference (empty warps, tile
   // The prefill kernel agrees on the same single-token requests.
   attention_case c{4, 2, 32, requests};
   CHECK(c.run(false, 35) < 1e-4);
+  // Long requests take the larger chunks (k::decode_chunk_keys), beside a short one in the same batch: the edge
+  // of the switch on both sides, and a last chunk cut short.
+  CHECK(k::decode_chunk_keys(8192) < k::decode_chunk_keys(8193));
+  attention_case long_case{8, 4, 64, {{8191, 1}, {300, 1}, {8192, 1}, {9300, 1}}};
+  CHECK(long_case.run(true, 77) < 1e-4);
+  const auto scalar = long_case.last;
+  CHECK(long_case.run(true, 77, true, true) < 1e-4);
+  CHECK(long_case.last == scalar);
 }
 
 TEST_CASE("emulated row kernels match the cpu kernels (embed, rmsnorm, bias+rope+store, silu, gather)") {
