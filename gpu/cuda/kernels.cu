@@ -1,5 +1,5 @@
 // The row kernels of the cuda backend (kernels.cuh): embedding, norms, rotary embedding and KV store,
-// activation, conversions. The attention kernels are in attention.cu.
+// activation, conversions. The attention kernels are in attention.cu (prefill) and decode_attention.cu.
 #include <algorithm>
 
 #include "gpu/cuda/device.cuh"

@@ -15,6 +15,7 @@
 #include "gpu/cuda/cuda_backend.cpp"
 #include "gpu/cuda/kernels.cu"
 #include "gpu/cuda/attention.cu"
+#include "gpu/cuda/decode_attention.cu"
 
 #undef cuda
 #include <stdexcept>
