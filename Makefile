@@ -37,7 +37,7 @@ fuzz: deps
 	@scripts/fuzz.sh $(RUNS)
 
 # Every C++ source the project owns (the vendored-nothing tree: all of it).
-SOURCES = $(shell git ls-files '*.cpp' '*.hpp' '*.cu')
+SOURCES = $(shell git ls-files '*.cpp' '*.hpp' '*.cu' '*.cuh')
 
 format-check: deps
 	@clang-format --dry-run -Werror $(SOURCES) && echo "format-check: $(words $(SOURCES)) files formatted"
