@@ -26,14 +26,16 @@ inline uint32_t decode_warps(uint32_t hd) { return hd <= 64 ? 8 : hd <= 128 ? 4 
 // grid (heads / G, items, splits), block decode_warps(head_dim) * 32. A block takes G query heads of one KV head (G
 // divides the GQA group), so each key and value it reads serves all G; block z the request's keys [z·chunk,
 // (z+1)·chunk), chunk = decode_chunk_keys(its keys). Warp w takes key tiles w, w + warps, ...; it copies each tile's
-// K and V rows into its own shared memory, up to `stages` tiles ahead (asynchronously where `aligned`: rows on 16
-// bytes, head_dim a multiple of 8), so the loads of a tile are in flight while an earlier one is scored. Lanes score
-// one key each; for the values the lanes are `groups` groups of `pieces` lanes, a group reading whole value rows, 8
-// dims a lane, and taking the tile's keys j, j + groups, ...; each group keeps its own sums, folded in group order
-// when the warp is done. The warps' partial softmax states then merge through shared memory. With one split the
-// block writes the output; with more it writes each head's state (unnormalised sums, max, sum of weights) to
-// `partial` for decode_merge_kernel. Each head sums the same products in the same order whatever G is and however
-// its rows were copied, so a request decodes to the same bits wherever its KV sits.
+// K and V rows into its own shared memory, asynchronously where `aligned` (rows on 16 bytes, head_dim a multiple of
+// 8), `stages` tiles at a time: with two, one tile's loads are in flight while the other is scored; with one (where
+// two would not fit beside two more blocks), the other warps and blocks of the multiprocessor overlap them, and the
+// first tiles are on their way while the query is read. Lanes score one key each; for the values the lanes are
+// `groups` groups of `pieces` lanes, a group reading whole value rows, 8 dims a lane, and taking the tile's keys j,
+// j + groups, ...; each group keeps its own sums, folded in group order when the warp is done. The warps' partial
+// softmax states then merge through shared memory. With one split the block writes the output; with more it writes
+// each head's state (unnormalised sums, max, sum of weights) to `partial` for decode_merge_kernel. Each head sums
+// the same products in the same order whatever G is and however its rows were copied, so a request decodes to the
+// same bits wherever its KV sits.
 template <int G>
 __global__ void decode_attention_kernel(const float* qkv, const uint16_t* const* key_ptr, const attn_item* items,
                                         float* partial, float* out, uint32_t heads, uint32_t kv_heads, uint32_t hd,
