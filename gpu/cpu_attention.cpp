@@ -22,6 +22,10 @@ constexpr uint64_t direct_max_queries = 2;
 constexpr uint64_t direct_block = 64;
 // Attention of fewer multiply-adds than this runs on the calling thread alone (waking the team costs more).
 constexpr uint64_t min_work_parallel = 1 << 21;
+// The decode-sized requests' attention streams their KV and does little arithmetic on each byte, so it is
+// counted in KV bytes: at least 256 KB a thread (about 17 µs of one core's bandwidth). By multiply-adds, one
+// request of fewer than about 2K tokens of context stayed on one core.
+constexpr uint64_t min_kv_bytes_parallel = 1 << 18;
 
 void scaled_row(const float* in, float scale, uint64_t n, float* out) {
   for (uint64_t i = 0; i < n; ++i) out[i] = in[i] * scale;
@@ -40,14 +44,14 @@ void cpu_attention::run(const float* qkv, float* attn, const std::vector<attenti
     if (r.n > 0 && r.n <= direct_max_queries) small.push_back(&r);
   const uint32_t per_task = small.size() >= 2 * team_.size() ? m_.kv_heads : 1;
   const uint32_t tasks_each = m_.kv_heads / per_task;
-  uint64_t small_work = 0;  // multiply-adds
-  for (const auto* r : small) small_work += 2 * r->n * (r->cached + r->n) * m_.heads * m_.head_dim;
+  uint64_t small_bytes = 0;  // KV read
+  for (const auto* r : small) small_bytes += (r->cached + r->n) * m_.kv_bytes_per_token_layer;
   team_.run(
       small.size() * tasks_each,
       [&](size_t t, unsigned member) {
         direct(qkv, attn, *small[t / tasks_each], uint32_t(t % tasks_each) * per_task, per_task, scratch_[member]);
       },
-      small_work >= min_work_parallel);
+      small_bytes >= min_kv_bytes_parallel * team_.size());
   // The others one at a time (their fp32 K and V may be large): gather, then (KV head, tile) tasks, the
   // longest tiles (latest queries, most keys) first.
   for (const auto& r : requests) {
