@@ -38,11 +38,15 @@ cpu_attention::cpu_attention(const model_spec& m, cpu_team& team)
 
 void cpu_attention::run(const float* qkv, float* attn, const std::vector<attention_request>& requests) {
   // Decode-sized requests, all in one run: a task per request while there are enough of them to keep the
-  // team busy (a task then reads whole KV rows, the prefetcher's best case), else a task per KV head.
+  // team busy (a task then reads whole KV rows, the prefetcher's best case), else a task per run of KV heads,
+  // as long a run as leaves a task for every thread (a task reading two heads' slices of each row rather than
+  // one: one request at 4K tokens, 7.1-7.4 -> 6.2-6.4 ms a decode step on two cores).
   std::vector<const attention_request*> small;
   for (const auto& r : requests)
     if (r.n > 0 && r.n <= direct_max_queries) small.push_back(&r);
-  const uint32_t per_task = small.size() >= 2 * team_.size() ? m_.kv_heads : 1;
+  uint32_t per_task = m_.kv_heads;
+  if (small.size() < 2 * team_.size())
+    for (per_task = std::max(1u, m_.kv_heads / team_.size()); m_.kv_heads % per_task != 0;) --per_task;
   const uint32_t tasks_each = m_.kv_heads / per_task;
   uint64_t small_bytes = 0;  // KV read
   for (const auto* r : small) small_bytes += (r->cached + r->n) * m_.kv_bytes_per_token_layer;
