@@ -20,12 +20,9 @@ constexpr uint64_t key_block = 512;   // keys per score block: 128 rows x 2 head
 constexpr uint64_t direct_max_queries = 2;
 // Keys per block of that direct attention: 64 rows of KV stay in L2 between the key and the value sweep.
 constexpr uint64_t direct_block = 64;
-// Attention of fewer multiply-adds than this runs on the calling thread alone (waking the team costs more).
+// Prefill attention of fewer multiply-adds than this runs on the calling thread alone (waking the team costs
+// more). Decode attention streams its KV and is sized by bytes instead (cpu_team.hpp).
 constexpr uint64_t min_work_parallel = 1 << 21;
-// The decode-sized requests' attention streams their KV and does little arithmetic on each byte, so it is
-// counted in KV bytes: at least 256 KB a thread (about 17 µs of one core's bandwidth). By multiply-adds, one
-// request of fewer than about 2K tokens of context stayed on one core.
-constexpr uint64_t min_kv_bytes_parallel = 1 << 18;
 
 void scaled_row(const float* in, float scale, uint64_t n, float* out) {
   for (uint64_t i = 0; i < n; ++i) out[i] = in[i] * scale;
@@ -52,17 +49,17 @@ void cpu_attention::run(const float* qkv, float* attn, const std::vector<attenti
   const size_t team = team_.size(), whole = small.size() / team * team, rest = small.size() - whole;
   for (size_t i = 0; i < whole; ++i) tasks.push_back({small[i], 0, m_.kv_heads});
   if (rest > 0) {
-    uint32_t run = std::max<uint32_t>(1, uint32_t(m_.kv_heads * rest / team));
-    while (m_.kv_heads % run != 0) --run;
+    uint32_t heads_each = std::max<uint32_t>(1, uint32_t(m_.kv_heads * rest / team));
+    while (m_.kv_heads % heads_each != 0) --heads_each;
     for (size_t i = whole; i < small.size(); ++i)
-      for (uint32_t g0 = 0; g0 < m_.kv_heads; g0 += run) tasks.push_back({small[i], g0, run});
+      for (uint32_t g0 = 0; g0 < m_.kv_heads; g0 += heads_each) tasks.push_back({small[i], g0, heads_each});
   }
   uint64_t small_bytes = 0;  // KV read
   for (const auto* r : small) small_bytes += (r->cached + r->n) * m_.kv_bytes_per_token_layer;
   team_.run(
       tasks.size(),
       [&](size_t t, unsigned member) { direct(qkv, attn, *tasks[t].r, tasks[t].g0, tasks[t].heads, scratch_[member]); },
-      small_bytes >= min_kv_bytes_parallel * team);
+      small_bytes >= min_stream_bytes_per_thread * team);
   // The others one at a time (their fp32 K and V may be large): gather, then (KV head, tile) tasks, the
   // longest tiles (latest queries, most keys) first.
   for (const auto& r : requests) {

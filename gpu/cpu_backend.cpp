@@ -31,10 +31,6 @@ struct cpu_context {
 // Work below these sizes stays on the calling thread: waking the team would cost more than it saves.
 constexpr uint64_t min_flops_per_thread = 1 << 21;     // a GEMM's column block
 constexpr uint64_t min_elements_per_thread = 1 << 15;  // a row kernel's rows × width
-// The skinny GEMM streams its weights and does little arithmetic on each, so its share of a thread is counted in
-// weight bytes: 256 KB take about 17 µs at one core's bandwidth, several times a team run's cost. By FLOPs a
-// decode step's 512 × 512 output projection (1 MB, 8 rows) stayed on one thread.
-constexpr uint64_t min_weight_bytes_per_thread = 1 << 18;
 
 // y[rows, out] = x[rows, in] · w[out, in]^T + beta·y, the output columns split over the team. A decode
 // step's few rows go to the skinny GEMM, which reads each weight once and sums in sgemm's order; the rest
@@ -43,8 +39,8 @@ constexpr uint64_t min_weight_bytes_per_thread = 1 << 18;
 void linear(const cpu_context& c, const float* x, const float* w, float* y, uint64_t rows, uint64_t in, uint64_t out,
             float beta) {
   // Column blocks stay multiples of 16 floats so every thread's GEMM runs whole vector tiles.
-  const uint64_t blocks = (out + 15) / 16, grain = min_flops_per_thread / (2 * rows * in * 16) + 1;
-  if (c.skinny.covers(rows, in)) {
+  const uint64_t blocks = (out + 15) / 16;
+  if (c.skinny.covers(rows, in)) {  // streams the weights: shared out by their bytes
     const auto& pw = c.skinny.packed(w, out, in);
     const uint64_t block_bytes = in * 16 * sizeof(float);
     c.team.split(
@@ -52,9 +48,10 @@ void linear(const cpu_context& c, const float* x, const float* w, float* y, uint
         [&](size_t b, size_t e, unsigned) {
           c.skinny.multiply(x, rows, pw, b * 16, std::min<uint64_t>(out, e * 16), beta, y);
         },
-        (min_weight_bytes_per_thread + block_bytes - 1) / block_bytes);
+        (min_stream_bytes_per_thread + block_bytes - 1) / block_bytes);
     return;
   }
+  const uint64_t grain = min_flops_per_thread / (2 * rows * in * 16) + 1;
   c.team.split(
       blocks,
       [&](size_t b, size_t e, unsigned) {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <mutex>
@@ -50,6 +51,12 @@ class cpu_team {
   bool stop_ = false;
   std::exception_ptr error_;
 };
+
+// Work that streams memory with little arithmetic on each byte (the skinny GEMM's weights, the decode
+// attention's KV) is shared out by bytes read, at least this many a thread: 256 KB take about 17 µs at one
+// core's bandwidth, several times a team run's cost. Sized in FLOPs instead, a one-request decode step kept
+// every linear layer on one core, and its attention too below about 2K tokens of context.
+constexpr uint64_t min_stream_bytes_per_thread = uint64_t(1) << 18;
 
 // Cores this process may run on (its affinity mask), at least 1.
 unsigned usable_cores();

@@ -69,21 +69,15 @@ __global__ void decode_attention_kernel(const float* qkv, const uint16_t* const*
   auto stage = [&](uint32_t kt, uint32_t b) {
     uint16_t* buf = tiles + uint64_t(b) * key_tile * stride;
     const uint16_t* p = kt + lane < k1 ? key_ptr[it.key_off + kt + lane] : nullptr;
-    // Lane takes pieces lane, lane + 32, ... of the tile's key_tile · per_row: row r, piece pc.
+    // Lane takes pieces lane, lane + 32, ... of the tile's key_tile · per_row: row r (< key_tile), piece pc.
     uint32_t r = lane / per_row, pc = lane % per_row;
-    auto row_of = [&](uint32_t r) {
-      return reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p), r));
-    };
-    if (dp == 0) {  // a row is a whole number of lane groups: each lane keeps its piece, rows dr apart
-      for (uint32_t i = 0; i < per_row; ++i, r += dr)
-        if (const uint16_t* row = row_of(r)) copy_piece(buf + r * stride, row, pc);
-    } else {
-      for (uint32_t i = 0; i < per_row; ++i) {
-        if (const uint16_t* row = row_of(r % warp)) copy_piece(buf + r * stride, row, pc);
-        r += dr;
-        pc += dp;
-        if (pc >= per_row) pc -= per_row, ++r;
-      }
+    for (uint32_t i = 0; i < per_row; ++i) {
+      const auto* row =
+          reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p), r));
+      if (row) copy_piece(buf + r * stride, row, pc);
+      r += dr;
+      pc += dp;
+      if (pc >= per_row) pc -= per_row, ++r;
     }
     __pipeline_commit();
   };

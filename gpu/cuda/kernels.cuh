@@ -60,7 +60,10 @@ void prefill_attention(const float* qkv, const uint16_t* const* key_ptr, const a
 #define DP_HOST_DEVICE
 #endif
 DP_HOST_DEVICE inline uint32_t decode_chunk_keys(uint32_t keys) { return keys > 8192 ? 1024 : 256; }
-inline uint32_t decode_splits(uint32_t keys) { return (keys + decode_chunk_keys(keys) - 1) / decode_chunk_keys(keys); }
+inline uint32_t decode_splits(uint32_t keys) {
+  const uint32_t chunk = decode_chunk_keys(keys);
+  return (keys + chunk - 1) / chunk;
+}
 // Scratch floats the chunks' states need when splits > 1: [items][heads][splits][head_dim + 2].
 inline uint64_t decode_partial_floats(uint32_t n_items, uint32_t heads, uint32_t head_dim, uint32_t splits) {
   return uint64_t(n_items) * heads * splits * (head_dim + 2);
