@@ -13,51 +13,45 @@
 
 #include "gpu/cpu_attention.hpp"
 #include "gpu/cpu_kernels.hpp"
-#include "gpu/cpu_skinny_gemm.hpp"
+#include "gpu/cpu_gemm.hpp"
 #include "gpu/cpu_team.hpp"
 
 namespace dualpath::gpu {
 
 namespace {
 
+// A layer's weight matrices as the GEMM reads them (cpu_gemm.hpp); norms and biases stay in the dense_model.
+struct linear_layer {
+  cpu::gemm::weights wqkv, wo, wgu, wdown;
+};
+
 // What every pass of one backend shares: the weights, the team of threads and the attention's scratch.
 struct cpu_context {
   const dense_model& d;
+  const std::vector<linear_layer>& layers;
+  const cpu::gemm::weights& lm_head;
   cpu_team& team;
   cpu_attention& attention;
-  const cpu::skinny_gemm& skinny;
+  const cpu::gemm& gemm;
 };
 
 // Work below these sizes stays on the calling thread: waking the team would cost more than it saves.
 constexpr uint64_t min_flops_per_thread = 1 << 21;     // a GEMM's column block
 constexpr uint64_t min_elements_per_thread = 1 << 15;  // a row kernel's rows × width
 
-// y[rows, out] = x[rows, in] · w[out, in]^T + beta·y, the output columns split over the team. A decode
-// step's few rows go to the skinny GEMM, which reads each weight once and sums in sgemm's order; the rest
-// to sgemm. Either way a row's sums do not depend on how many rows a call has, so a token decoded in a
-// batch of any size matches a full recompute of its context bit for bit in these layers.
-void linear(const cpu_context& c, const float* x, const float* w, float* y, uint64_t rows, uint64_t in, uint64_t out,
-            float beta) {
+// y[rows, out] = x[rows, in] · w[out, in]^T + beta·y, the output columns split over the team. The GEMM's
+// order of sums does not depend on the rows (cpu_gemm.hpp), so a token decoded in a batch of any size matches
+// a full recompute of its context bit for bit in these layers.
+void linear(const cpu_context& c, const float* x, const cpu::gemm::weights& w, float* y, uint64_t rows, float beta) {
   // Column blocks stay multiples of 16 floats so every thread's GEMM runs whole vector tiles.
-  const uint64_t blocks = (out + 15) / 16;
-  if (c.skinny.covers(rows, in)) {  // streams the weights: shared out by their bytes
-    const auto& pw = c.skinny.packed(w, out, in);
-    const uint64_t block_bytes = in * 16 * sizeof(float);
-    c.team.split(
-        blocks,
-        [&](size_t b, size_t e, unsigned) {
-          c.skinny.multiply(x, rows, pw, b * 16, std::min<uint64_t>(out, e * 16), beta, y);
-        },
-        (min_stream_bytes_per_thread + block_bytes - 1) / block_bytes);
-    return;
-  }
-  const uint64_t grain = min_flops_per_thread / (2 * rows * in * 16) + 1;
+  const uint64_t blocks = (w.out + 15) / 16;
+  // A decode step's few rows stream the weights: shared out by their bytes. More rows are shared by FLOPs.
+  const uint64_t grain = rows <= cpu::gemm::row_block ? (min_stream_bytes_per_thread + w.in * 64 - 1) / (w.in * 64)
+                                                      : min_flops_per_thread / (2 * rows * w.in * 16) + 1;
   c.team.split(
       blocks,
       [&](size_t b, size_t e, unsigned) {
-        const uint64_t c0 = b * 16, c1 = std::min<uint64_t>(out, e * 16);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(c1 - c0), int(in), 1.0f, x, int(in),
-                    w + c0 * in, int(in), beta, y + c0, int(out));
+        c.gemm.multiply(x, rows, w, b * 16, std::min<uint64_t>(w.out, e * 16), beta, y);
       },
       grain);
 }
@@ -89,6 +83,7 @@ class cpu_batch {
   void layer(uint32_t l, const std::vector<const std::vector<kv_span>*>& cached,
              const std::vector<std::byte*>& new_kv) {
     const dense_layer& L = d_.layers.at(l);
+    const linear_layer& lw = c_.layers.at(l);
     const uint64_t H = m_.hidden, hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, KV = uint64_t(m_.kv_heads) * hd,
                    W = Q + 2 * KV, I = m_.intermediate;
     if (rows_ == 0) return;
@@ -103,7 +98,7 @@ class cpu_batch {
           for (size_t r = b; r < e; ++r) std::memcpy(&qkv_[r * W], L.bqkv.data(), W * sizeof(float));
         },
         row_grain);
-    linear(c_, xn_.data(), L.wqkv.data(), qkv_.data(), rows_, H, W, 1.0f);
+    linear(c_, xn_.data(), lw.wqkv, qkv_.data(), rows_, 1.0f);
     c_.team.split(
         rows_,
         [&](size_t b, size_t e, unsigned) {
@@ -136,7 +131,7 @@ class cpu_batch {
         rows_ * W < min_elements_per_thread ? items_.size() : 1);
     attn_.resize(rows_ * Q);
     c_.attention.run(qkv_.data(), attn_.data(), requests);
-    linear(c_, attn_.data(), L.wo.data(), x_.data(), rows_, Q, H, 1.0f);  // residual: x += attn · Wo^T
+    linear(c_, attn_.data(), lw.wo, x_.data(), rows_, 1.0f);  // residual: x += attn · Wo^T
 
     gu_.resize(rows_ * 2 * I);
     act_.resize(rows_ * I);
@@ -146,11 +141,11 @@ class cpu_batch {
           cpu::rmsnorm(&x_[b * H], L.mlp_norm.data(), &xn_[b * H], e - b, uint32_t(H), eps);
         },
         row_grain);
-    linear(c_, xn_.data(), L.wgu.data(), gu_.data(), rows_, H, 2 * I, 0.0f);
+    linear(c_, xn_.data(), lw.wgu, gu_.data(), rows_, 0.0f);
     c_.team.split(
         rows_, [&](size_t b, size_t e, unsigned) { cpu::silu_mul(&gu_[b * 2 * I], &act_[b * I], e - b, uint32_t(I)); },
         row_grain);
-    linear(c_, act_.data(), L.wdown.data(), x_.data(), rows_, I, H, 1.0f);
+    linear(c_, act_.data(), lw.wdown, x_.data(), rows_, 1.0f);
   }
 
   std::vector<int32_t> finish() {
@@ -166,7 +161,7 @@ class cpu_batch {
       std::memcpy(&last[e * H], &x_[row * H], H * sizeof(float));
     }
     cpu::rmsnorm(last.data(), d_.final_norm.data(), normed.data(), emit.size(), uint32_t(H), float(m_.rms_eps));
-    linear(c_, normed.data(), d_.lm_head.data(), logits.data(), emit.size(), H, V, 0.0f);
+    linear(c_, normed.data(), c_.lm_head, logits.data(), emit.size(), 0.0f);
     for (size_t e = 0; e < emit.size(); ++e) {
       const float* lg = &logits[e * V];
       const auto& item = items_[emit[e]];
@@ -189,13 +184,16 @@ class cpu_batch {
 
 class cpu_backend : public compute_backend {
  public:
-  explicit cpu_backend(dense_model d)
-      : d_(std::move(d)),
-        attention_(d_.spec, team_),
-        skinny_({d_.spec.hidden, uint64_t(d_.spec.heads) * d_.spec.head_dim, d_.spec.intermediate}) {
-    for (uint64_t in : {uint64_t(d_.spec.hidden), uint64_t(d_.spec.intermediate)})
-      spdlog::debug("cpu backend: {}-deep products of a few rows {}", in,
-                    skinny_.blocks(in).empty() ? "stay on sgemm" : "use the skinny GEMM");
+  explicit cpu_backend(dense_model d) : d_(std::move(d)), attention_(d_.spec, team_) {
+    // The weight matrices move into the GEMM's layout (one copy of them: the dense_model's are released).
+    const uint64_t H = d_.spec.hidden, Q = uint64_t(d_.spec.heads) * d_.spec.head_dim,
+                   KV = uint64_t(d_.spec.kv_heads) * d_.spec.head_dim, I = d_.spec.intermediate;
+    for (auto& L : d_.layers)
+      layers_.push_back({gemm_.prepare(std::move(L.wqkv), Q + 2 * KV, H), gemm_.prepare(std::move(L.wo), H, Q),
+                         gemm_.prepare(std::move(L.wgu), 2 * I, H), gemm_.prepare(std::move(L.wdown), H, I)});
+    lm_head_ = gemm_.prepare(std::move(d_.lm_head), d_.spec.vocab, H);
+    spdlog::debug("cpu backend: linear layers on {}", gemm_.lanes() ? fmt::format("the {}-lane GEMM", gemm_.lanes())
+                                                                    : std::string("sgemm (no AVX2 and FMA here)"));
   }
   const model_spec& model() const override { return d_.spec; }
   backend_kind kind() const override { return backend_kind::cpu; }
@@ -225,12 +223,14 @@ class cpu_backend : public compute_backend {
     return f;
   }
 
-  cpu_context context() const { return {d_, team_, attention_, skinny_}; }
+  cpu_context context() const { return {d_, layers_, lm_head_, team_, attention_, gemm_}; }
 
   dense_model d_;
   mutable cpu_team team_;
   mutable cpu_attention attention_;
-  cpu::skinny_gemm skinny_;
+  cpu::gemm gemm_;
+  std::vector<linear_layer> layers_;
+  cpu::gemm::weights lm_head_;
   mutable std::once_flag fit_once_;
   mutable flops_fit fit_;
 };

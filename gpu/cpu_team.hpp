@@ -52,7 +52,7 @@ class cpu_team {
   std::exception_ptr error_;
 };
 
-// Work that streams memory with little arithmetic on each byte (the skinny GEMM's weights, the decode
+// Work that streams memory with little arithmetic on each byte (the GEMM's weights at a decode step's few rows, the decode
 // attention's KV) is shared out by bytes read, at least this many a thread: 256 KB take about 17 µs at one
 // core's bandwidth, several times a team run's cost. Sized in FLOPs instead, a one-request decode step kept
 // every linear layer on one core, and its attention too below about 2K tokens of context.

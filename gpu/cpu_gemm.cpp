@@ -1,0 +1,110 @@
+#include "gpu/cpu_gemm.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace dualpath::gpu::cpu {
+
+#if defined(__x86_64__)
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx2,fma")
+namespace avx512 {
+using vec = __m512;
+constexpr uint64_t L = 16;
+constexpr int registers = 32;
+inline vec vzero() { return _mm512_setzero_ps(); }
+inline vec vload(const float* p) { return _mm512_loadu_ps(p); }
+inline void vstore(float* p, vec v) { _mm512_storeu_ps(p, v); }
+inline vec vset1(float f) { return _mm512_set1_ps(f); }
+inline vec vfma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
+inline vec vadd(vec a, vec b) { return _mm512_add_ps(a, b); }
+constexpr uint64_t k_block = gemm::k_block;
+#include "gpu/cpu_gemm_kernel.inc"
+}  // namespace avx512
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace avx2 {
+using vec = __m256;
+constexpr uint64_t L = 8;
+constexpr int registers = 16;
+inline vec vzero() { return _mm256_setzero_ps(); }
+inline vec vload(const float* p) { return _mm256_loadu_ps(p); }
+inline void vstore(float* p, vec v) { _mm256_storeu_ps(p, v); }
+inline vec vset1(float f) { return _mm256_set1_ps(f); }
+inline vec vfma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
+inline vec vadd(vec a, vec b) { return _mm256_add_ps(a, b); }
+constexpr uint64_t k_block = gemm::k_block;
+#include "gpu/cpu_gemm_kernel.inc"
+}  // namespace avx2
+#pragma GCC pop_options
+
+namespace {
+uint64_t kernel_lanes() {
+  if (__builtin_cpu_supports("avx512f")) return avx512::L;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return avx2::L;
+  return 0;
+}
+}  // namespace
+#else
+namespace {
+uint64_t kernel_lanes() { return 0; }
+}  // namespace
+#endif
+
+namespace {
+
+// Columns of weights a thread takes through every row of a call before the next: about 512 KB of them, so
+// they stay in L2 while each block of rows passes (at least one vector block of 16).
+uint64_t panel_columns(uint64_t in) { return std::max<uint64_t>(16, (uint64_t(512) << 10) / (in * 4) / 16 * 16); }
+
+void run(uint64_t lanes, const float* x, uint64_t rows, const gemm::weights& w, uint64_t c0, uint64_t c1, float beta,
+         float* y) {
+#if defined(__x86_64__)
+  if (lanes == avx512::L) return avx512::run(x, rows, w.data.data(), w.out, w.in, c0, c1, beta, y);
+  if (lanes == avx2::L) return avx2::run(x, rows, w.data.data(), w.out, w.in, c0, c1, beta, y);
+#endif
+  (void)lanes, (void)x, (void)rows, (void)w, (void)c0, (void)c1, (void)beta, (void)y;
+}
+
+}  // namespace
+
+gemm::gemm(uint64_t lanes) : lanes_(lanes == 0 || lanes > kernel_lanes() ? kernel_lanes() : lanes) {}
+
+gemm::weights gemm::prepare(std::vector<float> w, uint64_t out, uint64_t in) const {
+  weights p;
+  p.out = out;
+  p.in = in;
+  if (lanes_ == 0) {
+    p.data = std::move(w);
+    return p;
+  }
+  const uint64_t L = lanes_, blocks = (out + L - 1) / L;
+  p.packed = true;
+  p.data.assign(blocks * in * L, 0.0f);
+  for (uint64_t o = 0; o < out; ++o)
+    for (uint64_t k = 0; k < in; ++k) p.data[((o / L) * in + k) * L + o % L] = w[o * in + k];
+  return p;
+}
+
+void gemm::multiply(const float* x, uint64_t rows, const weights& w, uint64_t c0, uint64_t c1, float beta,
+                    float* y) const {
+  if (rows == 0 || c0 >= c1) return;
+  if (!w.packed) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(c1 - c0), int(w.in), 1.0f, x, int(w.in),
+                w.data.data() + c0 * w.in, int(w.in), beta, y + c0, int(w.out));
+    return;
+  }
+  const uint64_t panel = panel_columns(w.in);
+  for (uint64_t p0 = c0; p0 < c1; p0 += panel)
+    for (uint64_t r0 = 0; r0 < rows; r0 += row_block)
+      run(lanes_, x + r0 * w.in, std::min(row_block, rows - r0), w, p0, std::min(c1, p0 + panel), beta, y + r0 * w.out);
+}
+
+}  // namespace dualpath::gpu::cpu
