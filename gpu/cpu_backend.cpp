@@ -37,6 +37,7 @@ struct cpu_context {
 
 // Work below these sizes stays on the calling thread: waking the team would cost more than it saves.
 constexpr uint64_t min_flops_per_thread = 1 << 21;     // a GEMM's column block
+constexpr uint64_t max_streaming_rows = 16;            // a decode step's: the GEMM streams its weights
 constexpr uint64_t min_elements_per_thread = 1 << 15;  // a row kernel's rows × width
 
 // y[rows, out] = x[rows, in] · w[out, in]^T + beta·y, the output columns split over the team. The GEMM's
@@ -46,8 +47,8 @@ void linear(const cpu_context& c, const float* x, const cpu::gemm::weights& w, f
   // Column blocks stay multiples of 16 floats so every thread's GEMM runs whole vector tiles.
   const uint64_t blocks = (w.out + 15) / 16;
   // A decode step's few rows stream the weights: shared out by their bytes. More rows are shared by FLOPs.
-  const uint64_t grain = rows <= cpu::gemm::row_block ? (min_stream_bytes_per_thread + w.in * 64 - 1) / (w.in * 64)
-                                                      : min_flops_per_thread / (2 * rows * w.in * 16) + 1;
+  const uint64_t grain = rows <= max_streaming_rows ? (min_stream_bytes_per_thread + w.in * 64 - 1) / (w.in * 64)
+                                                    : min_flops_per_thread / (2 * rows * w.in * 16) + 1;
   c.team.split(
       blocks,
       [&](size_t b, size_t e, unsigned) {

@@ -51,10 +51,12 @@ uint64_t kernel_lanes() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return avx2::L;
   return 0;
 }
+uint64_t kernel_rows(uint64_t lanes) { return lanes == avx512::L ? avx512::max_rows : avx2::max_rows; }
 }  // namespace
 #else
 namespace {
 uint64_t kernel_lanes() { return 0; }
+uint64_t kernel_rows(uint64_t) { return 1; }
 }  // namespace
 #endif
 
@@ -75,7 +77,8 @@ void run(uint64_t lanes, const float* x, uint64_t rows, const gemm::weights& w, 
 
 }  // namespace
 
-gemm::gemm(uint64_t lanes) : lanes_(lanes == 0 || lanes > kernel_lanes() ? kernel_lanes() : lanes) {}
+gemm::gemm(uint64_t lanes)
+    : lanes_(lanes == 0 || lanes > kernel_lanes() ? kernel_lanes() : lanes), pass_rows_(2 * kernel_rows(lanes_)) {}
 
 gemm::weights gemm::prepare(std::vector<float> w, uint64_t out, uint64_t in) const {
   weights p;
@@ -103,8 +106,9 @@ void gemm::multiply(const float* x, uint64_t rows, const weights& w, uint64_t c0
   }
   const uint64_t panel = panel_columns(w.in);
   for (uint64_t p0 = c0; p0 < c1; p0 += panel)
-    for (uint64_t r0 = 0; r0 < rows; r0 += row_block)
-      run(lanes_, x + r0 * w.in, std::min(row_block, rows - r0), w, p0, std::min(c1, p0 + panel), beta, y + r0 * w.out);
+    for (uint64_t r0 = 0; r0 < rows; r0 += pass_rows_)
+      run(lanes_, x + r0 * w.in, std::min(pass_rows_, rows - r0), w, p0, std::min(c1, p0 + panel), beta,
+          y + r0 * w.out);
 }
 
 }  // namespace dualpath::gpu::cpu

@@ -20,10 +20,6 @@ class gemm {
  public:
   // Inputs per block of the sum order: 16 rows of x over one block (16 KB) stay in L1 beside a block of weights.
   static constexpr uint64_t k_block = 256;
-  // Rows that pass through a panel of weights together: with AVX-512, 16 accumulators of 16 outputs beside a
-  // vector of weights and a row's x, in 32 registers (the AVX2 kernel, with 16 registers, takes them 8 at a time).
-  static constexpr uint64_t row_block = 16;
-
   // `lanes` 0 takes the widest kernel this CPU runs (16 with AVX-512, 8 with AVX2 and FMA, 0 without either:
   // then every product runs sgemm); 8 asks for the AVX2 kernel (tests run it on AVX-512 machines too).
   explicit gemm(uint64_t lanes = 0);
@@ -45,6 +41,7 @@ class gemm {
 
  private:
   uint64_t lanes_;
+  uint64_t pass_rows_;  // rows that pass through a panel of weights together: two calls of the kernel
 };
 
 }  // namespace dualpath::gpu::cpu

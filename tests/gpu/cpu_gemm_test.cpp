@@ -59,7 +59,7 @@ TEST_CASE("the cpu GEMM sums in its one order, whatever the rows, the columns an
       const gemm::weights w = g.prepare(wv, out, in);
       CHECK(w.packed);
       for (float beta : {0.0f, 1.0f})
-        for (uint64_t rows : {1, 2, 3, 5, 8, 13, 16, 17, 40}) {
+        for (uint64_t rows : {1, 2, 3, 5, 6, 7, 8, 13, 14, 15, 16, 17, 29, 40}) {
           CAPTURE(rows);
           CAPTURE(beta);
           std::vector<float> y(y0.begin(), y0.begin() + rows * out);
