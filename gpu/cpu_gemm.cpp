@@ -3,6 +3,8 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -81,6 +83,9 @@ gemm::gemm(uint64_t lanes)
     : lanes_(lanes == 0 || lanes > kernel_lanes() ? kernel_lanes() : lanes), pass_rows_(2 * kernel_rows(lanes_)) {}
 
 gemm::weights gemm::prepare(std::vector<float> w, uint64_t out, uint64_t in) const {
+  if (w.size() != out * in)
+    throw std::invalid_argument("weight matrix of " + std::to_string(w.size()) + " values, expected " +
+                                std::to_string(out) + " x " + std::to_string(in));
   weights p;
   p.out = out;
   p.in = in;

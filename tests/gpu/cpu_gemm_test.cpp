@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "gpu/cpu_gemm.hpp"
@@ -122,4 +123,5 @@ TEST_CASE("without a kernel the weights stay as they are, for sgemm") {
     CHECK(w.data.size() == 32 * 64);  // 32 outputs: whole vector blocks, no padding
     CHECK(w.data[1] == wv[64]);       // k 0 of output 1 beside k 0 of output 0
   }
+  CHECK_THROWS_AS(g.prepare(wv, 32, 63), std::invalid_argument);  // not the shape it claims
 }
