@@ -1,10 +1,8 @@
 #include "gpu/cpu_gemm.hpp"
 
 #include <cblas.h>
-#include <sys/mman.h>
 
 #include <algorithm>
-#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -83,20 +81,6 @@ void run(uint64_t lanes, const float* x, uint64_t rows, const gemm::weights& w, 
 
 gemm::gemm(uint64_t lanes)
     : lanes_(lanes == 0 || lanes > kernel_lanes() ? kernel_lanes() : lanes), pass_rows_(2 * kernel_rows(lanes_)) {}
-
-template <class T>
-T* huge_page_allocator<T>::allocate(std::size_t n) {
-  constexpr std::size_t huge = std::size_t(2) << 20, line = 64;
-  const std::size_t want = std::max<std::size_t>(n * sizeof(T), 1);
-  // Below one huge page a matrix is cache-line aligned only: rounded up to 2 MB, a small model's matrices
-  // would take 30 times their size.
-  const std::size_t align = want >= huge ? huge : line, bytes = (want + align - 1) / align * align;
-  void* p = std::aligned_alloc(align, bytes);
-  if (!p) throw std::bad_alloc();
-  if (align == huge) madvise(p, bytes, MADV_HUGEPAGE);  // before the first touch: faulted in as huge pages
-  return static_cast<T*>(p);
-}
-template struct huge_page_allocator<float>;
 
 gemm::weights gemm::prepare(std::vector<float> w, uint64_t out, uint64_t in) const {
   if (w.size() != out * in)

@@ -11,25 +11,12 @@
 // The weights are laid out once, when the model is loaded, as [out / lanes blocks][in][lanes]: one vector load
 // brings the same k of a block of outputs, and each block streams from memory in order (a decode step, a few
 // rows against every weight, reads each weight once; sgemm would first copy the whole matrix).
-#include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <vector>
 
-namespace dualpath::gpu::cpu {
+#include "gpu/huge_pages.hpp"
 
-// Memory for a weight matrix: from 2 MB on, 2 MB aligned and asked to be backed by huge pages (advice the
-// kernel may ignore), so a decode step streaming every weight is not also missing the TLB every 4 KB.
-template <class T>
-struct huge_page_allocator {
-  using value_type = T;
-  huge_page_allocator() = default;
-  template <class U>
-  huge_page_allocator(const huge_page_allocator<U>&) {}
-  T* allocate(std::size_t n);
-  void deallocate(T* p, std::size_t) { std::free(p); }
-  bool operator==(const huge_page_allocator&) const { return true; }
-};
+namespace dualpath::gpu::cpu {
 
 class gemm {
  public:
@@ -45,7 +32,7 @@ class gemm {
   // A weight matrix w[out, in] (row-major) as multiply() reads it: laid out for the kernel where one runs,
   // else kept as it is for sgemm.
   struct weights {
-    std::vector<float, huge_page_allocator<float>> data;
+    std::vector<float, huge_page_allocator<float>> data;  // huge pages: a decode step streams it
     uint64_t out = 0, in = 0;
     bool packed = false;
   };
