@@ -4,11 +4,11 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/huge_pages.hpp"
 #include "core/status.hpp"
 #include "gpu/cpu_backend.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/gpu_profile.hpp"
-#include "gpu/huge_pages.hpp"
 #include "gpu/model_dir.hpp"
 #include "gpu/model_loader.hpp"
 #include "gpu/modeled_backend.hpp"
@@ -27,7 +27,8 @@ void check_model_path(const std::string& model) {
 
 std::shared_ptr<std::byte> compute_backend::resident_copy(const std::byte* host, uint64_t bytes) const {
   // Huge pages, as a node's arenas have them (host_buffer): a step streams every byte of the KV.
-  std::shared_ptr<std::byte> copy(static_cast<std::byte*>(huge_page_alloc(bytes)), [](std::byte* p) { std::free(p); });
+  std::shared_ptr<std::byte> copy(static_cast<std::byte*>(allocate_streamed(bytes)),
+                                  [](std::byte* p) { std::free(p); });
   if (bytes) std::memcpy(copy.get(), host, bytes);
   return copy;
 }

@@ -53,12 +53,10 @@ uint64_t kernel_lanes() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return avx2::L;
   return 0;
 }
-uint64_t kernel_rows(uint64_t lanes) { return lanes == avx512::L ? avx512::max_rows : avx2::max_rows; }
 }  // namespace
 #else
 namespace {
 uint64_t kernel_lanes() { return 0; }
-uint64_t kernel_rows(uint64_t) { return 1; }
 }  // namespace
 #endif
 
@@ -79,8 +77,7 @@ void run(uint64_t lanes, const float* x, uint64_t rows, const gemm::weights& w, 
 
 }  // namespace
 
-gemm::gemm(uint64_t lanes)
-    : lanes_(lanes == 0 || lanes > kernel_lanes() ? kernel_lanes() : lanes), pass_rows_(2 * kernel_rows(lanes_)) {}
+gemm::gemm(uint64_t lanes) : lanes_(lanes == 0 || lanes > kernel_lanes() ? kernel_lanes() : lanes) {}
 
 gemm::weights gemm::prepare(std::vector<float> w, uint64_t out, uint64_t in) const {
   if (w.size() != out * in)
@@ -109,11 +106,9 @@ void gemm::multiply(const float* x, uint64_t rows, const weights& w, uint64_t c0
                 w.data.data() + c0 * w.in, int(w.in), beta, y + c0, int(w.out));
     return;
   }
+  // A panel of weights at a time, every row through it (the kernel takes them its own number of rows a call).
   const uint64_t panel = panel_columns(w.in);
-  for (uint64_t p0 = c0; p0 < c1; p0 += panel)
-    for (uint64_t r0 = 0; r0 < rows; r0 += pass_rows_)
-      run(lanes_, x + r0 * w.in, std::min(pass_rows_, rows - r0), w, p0, std::min(c1, p0 + panel), beta,
-          y + r0 * w.out);
+  for (uint64_t p0 = c0; p0 < c1; p0 += panel) run(lanes_, x, rows, w, p0, std::min(c1, p0 + panel), beta, y);
 }
 
 }  // namespace dualpath::gpu::cpu

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "gpu/huge_pages.hpp"
+#include "core/huge_pages.hpp"
 
 namespace dualpath::gpu::cpu {
 
@@ -43,7 +43,6 @@ class gemm {
 
  private:
   uint64_t lanes_;
-  uint64_t pass_rows_;  // rows that pass through a panel of weights together: two calls of the kernel
 };
 
 }  // namespace dualpath::gpu::cpu
