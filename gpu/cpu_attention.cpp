@@ -197,7 +197,8 @@ void cpu_attention::direct(const float* qkv, float* attn, const attention_reques
     for (uint32_t t0 = 0; t0 < s.tokens; t0 += direct_block) {
       const uint32_t nb = uint32_t(std::min<uint64_t>(direct_block, s.tokens - t0));
       const std::byte* rows = s.data + t0 * bpt;
-      cpu::bf16_scores(w.q.data(), heads, rq, uint32_t(hd), rows, nb, bpt, g0 * hd, scale, w.s.data(), nb, 0);
+      cpu::bf16_scores(w.q.data(), heads, rq, uint32_t(hd), rows, nb, bpt, g0 * hd, scale, w.s.data(), nb, 0,
+                       uint32_t(s.tokens - t0));
       for (uint64_t i = 0; i < all; ++i) w.block_valid[i] = w.valid[i] > j ? uint32_t(w.valid[i] - j) : 0;
       cpu::online_exp(w.s.data(), all, nb, w.block_valid.data(), w.max.data(), w.sum.data(), w.rescale.data());
       for (uint64_t i = 0; i < all; ++i)

@@ -17,14 +17,32 @@ constexpr uint32_t token_group = 8;
 constexpr uint32_t prefetch_ahead = 16;
 // Tokens per block of the value pass: a block's rows stay in L1/L2 while each head takes its slice of them.
 constexpr uint32_t value_block = 64;
-// While the value pass works on rows already in cache, the memory is idle: it asks for whole rows this many
-// tokens on (the caller's next block of 64) into L2, so the next block's keys are there when needed. Each
-// core's misses in flight are what bound this pass (its prefetches wait for a free fill buffer), so asking
-// further ahead gains nothing: 19.1 ms a decode step at 128 tokens, 18.3 at 64 and at 32 (small, batch 8).
-// Each KV head's value pass asks for its share of the row's lines, so the requests spread over the whole pass
-// instead of stalling the first head on the fill buffers: 18.7–19.3 → 17.7–18.2 ms a step, four runs each
-// interleaved (0.62–0.64 → 0.67–0.68 of the read bandwidth at 4K context).
+// Both passes ask for the rows this many tokens on (the caller's next block of 64) into L2 while they work on
+// rows already in cache, so that the next block's keys and values are there when needed. Each core's misses
+// in flight bound this (the prefetches wait for a free fill buffer), so the asking is spread as thinly as it
+// goes: the key pass asks for the first half of a row's lines, the value pass for the second, and within a pass
+// each KV head for its share. When the value pass alone asked for whole rows, a decode step (small, 8 × 4K)
+// took 18.8–19.2 ms on one thread and 10.2–11.6 on two; with the asking split over both passes 14.9–15.0 and
+// 8.5–9.9 (interleaved runs; docs/experiments.md). 32 or 128 tokens ahead were within the noise of 64.
 constexpr uint32_t prefetch_far = 64;
+
+// Bytes [begin, end) of every row ahead that one KV head's pass asks for.
+struct row_share {
+  uint64_t begin = 0, end = 0;
+};
+
+// Head g's share of lines [first, last) of a row, of `heads` heads.
+row_share share_of(uint64_t first, uint64_t last, uint32_t g, uint32_t heads) {
+  const uint64_t n = last - first;
+  return {(first + n * g / heads) * 64, (first + n * (g + 1) / heads) * 64};
+}
+
+// The share of row t + prefetch_far, into L2, if that row exists (`readable` rows from base).
+inline void prefetch_far_row(const std::byte* base, uint64_t stride, uint64_t t, row_share share, uint32_t readable) {
+  if (share.begin >= share.end || t + prefetch_far >= readable) return;
+  const auto* far = reinterpret_cast<const char*>(base + (t + prefetch_far) * stride);
+  for (uint64_t b = share.begin; b < share.end; b += 64) __builtin_prefetch(far + b, 0, 1);
+}
 
 bool usable(uint32_t hd) { return (hd == 32 || hd == 64 || hd == 128) && __builtin_cpu_supports("avx512f"); }
 
@@ -63,7 +81,8 @@ DUALPATH_AVX512 inline __m256 sum_lanes(const __m512* a) {
 template <int HD, int R>
 DUALPATH_AVX512 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64_t r0, const std::byte* base,
                                 uint64_t stride, uint64_t off, uint32_t t0, uint32_t n, float scale, float* s,
-                                uint64_t ctx, uint64_t j0, uint32_t prefetch_width, uint32_t tokens) {
+                                uint64_t ctx, uint64_t j0, uint32_t prefetch_width, uint32_t tokens, row_share far,
+                                uint32_t readable) {
   constexpr int C = HD / 16;
   __m512 q[R][C], acc[R][token_group];
   for (int r = 0; r < R; ++r)
@@ -75,6 +94,7 @@ DUALPATH_AVX512 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64
     }
     if (prefetch_width && t0 + i + prefetch_ahead < tokens)
       prefetch(row(base, stride, t0 + i + prefetch_ahead, off), prefetch_width);
+    prefetch_far_row(base, stride, t0 + i, far, readable);
     const uint16_t* k = row(base, stride, t0 + i, off + uint64_t(g) * HD);
     __m512 kc[C];
     for (int c = 0; c < C; ++c) kc[c] = widen16(k + c * 16);
@@ -92,19 +112,23 @@ DUALPATH_AVX512 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64
 
 template <int HD>
 DUALPATH_AVX512 void scores(const float* qg, uint32_t kv_heads, uint64_t rq, const std::byte* base, uint32_t tokens,
-                            uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0) {
+                            uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0,
+                            uint32_t readable) {
   constexpr int R = HD == 128 ? 1 : 2;  // query rows in registers beside a key and 8·R sums
   const uint32_t width = kv_heads * HD;
+  const uint64_t half = (stride + 63) / 64 / 2;  // lines of a row this pass asks for ahead: the first half
   for (uint32_t t0 = 0; t0 < tokens; t0 += token_group) {
     const uint32_t n = std::min(token_group, tokens - t0);
     for (uint32_t g = 0; g < kv_heads; ++g) {
+      // The first call of a block asks for the rows near (head 0) and far (head g's share); the others, none.
+      const row_share far = share_of(0, half, g, kv_heads);
       uint64_t r0 = 0;
-      for (; r0 + R <= rq; r0 += R)  // the first call of a block asks for the rows ahead
+      for (; r0 + R <= rq; r0 += R)
         score_rows<HD, R>(qg, rq, g, r0, base, stride, off, t0, n, scale, s, ctx, j0, g == 0 && r0 == 0 ? width : 0,
-                          tokens);
+                          tokens, r0 == 0 ? far : row_share{}, readable);
       for (; r0 < rq; ++r0)
         score_rows<HD, 1>(qg, rq, g, r0, base, stride, off, t0, n, scale, s, ctx, j0, g == 0 && r0 == 0 ? width : 0,
-                          tokens);
+                          tokens, r0 == 0 ? far : row_share{}, readable);
     }
   }
 }
@@ -113,16 +137,13 @@ DUALPATH_AVX512 void scores(const float* qg, uint32_t kv_heads, uint64_t rq, con
 template <int HD, int R>
 DUALPATH_AVX512 void value_rows(const float* s, uint64_t rq, uint64_t ctx, uint64_t j0, const std::byte* base,
                                 uint64_t stride, uint64_t off, uint32_t g, uint64_t r0, uint32_t t0, uint32_t t1,
-                                float* og, uint64_t pf_begin, uint64_t pf_end, uint32_t readable) {
+                                float* og, row_share far, uint32_t readable) {
   constexpr int C = HD / 16;
   __m512 o[R][C];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) o[r][c] = _mm512_loadu_ps(og + (g * rq + r0 + r) * HD + c * 16);
   for (uint32_t t = t0; t < t1; ++t) {
-    if (pf_begin < pf_end && t + prefetch_far < readable) {
-      const auto* far = reinterpret_cast<const char*>(base + (t + prefetch_far) * stride);
-      for (uint64_t b = pf_begin; b < pf_end; b += 64) __builtin_prefetch(far + b, 0, 1);
-    }
+    prefetch_far_row(base, stride, t, far, readable);
     const uint16_t* v = row(base, stride, t, off + uint64_t(g) * HD);
     __m512 vc[C];
     for (int c = 0; c < C; ++c) vc[c] = widen16(v + c * 16);
@@ -140,17 +161,17 @@ DUALPATH_AVX512 void values(const float* s, uint32_t kv_heads, uint64_t rq, uint
                             const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, float* og,
                             uint32_t readable) {
   constexpr int R = 2;
-  const uint64_t lines = (stride + 63) / 64;  // of a row
+  const uint64_t lines = (stride + 63) / 64;  // of a row; this pass asks for the second half ahead
   for (uint32_t t0 = 0; t0 < tokens; t0 += value_block) {
     const uint32_t t1 = std::min(tokens, t0 + value_block);
     for (uint32_t g = 0; g < kv_heads; ++g) {
-      // Head g's first call asks for its share [pf0, pf1) of the rows ahead; the head's other calls, none.
-      const uint64_t pf0 = lines * g / kv_heads * 64, pf1 = lines * (g + 1) / kv_heads * 64;
+      // Head g's first call asks for its share of the rows ahead; the head's other calls, none.
+      const row_share far = share_of(lines / 2, lines, g, kv_heads);
       uint64_t r0 = 0;
       for (; r0 + R <= rq; r0 += R)
-        value_rows<HD, R>(s, rq, ctx, j0, base, stride, off, g, r0, t0, t1, og, pf0, r0 == 0 ? pf1 : pf0, readable);
+        value_rows<HD, R>(s, rq, ctx, j0, base, stride, off, g, r0, t0, t1, og, r0 == 0 ? far : row_share{}, readable);
       for (; r0 < rq; ++r0)
-        value_rows<HD, 1>(s, rq, ctx, j0, base, stride, off, g, r0, t0, t1, og, pf0, r0 == 0 ? pf1 : pf0, readable);
+        value_rows<HD, 1>(s, rq, ctx, j0, base, stride, off, g, r0, t0, t1, og, r0 == 0 ? far : row_share{}, readable);
     }
   }
 }
@@ -159,11 +180,11 @@ DUALPATH_AVX512 void values(const float* s, uint32_t kv_heads, uint64_t rq, uint
 
 bool bf16_scores_avx512(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base,
                         uint32_t tokens, uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx,
-                        uint64_t j0) {
+                        uint64_t j0, uint32_t readable) {
   if (!usable(hd)) return false;
-  if (hd == 32) scores<32>(qg, kv_heads, rq, base, tokens, stride, off, scale, s, ctx, j0);
-  if (hd == 64) scores<64>(qg, kv_heads, rq, base, tokens, stride, off, scale, s, ctx, j0);
-  if (hd == 128) scores<128>(qg, kv_heads, rq, base, tokens, stride, off, scale, s, ctx, j0);
+  if (hd == 32) scores<32>(qg, kv_heads, rq, base, tokens, stride, off, scale, s, ctx, j0, readable);
+  if (hd == 64) scores<64>(qg, kv_heads, rq, base, tokens, stride, off, scale, s, ctx, j0, readable);
+  if (hd == 128) scores<128>(qg, kv_heads, rq, base, tokens, stride, off, scale, s, ctx, j0, readable);
   return true;
 }
 
@@ -184,7 +205,7 @@ bool bf16_weighted_values_avx512(const float* s, uint32_t kv_heads, uint64_t rq,
 namespace dualpath::gpu::cpu {
 
 bool bf16_scores_avx512(const float*, uint32_t, uint64_t, uint32_t, const std::byte*, uint32_t, uint64_t, uint64_t,
-                        float, float*, uint64_t, uint64_t) {
+                        float, float*, uint64_t, uint64_t, uint32_t) {
   return false;
 }
 

@@ -189,8 +189,8 @@ void f32_to_bf16(const float* in, uint16_t* out, uint64_t n) {
 
 DUALPATH_MULTIVERSION
 void bf16_scores(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base, uint32_t tokens,
-                 uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0) {
-  if (bf16_scores_avx512(qg, kv_heads, rq, hd, base, tokens, stride, off, scale, s, ctx, j0)) return;
+                 uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0, uint32_t readable) {
+  if (bf16_scores_avx512(qg, kv_heads, rq, hd, base, tokens, stride, off, scale, s, ctx, j0, readable)) return;
   float k[8192];
   const uint32_t width = kv_heads * hd;
   const uint64_t pairs = kv_heads * rq;  // (KV head, query row) dot products per token

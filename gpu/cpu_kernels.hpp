@@ -32,9 +32,9 @@ void f32_to_bf16(const float* in, uint16_t* out, uint64_t n);
 // scores are [kv_heads * rq][ctx] with this span's tokens at columns j0.., hd * kv_heads <= 8192.
 // scores: s[(g * rq + row) * ctx + j0 + t] = scale * dot(qg[g][row], key_t[g])
 void bf16_scores(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base, uint32_t tokens,
-                 uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0);
-// values: og[g][row] += s[(g * rq + row) * ctx + j0 + t] * value_t[g]. `readable` (>= tokens) rows from
-// `base` exist: the rows after this call's may be asked for ahead of time.
+                 uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0, uint32_t readable);
+// values: og[g][row] += s[(g * rq + row) * ctx + j0 + t] * value_t[g]. In both, `readable` (>= tokens) rows
+// from `base` exist: the rows after this call's may be asked for ahead of time.
 void bf16_weighted_values(const float* s, uint32_t kv_heads, uint64_t rq, uint64_t ctx, uint64_t j0,
                           const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd, float* og,
                           uint32_t readable);

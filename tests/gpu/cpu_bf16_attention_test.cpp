@@ -59,7 +59,8 @@ TEST_CASE("decode attention's bf16 passes agree with a double-precision sum, on 
       const uint64_t ctx = tokens + 9, j0 = 4;  // the span sits at columns 4.. of wider score rows
       const float scale = 0.125f;
       std::vector<float> s(heads * rq * ctx, -7.0f);
-      cpu::bf16_scores(q.data(), heads, rq, hd, kv.bytes.data(), tokens, kv.stride, kv.off, scale, s.data(), ctx, j0);
+      cpu::bf16_scores(q.data(), heads, rq, hd, kv.bytes.data(), tokens, kv.stride, kv.off, scale, s.data(), ctx, j0,
+                       tokens);
       double worst = 0;
       for (uint32_t g = 0; g < heads; ++g)
         for (uint64_t r = 0; r < rq; ++r) {
@@ -94,7 +95,8 @@ TEST_CASE("decode attention's bf16 passes agree with a double-precision sum, on 
 TEST_CASE("the AVX-512 passes decline head widths they are not built for") {
   const kv_rows kv(1, 16, 4, 1);
   std::vector<float> q(16), s(4, -1.0f), o(16);
-  CHECK_FALSE(cpu::bf16_scores_avx512(q.data(), 1, 1, 16, kv.bytes.data(), 4, kv.stride, kv.off, 1.0f, s.data(), 4, 0));
+  CHECK_FALSE(
+      cpu::bf16_scores_avx512(q.data(), 1, 1, 16, kv.bytes.data(), 4, kv.stride, kv.off, 1.0f, s.data(), 4, 0, 4));
   CHECK_FALSE(cpu::bf16_weighted_values_avx512(s.data(), 1, 1, 4, 0, kv.bytes.data(), 4, kv.stride, kv.off + 16, 16,
                                                o.data(), 4));
   CHECK(s[0] == -1.0f);
