@@ -31,9 +31,14 @@ struct row_share {
   uint64_t begin = 0, end = 0;
 };
 
-// Head g's share of lines [first, last) of a row, of `heads` heads.
-row_share share_of(uint64_t first, uint64_t last, uint32_t g, uint32_t heads) {
-  const uint64_t n = last - first;
+// The passes of a block, each asking for its half of the lines of every row ahead.
+enum class pass { keys, values };
+
+// KV head g's share (of `heads`) of the lines of a `stride`-byte row that pass p asks for: the first half of
+// the row's lines for the key pass, the rest for the value pass.
+row_share share_of(pass p, uint64_t stride, uint32_t g, uint32_t heads) {
+  const uint64_t lines = (stride + 63) / 64, first = p == pass::keys ? 0 : lines / 2,
+                 n = (p == pass::keys ? lines / 2 : lines) - first;
   return {(first + n * g / heads) * 64, (first + n * (g + 1) / heads) * 64};
 }
 
@@ -116,12 +121,11 @@ DUALPATH_AVX512 void scores(const float* qg, uint32_t kv_heads, uint64_t rq, con
                             uint32_t readable) {
   constexpr int R = HD == 128 ? 1 : 2;  // query rows in registers beside a key and 8·R sums
   const uint32_t width = kv_heads * HD;
-  const uint64_t half = (stride + 63) / 64 / 2;  // lines of a row this pass asks for ahead: the first half
   for (uint32_t t0 = 0; t0 < tokens; t0 += token_group) {
     const uint32_t n = std::min(token_group, tokens - t0);
     for (uint32_t g = 0; g < kv_heads; ++g) {
       // The first call of a block asks for the rows near (head 0) and far (head g's share); the others, none.
-      const row_share far = share_of(0, half, g, kv_heads);
+      const row_share far = share_of(pass::keys, stride, g, kv_heads);
       uint64_t r0 = 0;
       for (; r0 + R <= rq; r0 += R)
         score_rows<HD, R>(qg, rq, g, r0, base, stride, off, t0, n, scale, s, ctx, j0, g == 0 && r0 == 0 ? width : 0,
@@ -161,12 +165,11 @@ DUALPATH_AVX512 void values(const float* s, uint32_t kv_heads, uint64_t rq, uint
                             const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, float* og,
                             uint32_t readable) {
   constexpr int R = 2;
-  const uint64_t lines = (stride + 63) / 64;  // of a row; this pass asks for the second half ahead
   for (uint32_t t0 = 0; t0 < tokens; t0 += value_block) {
     const uint32_t t1 = std::min(tokens, t0 + value_block);
     for (uint32_t g = 0; g < kv_heads; ++g) {
       // Head g's first call asks for its share of the rows ahead; the head's other calls, none.
-      const row_share far = share_of(lines / 2, lines, g, kv_heads);
+      const row_share far = share_of(pass::values, stride, g, kv_heads);
       uint64_t r0 = 0;
       for (; r0 + R <= rq; r0 += R)
         value_rows<HD, R>(s, rq, ctx, j0, base, stride, off, g, r0, t0, t1, og, r0 == 0 ? far : row_share{}, readable);

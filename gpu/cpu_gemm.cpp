@@ -25,7 +25,6 @@ inline void vstore(float* p, vec v) { _mm512_storeu_ps(p, v); }
 inline vec vset1(float f) { return _mm512_set1_ps(f); }
 inline vec vfma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
 inline vec vadd(vec a, vec b) { return _mm512_add_ps(a, b); }
-constexpr uint64_t k_block = gemm::k_block;
 #include "gpu/cpu_gemm_kernel.inc"
 }  // namespace avx512
 #pragma GCC pop_options
@@ -42,7 +41,6 @@ inline void vstore(float* p, vec v) { _mm256_storeu_ps(p, v); }
 inline vec vset1(float f) { return _mm256_set1_ps(f); }
 inline vec vfma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
 inline vec vadd(vec a, vec b) { return _mm256_add_ps(a, b); }
-constexpr uint64_t k_block = gemm::k_block;
 #include "gpu/cpu_gemm_kernel.inc"
 }  // namespace avx2
 #pragma GCC pop_options
