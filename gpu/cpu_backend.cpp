@@ -73,6 +73,7 @@ class cpu_batch {
       }
       rows_ += it.tokens.size();
     }
+    angles_ = cpu::rope_table(pos_.data(), rows_, m_.head_dim, m_.rope_theta);
     x_.resize(rows_ * m_.hidden);
     uint64_t r = 0;
     for (const auto& it : items_)
@@ -104,8 +105,8 @@ class cpu_batch {
     c_.team.split(
         rows_,
         [&](size_t b, size_t e, unsigned) {
-          cpu::rope(&qkv_[b * W], e - b, W, m_.heads, uint32_t(hd), &pos_[b], m_.rope_theta);
-          cpu::rope(&qkv_[b * W] + Q, e - b, W, m_.kv_heads, uint32_t(hd), &pos_[b], m_.rope_theta);
+          // A row's query heads and then its key heads, side by side: one call rotates both.
+          cpu::rope(&qkv_[b * W], e - b, W, m_.heads + m_.kv_heads, angles_, b);
         },
         row_grain);
 
@@ -180,6 +181,7 @@ class cpu_batch {
   std::vector<prefill_item> items_;
   std::vector<uint64_t> row0_;
   std::vector<uint32_t> pos_;
+  cpu::rope_angles angles_;  // every row's rotary angles, for all the layers
   uint64_t rows_ = 0;
   std::vector<float> x_, xn_, qkv_, attn_, gu_, act_;
 };

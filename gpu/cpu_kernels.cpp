@@ -109,34 +109,71 @@ void rmsnorm(const float* x, const float* w, float* out, uint64_t rows, uint32_t
   for (uint64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * dim;
     float* o = out + r * dim;
+    // Sixteen partial sums, then their total in lane order: one fixed order for every row, as vectors (a
+    // single running float sum is a chain of dependent adds the compiler may not reorder).
+    v16f acc{};
+    uint32_t i = 0;
+    for (; i + 16 <= dim; i += 16) {
+      v16f v;
+      std::memcpy(&v, xr + i, sizeof v);
+      acc += v * v;
+    }
     float ss = 0;
-    for (uint32_t i = 0; i < dim; ++i) ss += xr[i] * xr[i];
+    for (int l = 0; l < 16; ++l) ss += acc[l];
+    for (; i < dim; ++i) ss += xr[i] * xr[i];
     const float inv = 1.0f / std::sqrt(ss / float(dim) + eps);
-    for (uint32_t i = 0; i < dim; ++i) o[i] = xr[i] * inv * w[i];
+    for (i = 0; i < dim; ++i) o[i] = xr[i] * inv * w[i];
+  }
+}
+
+rope_angles rope_table(const uint32_t* pos, uint64_t rows, uint32_t head_dim, double theta) {
+  rope_angles a;
+  a.half = head_dim / 2;
+  std::vector<double> inv_freq(a.half);
+  for (uint32_t i = 0; i < a.half; ++i) inv_freq[i] = std::pow(theta, -2.0 * i / double(head_dim));
+  a.cos.resize(rows * a.half);
+  a.sin.resize(rows * a.half);
+  for (uint64_t r = 0; r < rows; ++r)
+    for (uint32_t i = 0; i < a.half; ++i) {
+      const double angle = double(pos[r]) * inv_freq[i];
+      a.cos[r * a.half + i] = float(std::cos(angle));
+      a.sin[r * a.half + i] = float(std::sin(angle));
+    }
+  return a;
+}
+
+DUALPATH_MULTIVERSION
+void rope(float* x, uint64_t rows, uint64_t row_stride, uint32_t heads, const rope_angles& a, uint64_t row0) {
+  const uint32_t half = a.half;
+  for (uint64_t r = 0; r < rows; ++r) {
+    const float* c = &a.cos[(row0 + r) * half];
+    const float* s = &a.sin[(row0 + r) * half];
+    for (uint32_t h = 0; h < heads; ++h) {
+      float* v = x + r * row_stride + uint64_t(h) * 2 * half;
+      // Sixteen pairs at a time (the compiler would not vectorise the loop: its two halves are one array).
+      uint32_t i = 0;
+      for (; i + 16 <= half; i += 16) {
+        v16f p, q, cv, sv;
+        std::memcpy(&p, v + i, sizeof p);
+        std::memcpy(&q, v + i + half, sizeof q);
+        std::memcpy(&cv, c + i, sizeof cv);
+        std::memcpy(&sv, s + i, sizeof sv);
+        const v16f lo = p * cv - q * sv, hi = q * cv + p * sv;
+        std::memcpy(v + i, &lo, sizeof lo);
+        std::memcpy(v + i + half, &hi, sizeof hi);
+      }
+      for (; i < half; ++i) {
+        const float p = v[i], q = v[i + half];
+        v[i] = p * c[i] - q * s[i];
+        v[i + half] = q * c[i] + p * s[i];
+      }
+    }
   }
 }
 
 void rope(float* x, uint64_t rows, uint64_t row_stride, uint32_t heads, uint32_t head_dim, const uint32_t* pos,
           double theta) {
-  const uint32_t half = head_dim / 2;
-  std::vector<double> inv_freq(half);
-  for (uint32_t i = 0; i < half; ++i) inv_freq[i] = std::pow(theta, -2.0 * i / double(head_dim));
-  std::vector<float> c(half), s(half);
-  for (uint64_t r = 0; r < rows; ++r) {
-    for (uint32_t i = 0; i < half; ++i) {
-      const double a = double(pos[r]) * inv_freq[i];
-      c[i] = float(std::cos(a));
-      s[i] = float(std::sin(a));
-    }
-    for (uint32_t h = 0; h < heads; ++h) {
-      float* v = x + r * row_stride + uint64_t(h) * head_dim;
-      for (uint32_t i = 0; i < half; ++i) {
-        const float a = v[i], b = v[i + half];
-        v[i] = a * c[i] - b * s[i];
-        v[i + half] = b * c[i] + a * s[i];
-      }
-    }
-  }
+  rope(x, rows, row_stride, heads, rope_table(pos, rows, head_dim, theta), 0);
 }
 
 DUALPATH_MULTIVERSION

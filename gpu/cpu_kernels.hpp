@@ -3,6 +3,7 @@
 // compiler vectorises; hot ones are built for AVX2 and baseline x86-64 and picked at run time.
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace dualpath::gpu::cpu {
 
@@ -12,6 +13,18 @@ void rmsnorm(const float* x, const float* w, float* out, uint64_t rows, uint32_t
 // Rotary embedding (rotate-half convention) of `heads` heads per row, in place. Row r has position pos[r].
 void rope(float* x, uint64_t rows, uint64_t row_stride, uint32_t heads, uint32_t head_dim, const uint32_t* pos,
           double theta);
+
+// The rotary angles' cosines and sines of `rows` positions, head_dim / 2 of each a row. They depend on the
+// position alone, so a batch computes them once for all its layers and for the query and key heads alike:
+// recomputed per call (two calls a layer, in double), they were a quarter of a decode step's row kernels.
+struct rope_angles {
+  uint32_t half = 0;
+  std::vector<float> cos, sin;  // [rows][half]
+};
+rope_angles rope_table(const uint32_t* pos, uint64_t rows, uint32_t head_dim, double theta);
+
+// rope() with the angles of rows [row0, row0 + rows) of `a`; the same values bit for bit.
+void rope(float* x, uint64_t rows, uint64_t row_stride, uint32_t heads, const rope_angles& a, uint64_t row0);
 
 // One block of an online softmax (keys taken a block at a time so the scores stay in cache): row r sees
 // the block's first valid[r] columns (clamped to cols). max[r] and sum[r] carry the running maximum and
