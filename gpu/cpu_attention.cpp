@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -192,21 +193,42 @@ void cpu_attention::direct(const float* qkv, float* attn, const attention_reques
     std::memcpy(&w.q[i * hd], &qkv[(r.row0 + i % n) * W + head_of(i) * hd], hd * sizeof(float));
     w.valid[i] = uint32_t(r.cached + i % n + 1);
   }
-  uint64_t j = 0;  // keys before this block
-  for (const auto& s : r.spans)
-    for (uint32_t t0 = 0; t0 < s.tokens; t0 += direct_block) {
-      const uint32_t nb = uint32_t(std::min<uint64_t>(direct_block, s.tokens - t0));
-      const std::byte* rows = s.data + t0 * bpt;
-      cpu::bf16_scores(w.q.data(), heads, rq, uint32_t(hd), rows, nb, bpt, g0 * hd, scale, w.s.data(), nb, 0,
-                       uint32_t(s.tokens - t0));
-      for (uint64_t i = 0; i < all; ++i) w.block_valid[i] = w.valid[i] > j ? uint32_t(w.valid[i] - j) : 0;
-      cpu::online_exp(w.s.data(), all, nb, w.block_valid.data(), w.max.data(), w.sum.data(), w.rescale.data());
-      for (uint64_t i = 0; i < all; ++i)
-        if (w.rescale[i] != 1.0f) scaled_row(&w.o[i * hd], w.rescale[i], hd, &w.o[i * hd]);
-      cpu::bf16_weighted_values(w.s.data(), heads, rq, nb, 0, rows, nb, bpt, KV + g0 * hd, uint32_t(hd), w.o.data(),
-                                uint32_t(s.tokens - t0));
-      j += nb;
+  // Blocks of direct_block keys by their position in the request, whichever spans hold them: a block's
+  // scores come from each piece of a span it covers (at the piece's columns), then one softmax step, then the
+  // values piece by piece in key order. The sums then do not depend on how the KV is cut into spans, so a
+  // decode engine's KV in pages gives the bits of a recompute's KV in one span. (Blocks taken span by span
+  // gave pages of 16 tokens blocks of 16: other roundings, and a sampled token of a served answer that
+  // differed from its recompute, docs/design.md §10.)
+  struct piece {
+    const std::byte* rows;
+    uint32_t tokens, column, readable;  // readable: rows from `rows` to the end of its span
+  };
+  std::array<piece, direct_block> pieces;  // a block covers at most one piece per key
+  size_t span = 0;
+  uint32_t at = 0;  // keys of r.spans[span] already taken
+  const uint64_t keys = span_tokens(r.spans);
+  for (uint64_t j = 0; j < keys; j += direct_block) {
+    const uint32_t nb = uint32_t(std::min<uint64_t>(direct_block, keys - j));
+    size_t count = 0;
+    for (uint32_t filled = 0; filled < nb;) {
+      while (r.spans[span].tokens == at) ++span, at = 0;  // spans used up, and empty ones
+      const kv_span& sp = r.spans[span];
+      const uint32_t take = std::min(nb - filled, sp.tokens - at);
+      pieces[count++] = {sp.data + at * bpt, take, filled, sp.tokens - at};
+      filled += take;
+      at += take;
     }
+    for (size_t p = 0; p < count; ++p)
+      cpu::bf16_scores(w.q.data(), heads, rq, uint32_t(hd), pieces[p].rows, pieces[p].tokens, bpt, g0 * hd, scale,
+                       w.s.data(), nb, pieces[p].column, pieces[p].readable);
+    for (uint64_t i = 0; i < all; ++i) w.block_valid[i] = w.valid[i] > j ? uint32_t(w.valid[i] - j) : 0;
+    cpu::online_exp(w.s.data(), all, nb, w.block_valid.data(), w.max.data(), w.sum.data(), w.rescale.data());
+    for (uint64_t i = 0; i < all; ++i)
+      if (w.rescale[i] != 1.0f) scaled_row(&w.o[i * hd], w.rescale[i], hd, &w.o[i * hd]);
+    for (size_t p = 0; p < count; ++p)
+      cpu::bf16_weighted_values(w.s.data(), heads, rq, nb, pieces[p].column, pieces[p].rows, pieces[p].tokens, bpt,
+                                KV + g0 * hd, uint32_t(hd), w.o.data(), pieces[p].readable);
+  }
   for (uint64_t i = 0; i < all; ++i)
     scaled_row(&w.o[i * hd], 1.0f / w.sum[i], hd, &attn[(r.row0 + i % n) * Q + head_of(i) * hd]);
 }

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "cluster/verify.hpp"
 #include "core/status.hpp"
 
@@ -63,8 +65,11 @@ void answer_checker::loop() {
     const auto again = cluster::recompute_turn(*reference_, a.prompt, uint32_t(a.generated.size()), a.sample);
     const bool same = again == a.generated;
     if (!same)
-      spdlog::error("serve --verify: answer {} differs from a full recompute of its {}-token prompt", a.id,
-                    a.prompt.size());
+      spdlog::error(
+          "serve --verify: answer {} differs from a full recompute of its {}-token prompt from token {} of {}", a.id,
+          a.prompt.size(),
+          std::mismatch(again.begin(), again.end(), a.generated.begin(), a.generated.end()).first - again.begin(),
+          a.generated.size());
     lock.lock();
     ++(same ? counts_.verified : counts_.mismatched);
     busy_ = false;

@@ -274,3 +274,49 @@ TEST_CASE("a cpu team runs every task once, splits ranges whole, and passes a ta
   team.run(20, [&](size_t, unsigned) { ++after; });
   CHECK(after.load() == 20);
 }
+
+TEST_CASE("a decode step's logits do not depend on how its KV is cut into spans, bit for bit") {
+  // A decode engine holds a request's KV in pages, a recompute in one buffer: both must give the same bits,
+  // or a sampled token can come out differently (docs/design.md §10). Both head widths: the AVX-512 kernels
+  // (32 wide) where the CPU has them, the portable ones (16 wide).
+  for (const model_spec& spec : {find_model("tiny"), narrow_heads_tiny()}) {
+    CAPTURE(spec.name);
+    const auto w = generate_weights(spec, 4);
+    auto be = cpu_for(w);
+    const auto& m = be->model();
+    const uint64_t bytes = m.kv_bytes_per_token_layer;
+    const auto prompt = random_tokens(150, m.vocab, 77);  // more than two blocks of 64 keys and a part
+    std::vector<std::vector<std::byte>> kv(m.layers, std::vector<std::byte>(prompt.size() * bytes));
+    prefill_item item;
+    item.tokens = prompt;
+    item.emit_token = true;
+    auto pass = be->begin_prefill({item});
+    for (uint32_t l = 0; l < m.layers; ++l) pass->run_layer(l, {{}}, {kv[l].data()});
+    const int32_t next = pass->finish().at(0);
+    // Cuts of the 150 keys: one span; pages of 16; uneven pieces with an empty one among them.
+    const std::vector<std::vector<uint32_t>> cuts{
+        {150}, {16, 16, 16, 16, 16, 16, 16, 16, 16, 6}, {5, 1, 0, 60, 63, 21}};
+    std::vector<std::vector<float>> logits(cuts.size());
+    for (size_t c = 0; c < cuts.size(); ++c) {
+      decode_item d;
+      d.token = next;
+      d.position = uint32_t(prompt.size());
+      for (uint32_t l = 0; l < m.layers; ++l) {
+        std::vector<kv_span> spans;
+        uint64_t at = 0;
+        for (uint32_t n : cuts[c]) spans.push_back({kv[l].data() + at * bytes, n}), at += n;
+        d.kv.push_back(spans);
+      }
+      std::vector<std::byte> fresh(m.layers * bytes);
+      d.new_kv = fresh.data();
+      d.logits = &logits[c];
+      std::vector<decode_item> step{d};
+      be->decode_step(step);
+    }
+    for (size_t c = 1; c < cuts.size(); ++c) {
+      CAPTURE(c);
+      REQUIRE(logits[c].size() == logits[0].size());
+      CHECK(logits[c] == logits[0]);
+    }
+  }
+}
