@@ -320,3 +320,47 @@ TEST_CASE("a decode step's logits do not depend on how its KV is cut into spans,
     }
   }
 }
+
+TEST_CASE("a prefill over cached KV gives the same bits whichever way the cache is cut into spans") {
+  // A prefill engine reads hits as Layer Blocks (pages) where another pass may have them in one buffer. Both
+  // kinds of new-token count: one token (the decode kernels) and twenty (the prefill tiles).
+  const auto w = generate_weights(find_model("tiny"), 6);
+  auto be = cpu_for(w);
+  const auto& m = be->model();
+  const uint64_t bytes = m.kv_bytes_per_token_layer;
+  const auto context = random_tokens(150, m.vocab, 91);
+  std::vector<std::vector<std::byte>> kv(m.layers, std::vector<std::byte>(context.size() * bytes));
+  {
+    prefill_item item;
+    item.tokens = context;
+    auto pass = be->begin_prefill({item});
+    for (uint32_t l = 0; l < m.layers; ++l) pass->run_layer(l, {{}}, {kv[l].data()});
+    pass->finish();
+  }
+  const std::vector<std::vector<uint32_t>> cuts{{150}, {16, 16, 16, 16, 16, 16, 16, 16, 16, 6}, {5, 1, 0, 60, 63, 21}};
+  for (const size_t fresh : {size_t(1), size_t(20)}) {
+    CAPTURE(fresh);
+    const auto more = random_tokens(fresh, m.vocab, 92);
+    std::vector<std::vector<float>> logits(cuts.size());
+    for (size_t c = 0; c < cuts.size(); ++c) {
+      prefill_item item;
+      item.cached = uint32_t(context.size());
+      item.tokens = more;
+      item.emit_token = true;
+      item.logits = &logits[c];
+      std::vector<std::byte> out(fresh * bytes);
+      auto pass = be->begin_prefill({item});
+      for (uint32_t l = 0; l < m.layers; ++l) {
+        std::vector<kv_span> spans;
+        uint64_t at = 0;
+        for (uint32_t n : cuts[c]) spans.push_back({kv[l].data() + at * bytes, n}), at += n;
+        pass->run_layer(l, {spans}, {out.data()});
+      }
+      pass->finish();
+    }
+    for (size_t c = 1; c < cuts.size(); ++c) {
+      CAPTURE(c);
+      CHECK(logits[c] == logits[0]);
+    }
+  }
+}
