@@ -25,6 +25,7 @@ struct turn_facts {
   std::string error;
   schedule::read_path path = schedule::read_path::pe;
   uint32_t hit_blocks = 0, block_tokens = 0, prompt_tokens = 0, generated_tokens = 0, corrupt_blocks = 0;
+  uint32_t pe_engine = 0, de_engine = 0;  // the engines that served it (the simulator fills them)
   uint64_t kv_verified = 0, kv_corrupt = 0;
 };
 // A finished turn as the report holds it: its facts, and the times derived from its stamps.

@@ -67,7 +67,8 @@ struct sim_result {
   std::vector<uint64_t> snic_write_bytes;  // per node
   bool adaptive = false;                   // [planner] adaptive: the run could move nodes
   std::vector<role_switch> role_switches;
-  uint32_t final_prefill_nodes = 0;  // the split the run ended with
+  uint32_t final_prefill_nodes = 0;        // the split the run ended with
+  std::vector<report::turn_record> turns;  // every turn, in the order they finished
 };
 
 // Simulates the agents under one run policy. Throws user_error on a bad configuration or a policy name it

@@ -159,6 +159,7 @@ sim_result simulator::run() {
   r.adaptive = cfg_.adaptive;
   r.role_switches = switches_;
   for (const auto& n : nodes_) r.final_prefill_nodes += n.prefill;
+  r.turns = std::move(records_);  // the run is over: nothing reads them here again
   return r;
 }
 
@@ -213,6 +214,8 @@ void simulator::record(uint32_t id, const std::string& error) {
   t.done = now_;
   if (error.empty()) {  // a refused turn never reached the other stamps
     f.path = a.asg.path;
+    f.pe_engine = a.asg.pe;
+    f.de_engine = a.asg.de;
     f.hit_blocks = a.hit;
     f.generated_tokens = a.gen;
     t.assigned = a.assigned;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -133,4 +134,54 @@ TEST_CASE("sim, plan: bad input is one message and exit 2") {
       {"plan --nodes 4 --snic-gbps 400 --cnic-gbps 50", "infeasible hardware"},
   };
   dualpath::test::check_refused(w, cases);
+}
+
+TEST_CASE("sim --timeline: every turn of every run as a JSON line, consistent with the report") {
+  dualpath::test::scratch_dir w;
+  const auto r = run_cli(w,
+                         "sim --preset 32k --agents 5 --max-turns 3 --compare round_robin,queue_aware --quiet "
+                         "--report r.json --timeline t.jsonl");
+  REQUIRE(r.rc == 0);
+  const auto report = read_json((w.path / "r.json").string());
+  std::ifstream in(w.path / "t.jsonl");
+  std::map<std::string, std::vector<nlohmann::json>> runs;
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    runs[j["run"].get<std::string>()].push_back(j);
+  }
+  REQUIRE(runs.size() == 2);
+  for (const auto& run : report["runs"]) {
+    const auto policy = run["policy"].get<std::string>();
+    CAPTURE(policy);
+    const auto& turns = runs[policy];
+    REQUIRE(turns.size() == 5 * 3);
+    double last = 0;
+    std::map<uint32_t, std::vector<nlohmann::json>> by_agent;
+    for (const auto& t : turns) {
+      CHECK(!t.contains("error"));
+      const double start = t["start_s"], first = t["first_token_s"], done = t["done_s"];
+      // The stages add up to the time to first token, and the answer ends after it.
+      const double stages = t["queue_s"].get<double>() + t["kv_read_s"].get<double>() + t["pass_wait_s"].get<double>() +
+                            t["pass_s"].get<double>();
+      CHECK(first - start == doctest::Approx(stages).epsilon(1e-9));
+      CHECK(done >= first);
+      CHECK(done >= last);  // in the order they finished
+      last = done;
+      CHECK(t["hit_tokens"].get<uint32_t>() <= t["prompt_tokens"].get<uint32_t>());
+      by_agent[t["agent"].get<uint32_t>()].push_back(t);
+    }
+    CHECK(last == doctest::Approx(run["jct_s"].get<double>()));
+    REQUIRE(by_agent.size() == 5);
+    for (auto& [agent, list] : by_agent) {
+      CAPTURE(agent);
+      for (size_t k = 0; k < list.size(); ++k) {
+        CHECK(list[k]["turn"].get<size_t>() == k);
+        if (k > 0) CHECK(list[k]["start_s"].get<double>() >= list[k - 1]["done_s"].get<double>());  // a chain
+        if (k > 0) CHECK(list[k]["hit_tokens"].get<uint32_t>() > 0);  // the earlier turns' blocks are hits
+      }
+    }
+  }
+  const auto bad = run_cli(w, "sim --preset 32k --agents 2 --max-turns 1 --quiet --timeline no/such/dir/t.jsonl");
+  CHECK(bad.rc == 2);
+  CHECK(bad.err.find("no/such/dir/t.jsonl") != std::string::npos);
 }
