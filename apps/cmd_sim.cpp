@@ -33,7 +33,8 @@ void sim_command(const sim_args& a) {
              [&](const std::string& policy, const cli::workload_options& w, const std::string& label) {
                auto r = cli::simulate(config, a.flags, policy, w, label, a.serving.quiet);
                if (timeline.is_open()) {
-                 timeline << report::timeline(label, r.turns) << std::flush;
+                 report::write_timeline(timeline, label, r.turns);
+                 timeline.flush();
                  if (!timeline) throw user_error("--timeline: writing '" + a.timeline + "' failed");
                }
                cli::policy_run out{std::move(r.summary)};

@@ -13,13 +13,11 @@
 #include <cstring>
 #include <optional>
 #include <thread>
-#include <tuple>
 
 #include "cluster/control_client.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/waits.hpp"
 #include "cluster/node_processes.hpp"
-#include "cluster/node_role.hpp"
 #include "cluster/registry.hpp"
 #include "core/status.hpp"
 #include "core/stop_signals.hpp"

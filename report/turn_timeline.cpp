@@ -33,10 +33,8 @@ std::string timeline_line(const std::string& run, const turn_record& r) {
   return j.dump();
 }
 
-std::string timeline(const std::string& run, const std::vector<turn_record>& turns) {
-  std::string out;
-  for (const auto& r : turns) out += timeline_line(run, r) + "\n";
-  return out;
+void write_timeline(std::ostream& out, const std::string& run, const std::vector<turn_record>& turns) {
+  for (const auto& r : turns) out << timeline_line(run, r) << '\n';
 }
 
 }  // namespace dualpath::report

@@ -2,6 +2,7 @@
 // A run's turns one by one, as JSON lines (`dualpath sim --timeline FILE`): where each turn's time went and
 // which engines served it. The summary says how a policy did on average; a makespan is often one agent's
 // chain, and this is what shows which of its turns waited where (docs/experiments.md, "Policy arena").
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,8 @@ namespace dualpath::report {
 // stamps since the run's start (start_s, first_token_s, done_s) with the wait of each stage in between.
 std::string timeline_line(const std::string& run, const turn_record& r);
 
-// Every turn of a run, in the order they finished, one line each.
-std::string timeline(const std::string& run, const std::vector<turn_record>& turns);
+// Every turn of a run, in the order they finished, a line each, written as it goes (a paper-scale run has
+// hundreds of thousands of turns: no whole-file string).
+void write_timeline(std::ostream& out, const std::string& run, const std::vector<turn_record>& turns);
 
 }  // namespace dualpath::report

@@ -47,6 +47,36 @@ void check_against(const std::vector<float>& logits, int32_t picked, const refer
 
 std::unique_ptr<compute_backend> cpu_for(const model_weights& w) { return make_cpu_backend(make_dense_model(w)); }
 
+// A context's KV prefilled into one buffer a layer, as a recompute holds it; `next` is the token it emits.
+struct one_buffer {
+  std::vector<std::vector<std::byte>> layers;
+  int32_t next = -1;
+};
+one_buffer prefill_one_buffer(compute_backend& be, const std::vector<int32_t>& tokens) {
+  const auto& m = be.model();
+  one_buffer kv{std::vector<std::vector<std::byte>>(
+      m.layers, std::vector<std::byte>(tokens.size() * m.kv_bytes_per_token_layer))};
+  prefill_item item;
+  item.tokens = tokens;
+  item.emit_token = true;
+  auto pass = be.begin_prefill({item});
+  for (uint32_t l = 0; l < m.layers; ++l) pass->run_layer(l, {{}}, {kv.layers[l].data()});
+  kv.next = pass->finish().at(0);
+  return kv;
+}
+
+// Cuts of a 150-key context into spans: one span; pages of 16; uneven pieces with an empty one among them.
+const std::vector<std::vector<uint32_t>> span_cuts{
+    {150}, {16, 16, 16, 16, 16, 16, 16, 16, 16, 6}, {5, 1, 0, 60, 63, 21}};
+
+// One layer's buffer of `bytes`-wide rows as spans of the sizes in `cut`.
+std::vector<kv_span> cut_into_spans(std::vector<std::byte>& layer, const std::vector<uint32_t>& cut, uint64_t bytes) {
+  std::vector<kv_span> spans;
+  uint64_t at = 0;
+  for (uint32_t n : cut) spans.push_back({layer.data() + at * bytes, n}), at += n;
+  return spans;
+}
+
 }  // namespace
 
 TEST_CASE("cpu backend matches the plain reference implementation (Llama and Qwen2 variants, narrow heads)") {
@@ -286,27 +316,14 @@ TEST_CASE("a decode step's logits do not depend on how its KV is cut into spans,
     const auto& m = be->model();
     const uint64_t bytes = m.kv_bytes_per_token_layer;
     const auto prompt = random_tokens(150, m.vocab, 77);  // more than two blocks of 64 keys and a part
-    std::vector<std::vector<std::byte>> kv(m.layers, std::vector<std::byte>(prompt.size() * bytes));
-    prefill_item item;
-    item.tokens = prompt;
-    item.emit_token = true;
-    auto pass = be->begin_prefill({item});
-    for (uint32_t l = 0; l < m.layers; ++l) pass->run_layer(l, {{}}, {kv[l].data()});
-    const int32_t next = pass->finish().at(0);
-    // Cuts of the 150 keys: one span; pages of 16; uneven pieces with an empty one among them.
-    const std::vector<std::vector<uint32_t>> cuts{
-        {150}, {16, 16, 16, 16, 16, 16, 16, 16, 16, 6}, {5, 1, 0, 60, 63, 21}};
+    auto kv = prefill_one_buffer(*be, prompt);
+    const auto& cuts = span_cuts;
     std::vector<std::vector<float>> logits(cuts.size());
     for (size_t c = 0; c < cuts.size(); ++c) {
       decode_item d;
-      d.token = next;
+      d.token = kv.next;
       d.position = uint32_t(prompt.size());
-      for (uint32_t l = 0; l < m.layers; ++l) {
-        std::vector<kv_span> spans;
-        uint64_t at = 0;
-        for (uint32_t n : cuts[c]) spans.push_back({kv[l].data() + at * bytes, n}), at += n;
-        d.kv.push_back(spans);
-      }
+      for (uint32_t l = 0; l < m.layers; ++l) d.kv.push_back(cut_into_spans(kv.layers[l], cuts[c], bytes));
       std::vector<std::byte> fresh(m.layers * bytes);
       d.new_kv = fresh.data();
       d.logits = &logits[c];
@@ -329,15 +346,8 @@ TEST_CASE("a prefill over cached KV gives the same bits whichever way the cache 
   const auto& m = be->model();
   const uint64_t bytes = m.kv_bytes_per_token_layer;
   const auto context = random_tokens(150, m.vocab, 91);
-  std::vector<std::vector<std::byte>> kv(m.layers, std::vector<std::byte>(context.size() * bytes));
-  {
-    prefill_item item;
-    item.tokens = context;
-    auto pass = be->begin_prefill({item});
-    for (uint32_t l = 0; l < m.layers; ++l) pass->run_layer(l, {{}}, {kv[l].data()});
-    pass->finish();
-  }
-  const std::vector<std::vector<uint32_t>> cuts{{150}, {16, 16, 16, 16, 16, 16, 16, 16, 16, 6}, {5, 1, 0, 60, 63, 21}};
+  auto kv = prefill_one_buffer(*be, context);
+  const auto& cuts = span_cuts;
   for (const size_t fresh : {size_t(1), size_t(20)}) {
     CAPTURE(fresh);
     const auto more = random_tokens(fresh, m.vocab, 92);
@@ -350,12 +360,8 @@ TEST_CASE("a prefill over cached KV gives the same bits whichever way the cache 
       item.logits = &logits[c];
       std::vector<std::byte> out(fresh * bytes);
       auto pass = be->begin_prefill({item});
-      for (uint32_t l = 0; l < m.layers; ++l) {
-        std::vector<kv_span> spans;
-        uint64_t at = 0;
-        for (uint32_t n : cuts[c]) spans.push_back({kv[l].data() + at * bytes, n}), at += n;
-        pass->run_layer(l, {spans}, {out.data()});
-      }
+      for (uint32_t l = 0; l < m.layers; ++l)
+        pass->run_layer(l, {cut_into_spans(kv.layers[l], cuts[c], bytes)}, {out.data()});
       pass->finish();
     }
     for (size_t c = 1; c < cuts.size(); ++c) {
