@@ -4,12 +4,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstring>
 #include <deque>
 #include <map>
 #include <set>
 
 #include "actors/cancelled_ids.hpp"
+#include "actors/decode_request.hpp"
 #include "actors/engine_base.hpp"
 #include "core/cost_model.hpp"
 #include "protocol/errors.hpp"
@@ -21,21 +21,6 @@ namespace {
 
 using runtime::copy_op;
 using runtime::region_kind;
-
-struct de_request {
-  handoff_info info;
-  std::vector<gpu::hbm_allocation> pages;  // a page per Full Block of prompt + generation, [layer][token][bytes]
-  std::vector<int32_t> sequence;           // prompt + generated tokens
-  std::vector<block_key> keys;             // chain keys of the blocks persisted or known so far
-  uint32_t position = 0;                   // tokens whose KV is in HBM
-  std::vector<int32_t> generated;
-  uint32_t persisted_upto = 0;  // blocks [0, persisted_upto) are in storage
-  // Per layer, a span per page over the first `spans_tokens` tokens: kept from step to step (lent to the step
-  // in flight) and extended, since building them anew cost about a millisecond of the engine's thread a step
-  // at 24 requests of 61 layers.
-  std::vector<std::vector<gpu::kv_span>> spans;
-  uint32_t spans_tokens = 0;
-};
 
 struct decode_state : engine_base {
   static inline const char* name = "decode_engine";
@@ -143,13 +128,6 @@ struct decode_state : engine_base {
     }
   }
 
-  // Whether the turn is over: every token asked for, or one of its stop tokens made.
-  static bool turn_over(const de_request& r) {
-    const auto& stops = r.info.payload.stop_tokens;
-    return r.generated.size() >= r.info.payload.gen ||
-           std::find(stops.begin(), stops.end(), r.generated.back()) != stops.end();
-  }
-
   // FIFO admission: the head waits until its KV fits in HBM (backpressure, nothing dropped).
   void admit() {
     const auto& g = geo();
@@ -209,19 +187,12 @@ struct decode_state : engine_base {
             });
   }
 
-  static std::byte* block_ptr(de_request& r, uint32_t block) { return r.pages.at(block).data; }
-  static std::vector<uint64_t> page_offsets(const de_request& r) {
-    std::vector<uint64_t> out;
-    for (const auto& p : r.pages) out.push_back(p.offset);
-    return out;
-  }
-
   void start_decoding(de_request r) {
     const auto& g = geo();
     r.info.payload.times.in_hbm = now_ns();
     r.sequence = r.info.payload.tokens;
     r.position = uint32_t(r.sequence.size());
-    verify_arrived(r);
+    if (view().config.backend == backend_kind::modeled) verify_arrived(r, g);
     // Prompt blocks that were not hits are complete now: persist them for the next turn.
     r.keys = block_keys(r.sequence, g.block_tokens);
     r.persisted_upto = r.info.valid_hit_blocks;
@@ -238,55 +209,15 @@ struct decode_state : engine_base {
     step();
   }
 
-  // Modeled backend: check every prompt Layer Block against the bytes its tokens imply.
-  void verify_arrived(de_request& r) {
-    if (view().config.backend != backend_kind::modeled) return;
-    const auto& g = geo();
-    for (uint32_t b = 0; b < g.blocks_for(r.position); ++b) {
-      const uint32_t first = b * g.block_tokens;
-      const uint32_t count = std::min(g.block_tokens, r.position - first);
-      for (uint32_t l = 0; l < g.layers; ++l) {
-        ++r.info.kv_verified;
-        if (!gpu::modeled_kv_matches(l, first, r.sequence.data() + first, count,
-                                     block_ptr(r, b) + g.offset_in_block(l, 0), uint32_t(g.bytes_per_token_layer)))
-          ++r.info.kv_corrupt;
-      }
-    }
-  }
-
   void persist_full_blocks(de_request& r) {
-    const auto& g = geo();
-    const uint32_t full = r.position / g.block_tokens;
-    while (r.keys.size() < full) {
-      const uint32_t b = uint32_t(r.keys.size());
-      const block_key parent = b == 0 ? 0 : r.keys[b - 1];
-      r.keys.push_back(chain_key(parent, r.sequence.data() + uint64_t(b) * g.block_tokens, g.block_tokens));
-    }
-    for (; r.persisted_upto < full; ++r.persisted_upto) {
+    key_full_blocks(r, geo());
+    for (; r.persisted_upto < r.keys.size(); ++r.persisted_upto) {
       const uint32_t b = r.persisted_upto;
       const uint64_t id = r.info.payload.request;
       ++persists_pending[id];
       auto me = caf::actor_cast<decode_engine_actor>(self);
-      setup.node->persist(r.keys[b], b == 0 ? 0 : r.keys[b - 1], block_ptr(r, b),
+      setup.node->persist(r.keys[b], b == 0 ? 0 : r.keys[b - 1], r.pages.at(b).data,
                           [me, id] { caf::anon_send(me, atom::persisted_v, id); });
-    }
-  }
-
-  // Brings r.spans up to r.position tokens: the last page's span grows, a new page gets its own span.
-  void extend_spans(de_request& r) {
-    const auto& g = geo();
-    if (r.spans.size() != g.layers) {  // first step, or the last step's spans were not given back
-      r.spans.assign(g.layers, {});
-      r.spans_tokens = 0;
-    }
-    while (r.spans_tokens < r.position) {
-      const uint32_t block = r.spans_tokens / g.block_tokens, in_block = r.spans_tokens % g.block_tokens;
-      const uint32_t add = std::min<uint32_t>(g.block_tokens - in_block, r.position - r.spans_tokens);
-      for (uint32_t l = 0; l < g.layers; ++l) {
-        if (in_block > 0) r.spans[l].back().tokens += add;
-        else r.spans[l].push_back({block_ptr(r, block) + g.offset_in_block(l, 0), add});
-      }
-      r.spans_tokens += add;
     }
   }
 
@@ -304,7 +235,7 @@ struct decode_state : engine_base {
       item.token = r.sequence.back();
       item.position = r.position;
       item.sample = r.info.payload.sampling();
-      extend_spans(r);
+      extend_spans(r, g);
       item.kv = std::move(r.spans);  // back in finish_step
       item.new_kv = job->new_kv.data() + ids.size() * g.layers * g.bytes_per_token_layer;
       job->items.push_back(std::move(item));
@@ -355,12 +286,7 @@ struct decode_state : engine_base {
         active.erase(it);
         continue;
       }
-      // The fed token's KV goes into its block, layer by layer.
-      const uint32_t block = r.position / g.block_tokens, in_block = r.position % g.block_tokens;
-      for (uint32_t l = 0; l < g.layers; ++l)
-        std::memcpy(block_ptr(r, block) + g.offset_in_block(l, in_block),
-                    job.items[k].new_kv + l * g.bytes_per_token_layer, g.bytes_per_token_layer);
-      r.position++;
+      append_token_kv(r, g, job.items[k].new_kv);
       persist_full_blocks(r);
       r.generated.push_back(job.tokens[k]);
       r.sequence.push_back(job.tokens[k]);
@@ -377,19 +303,7 @@ struct decode_state : engine_base {
   }
 
   void complete(de_request& r) {
-    turn_result res;
-    res.request = r.info.payload.request;
-    res.agent = r.info.payload.agent;
-    res.turn = r.info.payload.turn;
-    res.generated = r.generated;
-    res.times = r.info.payload.times;
-    res.times.done = res.times.last_token = now_ns();
-    res.path = r.info.path;
-    res.valid_hit_blocks = r.info.valid_hit_blocks;
-    res.corrupt_blocks = r.info.corrupt_blocks;
-    res.kv_verified = r.info.kv_verified;
-    res.kv_corrupt = r.info.kv_corrupt;
-    res.prompt_tokens = uint32_t(r.info.payload.tokens.size());
+    turn_result res = result_of(r, now_ns());
     hbm->free(r.pages);
     const uint64_t id = res.request;
     if (persists_pending[id] == 0) return answer(res);

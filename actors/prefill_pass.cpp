@@ -1,6 +1,7 @@
 // Prefill engine, forward passes (docs/design.md §4, §7.6): a batch under the compute quota; per layer, its
 // hit KV is staged into HBM (`depth` layers in flight), computed, and forwarded with the new KV to the DE
-// buffer; after the last layer the first tokens are handed off to the decode engines.
+// buffer; after the last layer the first tokens are handed off to the decode engines. The fetches and
+// forwards themselves are prefill_moves.cpp.
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
@@ -130,69 +131,6 @@ bool prefill_state::allocate_pass(pass_state& p, const std::vector<schedule::bat
   return true;
 }
 
-// Hit Layer Blocks of layer `fetched_next` into its staging slot, from whichever node buffer holds them.
-void prefill_state::fetch_layer() {
-  if (!pass || pass->aborted()) return;  // an aborted pass (perhaps settled already) does nothing more
-  auto& p = *pass;
-  if (p.fetched_next >= geo().layers) return;
-  if (abort_if_stale()) return;
-  const uint32_t layer = p.fetched_next;
-  // Its staging slot is free once layer - depth is computed and its hit forward (if any) landed.
-  if (layer >= p.computed + p.staging.depth || p.slot_busy[layer % p.staging.depth]) return;
-  // At most prefetch_layers fetches on their way, in layer order, even where every layer has its slot
-  // (`basic`): fetches in flight share the links, so with all of them posted at once layer 0 landed with
-  // about the last one (3 ms of a 40-ms pass on the scaled 64K ablation) and the pass waited for it.
-  if (p.fetches_out >= std::max<uint32_t>(1, view().config.prefetch_layers)) return;
-  p.fetched_next++;
-  std::vector<const runtime::kv_sources*> sources;
-  for (auto& e : p.entries) sources.push_back(&e.req->src);
-  auto by_node = runtime::plan_fetch(geo(), slots(), sources, p.staging, layer);
-  if (by_node.empty()) {
-    p.fetched[layer] = true;
-    return;
-  }
-  for (const auto& [n, ops] : by_node)
-    if (is_lost(n)) return abort_pass("node " + std::to_string(n) + " was lost; this pass reads hit KV from it");
-  auto remaining = std::make_shared<size_t>(by_node.size());
-  ++p.fetches_out;
-
-  for (auto& [n, ops] : by_node) {
-    ++p.in_flight;
-    ++p.fetching_from[n];
-    self->request(view().traffic_queue(n), data_plane_timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
-        .then(
-            [this, layer, remaining, seq = p.seq, n = n](uint64_t) {
-              if (!fetch_returned(seq, n) || --*remaining > 0) return;
-              pass->fetched[layer] = true;
-              pass->fetches_out--;
-              verify_staged(layer);
-              forward_layer(layer, runtime::forward_part::hit);  // beside the layer's compute, not after it
-              fetch_layer();
-              advance();
-            },
-            [this, seq = p.seq, n = n](caf::error& err) {
-              if (fetch_returned(seq, n)) abort_pass("hit KV transfer failed: " + describe(err), kind_of(err));
-            });
-  }
-}
-
-// Modeled backend: every hit Layer Block is checked on arrival in HBM against the bytes its tokens imply.
-void prefill_state::verify_staged(uint32_t layer) {
-  if (view().config.backend != backend_kind::modeled) return;
-  const auto& g = geo();
-  for (size_t k = 0; k < pass->entries.size(); ++k) {
-    auto& r = *pass->entries[k].req;
-    for (uint32_t b = 0; b < r.src.valid; ++b) {
-      const uint32_t first = b * g.block_tokens;
-      ++r.kv_verified;
-      if (!gpu::modeled_kv_matches(layer, first, r.payload.tokens.data() + first, g.block_tokens,
-                                   hbm->base() + pass->staging.offset(g, layer, k, b),
-                                   uint32_t(g.bytes_per_token_layer)))
-        ++r.kv_corrupt;
-    }
-  }
-}
-
 void prefill_state::advance() {
   if (!pass) return;
   switch (pass->phase) {
@@ -256,42 +194,6 @@ void prefill_state::layer_computed(uint32_t layer) {
   pass->enter(pass->computed == geo().layers ? pass_phase::draining : pass_phase::waiting_kv, now_ns());
   forward_layer(layer, runtime::forward_part::new_kv);
   advance();
-}
-
-// Part of layer `layer` to the DE buffers: the PE-path hit KV of first passes as soon as it is staged (it
-// needs no compute, so it travels while the layer computes), the new KV once computed. The staging slot is
-// read by the layer's compute and its hit forward only: it is reused once both are done, while the new KV
-// (in the request's own HBM) may still be on its way.
-void prefill_state::forward_layer(uint32_t layer, runtime::forward_part part) {
-  if (!pass || pass->aborted()) return;  // an aborted pass (perhaps settled already) does nothing more
-  auto& p = *pass;
-  if (abort_if_stale()) return;
-  std::vector<runtime::forward_entry> entries;
-  for (auto& e : p.entries)
-    entries.push_back({&e.req->src, e.cached, e.bsz, e.req->prompt(), e.req->new_kv->offset, e.forward_hit});
-  auto by_de = runtime::plan_forward(geo(), slots(), entries, p.staging, layer, part);
-  if (by_de.empty()) return;
-  const bool reads_staging = part == runtime::forward_part::hit;
-  const uint32_t slot = layer % p.staging.depth;
-  if (reads_staging) ++p.slot_busy[slot];
-  ++p.forwards_pending;
-  auto remaining = std::make_shared<size_t>(by_de.size());
-  for (auto& [de, ops] : by_de) {
-    ++p.in_flight;
-    self->request(view().traffic_queue(node()), data_plane_timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
-        .then(
-            [this, slot, reads_staging, remaining](uint64_t) {
-              if (!returned() || --*remaining > 0) return;
-              pass->forwards_pending--;
-              if (reads_staging) pass->slot_busy[slot]--;
-              // Refill every free staging slot: an earlier forward may have landed out of order.
-              for (uint32_t i = 0; i < pass->staging.depth; ++i) fetch_layer();
-              advance();
-            },
-            [this](caf::error& err) {
-              if (returned()) abort_pass("KV forwarding to the DE failed: " + describe(err), kind_of(err));
-            });
-  }
 }
 
 // The pass ended at `t`: its phases into the process's timeline (core/pass_timeline.hpp) and the debug log.
