@@ -10,7 +10,7 @@ of turns) and its mode (offline, or online at a rate near the cluster's turn thr
 deterministic: the same seed gives the same table.
 
   arena.py [--scenarios N] [--seed S[,S2,...]] [--policies a,b,...] [--out FILE] [--svg FILE] [--jobs J]
-           [--short] [--only I,J,...] [--reseed K]
+           [--short] [--only I,J,...] [--reseed K] [--relabel]
 
 Several seeds (--seed 1,2,3) draw N scenarios each and report over all of them and per seed: a change to a
 policy that wins on one draw and loses on the next was tuned to the draw, not to a mechanism.
@@ -22,6 +22,11 @@ of each policy's JCT ratio to round robin.
 --reseed K runs every scenario on K traces: its own and K - 1 drawn with other trace seeds (same cluster, same
 workload shape), and prints each policy's ratio to round robin on each, with the mean agent JCT's beside the
 makespan's: whether a loss is the policy's on every trace, or one agent's chain finishing last on one.
+
+--relabel runs every scenario a second time on the same trace with its agents in another order (its lines
+shuffled, seeded): the same work, only the order in which the agents' turns reach the scheduler differs. Each
+policy's figure on it against its own on the original is the noise floor of a scenario's figure: how often, and
+by how much, a policy "loses" to itself when nothing but the order changed.
 """
 import argparse
 import concurrent.futures as cf
@@ -78,6 +83,12 @@ def run_scenario(s, policies):
         subprocess.run([BIN, "trace", "gen", "--preset", s["preset"], "--agents", str(s["agents"]), "--scale",
                         str(s["scale"]), "--seed", str(s.get("trace_seed", s["seed"])), "-o", trace], check=True,
                        stdout=subprocess.DEVNULL)
+        if s.get("relabel"):
+            with open(trace) as f:
+                agents = f.readlines()
+            random.Random(s["seed"]).shuffle(agents)
+            with open(trace, "w") as f:
+                f.writelines(agents)
         report = os.path.join(tmp, "report.json")
         cmd = [BIN, "sim", "--cluster", CLUSTERS[s["model"]], "--prefill-nodes", str(s["prefill_nodes"]),
                "--decode-nodes", str(s["decode_nodes"]), "--gpus-per-node", str(s["gpus_per_node"]),
@@ -156,6 +167,28 @@ def reseed_table(results, policies):
     return "\n".join(lines)
 
 
+def relabel_table(results, policies):
+    """Each policy against itself on the same trace with its agents in another order (--relabel), and each
+    policy against round robin on the relabelled traces: the share of scenarios within the tie, more than 2%
+    slower, and the worst ratio."""
+    ok = [r for r in results if "error" not in r]
+    key = lambda r: (r["arena"], r["index"], r.get("reseed", 0))  # noqa: E731
+    orig = {key(r): r for r in ok if not r.get("relabel")}
+    pairs = [(orig[key(r)], r) for r in ok if r.get("relabel") and key(r) in orig]
+    lines = ["| policy | against | as fast or faster | more than 2% slower | worst ratio |", "|---|---|---|---|---|"]
+
+    def row(name, against, ratios):
+        lines.append(f"| {name} | {against} | {100 * sum(x <= 1 + TIE for x in ratios) / len(ratios):.1f}% | "
+                     f"{100 * sum(x > 1.02 for x in ratios) / len(ratios):.1f}% | {max(ratios):.3f} |")
+
+    for p in policies:
+        row(p, "itself, agents reordered", [b["value"][p] / a["value"][p] for a, b in pairs])
+    for p in policies:
+        if p != "round_robin":
+            row(p, "round robin, agents reordered", [b["value"][p] / b["value"]["round_robin"] for _, b in pairs])
+    return "\n".join(lines)
+
+
 def svg(results, policies, path):
     """A histogram of each policy's ratio to round robin (log2 bins), one row of bars per policy."""
     ok = [r for r in results if "error" not in r]
@@ -193,6 +226,8 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated scenario indices to run (of the --scenarios drawn)")
     ap.add_argument("--reseed", type=int, default=1,
                     help="run each scenario on this many traces (its own and others drawn from other seeds)")
+    ap.add_argument("--relabel", action="store_true",
+                    help="also run each scenario with its trace's agents in another order (the noise floor)")
     args = ap.parse_args()
     policies = args.policies.split(",")
     if "round_robin" not in policies:
@@ -205,16 +240,19 @@ def main():
     scenarios = [draw(i, seed, args.short) for seed in seeds for i in indices]
     if args.reseed > 1:
         scenarios = [{**s, "reseed": k, "trace_seed": s["seed"] + 7919 * k} for s in scenarios for k in range(args.reseed)]
+    if args.relabel:
+        scenarios += [{**s, "relabel": 1} for s in scenarios]
     results = [None] * len(scenarios)
     with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {pool.submit(run_scenario, s, policies): n for n, s in enumerate(scenarios)}
         for n, f in enumerate(cf.as_completed(futures), 1):
             results[futures[f]] = f.result()
             print(f"arena: {n}/{len(scenarios)} scenarios", file=sys.stderr, flush=True)
-    summary = summarize(results, policies)
+    summary = summarize([r for r in results if not r.get("relabel")], policies)
     per_seed = {}
     if len(seeds) > 1:
-        per_seed = {str(seed): summarize([r for r in results if r["arena"] == seed], policies) for seed in seeds}
+        per_seed = {str(seed): summarize([r for r in results if r["arena"] == seed and not r.get("relabel")], policies)
+                    for seed in seeds}
     with open(args.out, "w") as f:
         json.dump({"seed": seeds[0] if len(seeds) == 1 else seeds, "short": args.short, "policies": policies,
                    "summary": summary, "per_seed": per_seed, "scenarios": results}, f, indent=1)
@@ -224,7 +262,10 @@ def main():
     print(table(summary))
     if args.reseed > 1:
         print()
-        print(reseed_table(results, policies))
+        print(reseed_table([r for r in results if not r.get("relabel")], policies))
+    if args.relabel:
+        print()
+        print(relabel_table(results, policies))
     for seed, sub in per_seed.items():
         print(f"\nseed {seed}:")
         print(table(sub))
