@@ -10,7 +10,7 @@ of turns) and its mode (offline, or online at a rate near the cluster's turn thr
 deterministic: the same seed gives the same table.
 
   arena.py [--scenarios N] [--seed S[,S2,...]] [--policies a,b,...] [--out FILE] [--svg FILE] [--jobs J]
-           [--short] [--only I,J,...] [--reseed K] [--relabel]
+           [--short] [--only I,J,...] [--reseed K] [--relabel [K]]
 
 Several seeds (--seed 1,2,3) draw N scenarios each and report over all of them and per seed: a change to a
 policy that wins on one draw and loses on the next was tuned to the draw, not to a mechanism.
@@ -23,10 +23,11 @@ of each policy's JCT ratio to round robin.
 workload shape), and prints each policy's ratio to round robin on each, with the mean agent JCT's beside the
 makespan's: whether a loss is the policy's on every trace, or one agent's chain finishing last on one.
 
---relabel runs every scenario a second time on the same trace with its agents in another order (its lines
+--relabel K runs every scenario K more times on the same trace with its agents in other orders (its lines
 shuffled, seeded): the same work, only the order in which the agents' turns reach the scheduler differs. Each
-policy's figure on it against its own on the original is the noise floor of a scenario's figure: how often, and
-by how much, a policy "loses" to itself when nothing but the order changed.
+policy's figure on them against its own on the original is the noise floor of a scenario's figure: how often,
+and by how much, a policy "loses" to itself when nothing but the order changed. With K >= 2 it also compares
+the policies on each scenario by their median figure over its 1 + K orders.
 """
 import argparse
 import concurrent.futures as cf
@@ -86,7 +87,7 @@ def run_scenario(s, policies):
         if s.get("relabel"):
             with open(trace) as f:
                 agents = f.readlines()
-            random.Random(s["seed"]).shuffle(agents)
+            random.Random(s["seed"] + 104729 * (s["relabel"] - 1)).shuffle(agents)
             with open(trace, "w") as f:
                 f.writelines(agents)
         report = os.path.join(tmp, "report.json")
@@ -186,6 +187,16 @@ def relabel_table(results, policies):
     for p in policies:
         if p != "round_robin":
             row(p, "round robin, agents reordered", [b["value"][p] / b["value"]["round_robin"] for _, b in pairs])
+    orders = {}
+    for r in ok:
+        orders.setdefault(key(r), []).append(r)
+    if min(len(v) for v in orders.values()) >= 3:
+        median = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else sum(sorted(v)[len(v) // 2 - 1:len(v) // 2 + 1]) / 2  # noqa: E731
+        for p in policies:
+            if p != "round_robin":
+                row(p, f"round robin, median over {min(len(v) for v in orders.values())} orders",
+                    [median([r["value"][p] for r in v]) / median([r["value"]["round_robin"] for r in v])
+                     for v in orders.values()])
     return "\n".join(lines)
 
 
@@ -226,8 +237,8 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated scenario indices to run (of the --scenarios drawn)")
     ap.add_argument("--reseed", type=int, default=1,
                     help="run each scenario on this many traces (its own and others drawn from other seeds)")
-    ap.add_argument("--relabel", action="store_true",
-                    help="also run each scenario with its trace's agents in another order (the noise floor)")
+    ap.add_argument("--relabel", type=int, nargs="?", const=1, default=0,
+                    help="also run each scenario with its trace's agents in K other orders (the noise floor)")
     args = ap.parse_args()
     policies = args.policies.split(",")
     if "round_robin" not in policies:
@@ -241,7 +252,7 @@ def main():
     if args.reseed > 1:
         scenarios = [{**s, "reseed": k, "trace_seed": s["seed"] + 7919 * k} for s in scenarios for k in range(args.reseed)]
     if args.relabel:
-        scenarios += [{**s, "relabel": 1} for s in scenarios]
+        scenarios += [{**s, "relabel": k} for k in range(1, args.relabel + 1) for s in scenarios]
     results = [None] * len(scenarios)
     with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {pool.submit(run_scenario, s, policies): n for n, s in enumerate(scenarios)}
