@@ -35,6 +35,7 @@ import json
 import math
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -173,7 +174,9 @@ def relabel_table(results, policies):
     policy against round robin on the relabelled traces: the share of scenarios within the tie, more than 2%
     slower, and the worst ratio."""
     ok = [r for r in results if "error" not in r]
-    key = lambda r: (r["arena"], r["index"], r.get("reseed", 0))  # noqa: E731
+    def key(r):
+        return r["arena"], r["index"], r.get("reseed", 0)
+
     orig = {key(r): r for r in ok if not r.get("relabel")}
     pairs = [(orig[key(r)], r) for r in ok if r.get("relabel") and key(r) in orig]
     lines = ["| policy | against | as fast or faster | more than 2% slower | worst ratio |", "|---|---|---|---|---|"]
@@ -190,13 +193,15 @@ def relabel_table(results, policies):
     orders = {}
     for r in ok:
         orders.setdefault(key(r), []).append(r)
-    if min(len(v) for v in orders.values()) >= 3:
-        median = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else sum(sorted(v)[len(v) // 2 - 1:len(v) // 2 + 1]) / 2  # noqa: E731
+    runs = min(len(v) for v in orders.values())
+    if runs >= 3:
+        def median(v, p):
+            return statistics.median(r["value"][p] for r in v)
+
         for p in policies:
             if p != "round_robin":
-                row(p, f"round robin, median over {min(len(v) for v in orders.values())} orders",
-                    [median([r["value"][p] for r in v]) / median([r["value"]["round_robin"] for r in v])
-                     for v in orders.values()])
+                row(p, f"round robin, median over {runs} orders",
+                    [median(v, p) / median(v, "round_robin") for v in orders.values()])
     return "\n".join(lines)
 
 

@@ -43,7 +43,8 @@ def main():
     # work, so every turn completes, but the order reaches the scheduler, so some figure moves.
     relabelled = [s for s in again["scenarios"] if s.get("relabel")]
     if len(originals) != 3 or len(relabelled) != 3 or again["summary"]["scenarios"] != 3:
-        failures.append(f"--relabel: {len(originals)} + {len(relabelled)} runs, summary of {again['summary']['scenarios']}")
+        counted = again["summary"]["scenarios"]
+        failures.append(f"--relabel: {len(originals)} + {len(relabelled)} runs, summary of {counted}")
     for a, b in zip(originals, relabelled):
         if any(b["failed_turns"][p] for p in POLICIES):
             failures.append(f"scenario {b['index']} relabelled: failed turns")
