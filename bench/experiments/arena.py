@@ -169,21 +169,22 @@ def reseed_table(results, policies):
     return "\n".join(lines)
 
 
-def relabel_table(results, policies):
-    """Each policy against itself on the same trace with its agents in another order (--relabel), and each
-    policy against round robin on the relabelled traces: the share of scenarios within the tie, more than 2%
-    slower, and the worst ratio."""
+def relabel_rows(results, policies):
+    """Each policy against itself on the same trace with its agents in other orders (--relabel), each against
+    round robin on the reordered traces, and (with 3 orders or more) each against round robin by the scenario's
+    median figure over its orders: the share within the tie, the share more than 2% slower, the worst ratio."""
     ok = [r for r in results if "error" not in r]
+
     def key(r):
         return r["arena"], r["index"], r.get("reseed", 0)
 
     orig = {key(r): r for r in ok if not r.get("relabel")}
     pairs = [(orig[key(r)], r) for r in ok if r.get("relabel") and key(r) in orig]
-    lines = ["| policy | against | as fast or faster | more than 2% slower | worst ratio |", "|---|---|---|---|---|"]
+    rows = []
 
     def row(name, against, ratios):
-        lines.append(f"| {name} | {against} | {100 * sum(x <= 1 + TIE for x in ratios) / len(ratios):.1f}% | "
-                     f"{100 * sum(x > 1.02 for x in ratios) / len(ratios):.1f}% | {max(ratios):.3f} |")
+        rows.append({"policy": name, "against": against, "win_rate": sum(x <= 1 + TIE for x in ratios) / len(ratios),
+                     "over_2pct": sum(x > 1.02 for x in ratios) / len(ratios), "worst_ratio": max(ratios)})
 
     for p in policies:
         row(p, "itself, agents reordered", [b["value"][p] / a["value"][p] for a, b in pairs])
@@ -202,6 +203,14 @@ def relabel_table(results, policies):
             if p != "round_robin":
                 row(p, f"round robin, median over {runs} orders",
                     [median(v, p) / median(v, "round_robin") for v in orders.values()])
+    return rows
+
+
+def relabel_table(rows):
+    lines = ["| policy | against | as fast or faster | more than 2% slower | worst ratio |", "|---|---|---|---|---|"]
+    for x in rows:
+        lines.append(f"| {x['policy']} | {x['against']} | {100 * x['win_rate']:.1f}% | {100 * x['over_2pct']:.1f}% | "
+                     f"{x['worst_ratio']:.3f} |")
     return "\n".join(lines)
 
 
@@ -265,13 +274,14 @@ def main():
             results[futures[f]] = f.result()
             print(f"arena: {n}/{len(scenarios)} scenarios", file=sys.stderr, flush=True)
     summary = summarize([r for r in results if not r.get("relabel")], policies)
+    relabel = relabel_rows(results, policies) if args.relabel else []
     per_seed = {}
     if len(seeds) > 1:
         per_seed = {str(seed): summarize([r for r in results if r["arena"] == seed and not r.get("relabel")], policies)
                     for seed in seeds}
     with open(args.out, "w") as f:
         json.dump({"seed": seeds[0] if len(seeds) == 1 else seeds, "short": args.short, "policies": policies,
-                   "summary": summary, "per_seed": per_seed, "scenarios": results}, f, indent=1)
+                   "summary": summary, "per_seed": per_seed, "relabel": relabel, "scenarios": results}, f, indent=1)
         f.write("\n")
     if args.svg:
         svg(results, policies, args.svg)
@@ -281,7 +291,7 @@ def main():
         print(reseed_table([r for r in results if not r.get("relabel")], policies))
     if args.relabel:
         print()
-        print(relabel_table(results, policies))
+        print(relabel_table(relabel))
     for seed, sub in per_seed.items():
         print(f"\nseed {seed}:")
         print(table(sub))
