@@ -193,8 +193,7 @@ struct decode_state : engine_base {
     r.sequence = r.info.payload.tokens;
     r.position = uint32_t(r.sequence.size());
     if (view().config.backend == backend_kind::modeled) verify_arrived(r, g);
-    // Prompt blocks that were not hits are complete now: persist them for the next turn.
-    r.keys = block_keys(r.sequence, g.block_tokens);
+    // Prompt blocks that were not hits are complete now: persist them (keyed there) for the next turn.
     r.persisted_upto = r.info.valid_hit_blocks;
     persist_full_blocks(r);
     r.generated.push_back(r.info.first_token);

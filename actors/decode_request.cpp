@@ -34,12 +34,7 @@ void verify_arrived(de_request& r, const kv_geometry& g) {
 }
 
 void key_full_blocks(de_request& r, const kv_geometry& g) {
-  const uint32_t full = r.position / g.block_tokens;
-  while (r.keys.size() < full) {
-    const uint32_t b = uint32_t(r.keys.size());
-    const block_key parent = b == 0 ? 0 : r.keys[b - 1];
-    r.keys.push_back(chain_key(parent, r.sequence.data() + uint64_t(b) * g.block_tokens, g.block_tokens));
-  }
+  extend_block_keys(r.keys, r.sequence.data(), r.position, g.block_tokens);
 }
 
 void extend_spans(de_request& r, const kv_geometry& g) {

@@ -14,12 +14,13 @@ block_key chain_key(block_key parent, const int32_t* tokens, size_t count) {
 
 std::vector<block_key> block_keys(const std::vector<int32_t>& tokens, uint32_t block_tokens) {
   std::vector<block_key> keys;
-  block_key parent = 0;
-  for (size_t start = 0; start + block_tokens <= tokens.size(); start += block_tokens) {
-    parent = chain_key(parent, tokens.data() + start, block_tokens);
-    keys.push_back(parent);
-  }
+  extend_block_keys(keys, tokens.data(), tokens.size(), block_tokens);
   return keys;
+}
+
+void extend_block_keys(std::vector<block_key>& keys, const int32_t* tokens, size_t count, uint32_t block_tokens) {
+  for (size_t start = keys.size() * block_tokens; start + block_tokens <= count; start += block_tokens)
+    keys.push_back(chain_key(keys.empty() ? 0 : keys.back(), tokens + start, block_tokens));
 }
 
 std::vector<block_key> block_keys_from_ids(const std::vector<uint64_t>& hash_ids) {

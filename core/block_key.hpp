@@ -15,6 +15,10 @@ block_key chain_key(block_key parent, const int32_t* tokens, size_t count);
 // Keys of every *full* block of `tokens` (a trailing partial block has no key).
 std::vector<block_key> block_keys(const std::vector<int32_t>& tokens, uint32_t block_tokens);
 
+// Grows `keys` (the keys of the first keys.size() blocks of `tokens`) to every full block of the first `count`
+// tokens: a sequence that grows token by token keys only its new blocks.
+void extend_block_keys(std::vector<block_key>& keys, const int32_t* tokens, size_t count, uint32_t block_tokens);
+
 // A Mooncake trace names 512-token blocks by chained ids; map an id chain onto our keys.
 std::vector<block_key> block_keys_from_ids(const std::vector<uint64_t>& hash_ids);
 

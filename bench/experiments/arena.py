@@ -273,12 +273,12 @@ def main():
         for n, f in enumerate(cf.as_completed(futures), 1):
             results[futures[f]] = f.result()
             print(f"arena: {n}/{len(scenarios)} scenarios", file=sys.stderr, flush=True)
-    summary = summarize([r for r in results if not r.get("relabel")], policies)
+    originals = [r for r in results if not r.get("relabel")]  # --relabel's extra orders are reported apart
+    summary = summarize(originals, policies)
     relabel = relabel_rows(results, policies) if args.relabel else []
     per_seed = {}
     if len(seeds) > 1:
-        per_seed = {str(seed): summarize([r for r in results if r["arena"] == seed and not r.get("relabel")], policies)
-                    for seed in seeds}
+        per_seed = {str(seed): summarize([r for r in originals if r["arena"] == seed], policies) for seed in seeds}
     with open(args.out, "w") as f:
         json.dump({"seed": seeds[0] if len(seeds) == 1 else seeds, "short": args.short, "policies": policies,
                    "summary": summary, "per_seed": per_seed, "relabel": relabel, "scenarios": results}, f, indent=1)
@@ -288,7 +288,7 @@ def main():
     print(table(summary))
     if args.reseed > 1:
         print()
-        print(reseed_table([r for r in results if not r.get("relabel")], policies))
+        print(reseed_table(originals, policies))
     if args.relabel:
         print()
         print(relabel_table(relabel))

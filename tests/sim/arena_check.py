@@ -45,7 +45,7 @@ def main():
     if len(originals) != 3 or len(relabelled) != 3 or again["summary"]["scenarios"] != 3:
         counted = again["summary"]["scenarios"]
         failures.append(f"--relabel: {len(originals)} + {len(relabelled)} runs, summary of {counted}")
-    for a, b in zip(originals, relabelled):
+    for b in relabelled:
         if any(b["failed_turns"][p] for p in POLICIES):
             failures.append(f"scenario {b['index']} relabelled: failed turns")
     if all(a["value"] == b["value"] for a, b in zip(originals, relabelled)):
