@@ -3,6 +3,7 @@
 // on a directory, next to what fio reaches on the same directory, plus the rate cap of the SNIC gate.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dualpath::bench {
 
@@ -26,9 +27,11 @@ struct storage_bench_result {
   double write_gb_per_s = 0, read_gb_per_s = 0, read_p50_us = 0, read_p99_us = 0;
   double gate_read_gb_per_s = 0;  // the same reads through an uncapped snic_gate
   double fio_read_gb_per_s = 0;   // 0 when fio did not run
-  double read_vs_fio = 0;         // median over passes of (our pass / the fio run right after it)
+  double read_vs_fio = 0;         // median over passes of (our pass / the fio run of the same pass)
   double gate_vs_fio = 0;         // the same for the pass through the uncapped SNIC gate
-  uint64_t verified_blocks = 0;   // blocks read whose header and every layer checksum were checked
+  // Each pass's GB/s, in pass order (fio's only where it ran): how far the disk moves between passes.
+  std::vector<double> pass_read, pass_gate, pass_fio;
+  uint64_t verified_blocks = 0;  // blocks read whose header and every layer checksum were checked
   bool fio_direct = false;
   std::string fio_note;  // why fio did not run, or how it ran
   double cap_gb_per_s = 0, cap_seconds = 0, cap_expected_seconds = 0;

@@ -29,6 +29,11 @@ std::string timeline_line(const std::string& run, const turn_record& r) {
   j["pass_wait_s"] = r.assign_s;
   j["pass_s"] = r.prefill_s;
   j["first_token_s"] = r.start_s + r.ttft_s;
+  // After the first token: the hand-off to the decode engine, its KV's load into HBM, and the wait for the
+  // turn's write-back after its last token (docs/design.md §4).
+  j["handoff_s"] = r.handoff_s;
+  j["hbm_load_s"] = r.hbm_load_s;
+  j["write_back_s"] = r.write_back_s;
   j["done_s"] = r.done_s;
   return j.dump();
 }
