@@ -2,7 +2,7 @@
 # Every layer against the limit of the machine it runs on, in one run (docs/experiments.md, "Limits"):
 #   compute    cpu prefill GFLOP/s / OpenBLAS sgemm on the model's shapes; cpu decode bytes/s / memory bandwidth
 #   transport  shm Layer Block writes / memcpy; tcp the same
-#   storage    block store reads / fio on the same directory, block size and depth; the same through the SNIC gate
+#   storage    block store reads / fio reading the same block files at the same depth; the same through the SNIC gate
 #   schedule   µs per policy decision at 1,152 engines; the scheduler actor's assignments per second
 #   runtime    `dualpath run` JCT / `dualpath sim` JCT on the storage-bound experiment, every policy, and
 #              dualpath's run JCT over its lower bound (the report's jct_over_bound)
