@@ -33,7 +33,9 @@ served_model load_served_model(const std::string& model, const std::string& chat
   served_model m{fs::is_directory(dir) ? dir.filename().string() : model,
                  value_or_throw(has_files ? text::tokenizer::load(tokenizer_origin)
                                           : text::tokenizer::parse(text::byte_tokenizer_json(), tokenizer_origin)),
-                 text::chat_family::chatml_qwen, ""};
+                 text::chat_family::chatml_qwen,
+                 "",
+                 {}};
   if (m.name.empty()) m.name = dir.parent_path().filename().string();  // "models/x/"
   const auto config = nlohmann::json::parse(*cfg_text, nullptr, false);
   if (!config.is_object()) throw user_error(config_origin + ": not a JSON object");

@@ -63,7 +63,10 @@ TEST_CASE("run: the embedded default writes a JSON report with every policy and 
     CHECK_MESSAGE(json.find(field) != std::string::npos, field);
   // Every turn reached a decode engine, which stamped its hand-off and its KV loaded into HBM; the turn
   // waited for its blocks' write-back after its last token.
-  for (const auto& run : nlohmann::json::parse(json)["runs"]) {
+  // Parsed into a local first: a range-for over parse(...)["runs"] iterates a member of a temporary that is
+  // already destroyed (ASan: heap-use-after-free).
+  const auto report = nlohmann::json::parse(json);
+  for (const auto& run : report["runs"]) {
     const auto& b = run["handoff_breakdown_s"];
     CAPTURE(run["policy"].get<std::string>());
     CHECK(b["handoff"]["mean"].get<double>() > 0);

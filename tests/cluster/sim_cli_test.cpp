@@ -155,7 +155,7 @@ TEST_CASE("sim --timeline: every turn of every run as a JSON line, consistent wi
     CAPTURE(policy);
     const auto& turns = runs[policy];
     REQUIRE(turns.size() == 5 * 3);
-    double last = 0;
+    double last = 0, write_back_sum = 0;
     std::map<uint32_t, std::vector<nlohmann::json>> by_agent;
     for (const auto& t : turns) {
       CHECK(!t.contains("error"));
@@ -165,12 +165,22 @@ TEST_CASE("sim --timeline: every turn of every run as a JSON line, consistent wi
                             t["pass_s"].get<double>();
       CHECK(first - start == doctest::Approx(stages).epsilon(1e-9));
       CHECK(done >= first);
+      // After the first token: the hand-off, the load into HBM and the wait for the write-back fit before the
+      // answer; the report's mean write-back wait is these turns'.
+      const double handoff = t["handoff_s"], hbm = t["hbm_load_s"], write_back = t["write_back_s"];
+      CHECK(handoff >= 0);
+      CHECK(hbm >= 0);
+      CHECK(write_back >= 0);
+      CHECK(handoff + hbm + write_back <= done - first + 1e-9);
+      write_back_sum += write_back;
       CHECK(done >= last);  // in the order they finished
       last = done;
       CHECK(t["hit_tokens"].get<uint32_t>() <= t["prompt_tokens"].get<uint32_t>());
       by_agent[t["agent"].get<uint32_t>()].push_back(t);
     }
     CHECK(last == doctest::Approx(run["jct_s"].get<double>()));
+    CHECK(write_back_sum / double(turns.size()) ==
+          doctest::Approx(run["handoff_breakdown_s"]["write_back"]["mean"].get<double>()));
     REQUIRE(by_agent.size() == 5);
     for (auto& [agent, list] : by_agent) {
       CAPTURE(agent);
