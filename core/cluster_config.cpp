@@ -90,24 +90,61 @@ class reader {
 
 // A cluster file is ASCII but for lines that are comments. Checked before toml++ sees the text: on some
 // non-ASCII bytes where its parser does not expect them (in a table header; after a value, where a string
-// was meant) it reaches code marked unreachable (found by fuzzing, docs/design.md §16). Telling strings
-// apart in a malformed file is toml++'s job, so non-ASCII is kept out of everything it has to parse.
+// was meant; in a multi-line string) it reaches code marked unreachable (found by fuzzing, docs/design.md
+// §16). Telling strings apart in a malformed file is toml++'s job, so non-ASCII is kept out of everything it
+// has to parse. A comment line is one whose first character is '#' outside any string: a '#' line inside a
+// multi-line string is string text (libFuzzer found one that let non-ASCII through to toml++).
 void check_ascii(const std::string& text, const std::string& origin) {
+  // Where the scan is: in TOML outside strings, in a comment (a comment line, where any byte may stand, or
+  // one after a value, which stays ASCII) or in one of the four kinds of string.
+  enum class in : uint8_t { code, comment_line, comment, basic, literal, ml_basic, ml_literal };
+  in s = in::code;
+  bool escape = false, blank = true;  // blank: only spaces and tabs since the line began
   uint32_t line = 1;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    const size_t first = text.find_first_not_of(" \t", start);
-    const bool comment = first < end && text[first] == '#';
-    for (size_t i = start; i < end && !comment; ++i)
-      if (static_cast<unsigned char>(text[i]) >= 0x80)
-        throw user_error(
-            fmt::format("{}:{}:{}: byte 0x{:02x}: a cluster file is ASCII (other text only on comment "
-                        "lines)",
-                        origin, line, i - start + 1, static_cast<unsigned char>(text[i])));
-    start = end + 1;
-    ++line;
+  size_t line_start = 0;
+  auto at = [&](size_t i, const char* three) { return text.compare(i, 3, three) == 0; };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line, line_start = i + 1, blank = true, escape = false;
+      if (s != in::ml_basic && s != in::ml_literal) s = in::code;  // the others end with their line
+      continue;
+    }
+    if (s == in::comment_line) continue;
+    if (static_cast<unsigned char>(c) >= 0x80)
+      throw user_error(
+          fmt::format("{}:{}:{}: byte 0x{:02x}: a cluster file is ASCII (other text only on comment "
+                      "lines)",
+                      origin, line, i - line_start + 1, static_cast<unsigned char>(c)));
+    const bool first = blank && c != ' ' && c != '\t';
+    if (c != ' ' && c != '\t') blank = false;
+    if (escape) {
+      escape = false;
+      continue;
+    }
+    switch (s) {
+      case in::code:
+        if (c == '#') s = first ? in::comment_line : in::comment;
+        else if (at(i, "\"\"\"")) s = in::ml_basic, i += 2;
+        else if (at(i, "\'\'\'")) s = in::ml_literal, i += 2;
+        else if (c == '"') s = in::basic;
+        else if (c == '\'') s = in::literal;
+        break;
+      case in::basic:
+      case in::ml_basic:
+        if (c == '\\') escape = true;
+        else if (s == in::basic && c == '"') s = in::code;
+        else if (s == in::ml_basic && at(i, "\"\"\"")) s = in::code, i += 2;
+        break;
+      case in::literal:
+        if (c == '\'') s = in::code;
+        break;
+      case in::ml_literal:
+        if (at(i, "\'\'\'")) s = in::code, i += 2;
+        break;
+      case in::comment_line:
+      case in::comment: break;
+    }
   }
 }
 
@@ -337,10 +374,13 @@ std::string format_cluster_config(const cluster_config& c) {
     section("schedule").insert("switch", std::move(switches));
   }
   // Strings escaped to ASCII (\uXXXX): a path given with escapes stays a file the parser takes back
-  // (check_ascii), as every node process re-reads it.
+  // (check_ascii), as every node process re-reads it. And always single-line basic strings: toml++ writes a
+  // string with a line break and a quote as a multi-line literal ('''...'''), which a ''' inside it ends
+  // early, so the node would not parse what it was handed (libFuzzer, tests/fuzz/seeds.cpp).
+  const auto flags = toml::toml_formatter::default_flags & ~toml::format_flags::allow_unicode_strings &
+                     ~toml::format_flags::allow_literal_strings & ~toml::format_flags::allow_multi_line_strings;
   std::ostringstream out;
-  out << toml::toml_formatter{root, toml::toml_formatter::default_flags & ~toml::format_flags::allow_unicode_strings}
-      << "\n";
+  out << toml::toml_formatter{root, flags} << "\n";
   return out.str();
 }
 

@@ -94,6 +94,20 @@ TEST_CASE("cluster file: non-ASCII only on comment lines (toml++ must never pars
   const auto c = parse_cluster_config("  # caf\xc3\xa9\n[model]\nname = 'tiny'\n", "a.toml");
   CHECK(c.model == "tiny");
   CHECK_THROWS_AS(parse_cluster_config("#\xff\n", "a.toml"), user_error);
+  // A '#' line inside a multi-line string is string text (the fuzzer's third input); after the string ends,
+  // a '#' line is a comment again. A comment after a value stays ASCII, quotes in it or not.
+  CHECK_THROWS_WITH_AS(parse_cluster_config("a = \"\"\"Y\n# \xef\xaf\xbf\n\"\"\"\n", "a.toml"),
+                       doctest::Contains("a.toml:2:3: byte 0xef"), user_error);
+  CHECK_THROWS_WITH_AS(parse_cluster_config("a = '''Y\n# \xc3\xa9\n'''\n", "a.toml"), doctest::Contains("a.toml:2:3"),
+                       user_error);
+  CHECK(parse_cluster_config("[model]\nname = \"\"\"ti\\\"\"\"ny\"\"\"\n# caf\xc3\xa9\n", "a.toml").model ==
+        "ti\"\"\"ny");
+  CHECK_THROWS_WITH_AS(parse_cluster_config("[model]\nname = 'tiny' # \"caf\xc3\xa9", "a.toml"),
+                       doctest::Contains("a.toml:2:21"), user_error);
+  // Formatted back as single-line basic strings, so a ''' or """ in a string cannot end it early.
+  cluster_config q;
+  q.model = "a'''b\n\"\"\"c";
+  CHECK(parse_cluster_config(format_cluster_config(q), "q.toml").model == q.model);
   // Other text comes as escapes, and is written back as escapes: the file parses back (node processes re-read it).
   const auto u = parse_cluster_config("[storage]\ndir = \"caf\\u00e9/\\U0010FFFF\"\n", "a.toml");
   CHECK(u.store_dir == "caf\xc3\xa9/\xf4\x8f\xbf\xbf");

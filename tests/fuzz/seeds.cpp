@@ -370,6 +370,13 @@ std::vector<regression> regressions() {
       {"cluster_file", "toml++ unreachable on U+FEFB in a header", text("[[0\xef\xbb\xbb"), refuse},
       {"cluster_file", "toml++ unreachable on non-ASCII after a value", text("ll= 21\"\"\"-4\xc9\x8ao\"\"\"- \nHH_p_b"),
        refuse},
+      // libFuzzer: a string with a line break and ''' was formatted as a multi-line literal string that the
+      // ''' inside ended early, so the file handed to node processes did not parse back.
+      {"cluster_file", "''' in a string with a line break", text("[model]\nname = \"a'''@b\\nc\"\n"), accepted},
+      // libFuzzer + UBSan: a '#' line inside a multi-line string passed for a comment line, so non-ASCII in it
+      // reached toml++'s unreachable code.
+      {"cluster_file", "non-ASCII on a '#' line inside a multi-line string", text("\"\"\"Y\n# \"9Y37[[\\\xef\xaf\xbf"),
+       refuse},
   };
   return out;
 }
