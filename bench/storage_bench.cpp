@@ -191,10 +191,10 @@ storage_bench_result run_storage_bench(const storage_bench_options& o) {
   // between passes too.
   std::string fio_err = o.fio ? "" : "fio not run";
   bool fio_direct = true;
-  std::vector<double> fio_runs, pair_ratios, gate_ratios;
+  std::vector<double> pair_ratios, gate_ratios;
   const uint64_t reads_before = store->stats().reads;
   auto order = keys;
-  std::vector<double> gbps, gate_gbps, lat;
+  std::vector<double> lat;
   for (uint32_t rep = 0; rep < o.repeats; ++rep) {
     std::rotate(order.begin(), order.begin() + (order.size() / 3), order.end());
     double ours = 0, gated = 0, fio = 0;
@@ -221,24 +221,21 @@ storage_bench_result run_storage_bench(const storage_bench_options& o) {
       drop_cache(so.dir, keys);
       runs[(rep + step) % 3]();
     }
-    gbps.push_back(ours);
-    gate_gbps.push_back(gated);
+    r.pass_read.push_back(ours);
+    r.pass_gate.push_back(gated);
     if (fio > 0) {
-      fio_runs.push_back(fio);
+      r.pass_fio.push_back(fio);
       pair_ratios.push_back(ours / fio);  // runs of one pass saw the same disk conditions
       gate_ratios.push_back(gated / fio);
     }
   }
-  r.pass_read = gbps;
-  r.pass_gate = gate_gbps;
-  r.pass_fio = fio_runs;
-  r.read_gb_per_s = median(gbps);
-  r.gate_read_gb_per_s = median(gate_gbps);
+  r.read_gb_per_s = median(r.pass_read);
+  r.gate_read_gb_per_s = median(r.pass_gate);
   r.read_p50_us = percentile(lat, 0.5);
   r.read_p99_us = percentile(lat, 0.99);
   r.direct_io = store->stats().direct_io;
   r.io_uring = store->stats().io_uring;
-  r.fio_read_gb_per_s = median(fio_runs);
+  r.fio_read_gb_per_s = median(r.pass_fio);
   r.read_vs_fio = median(pair_ratios);
   r.gate_vs_fio = median(gate_ratios);
   r.verified_blocks = store->stats().reads - reads_before;

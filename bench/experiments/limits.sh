@@ -30,7 +30,7 @@ fi
 "$bin" bench transport --provider tcp --repeats "$repeats" --json >"$tmp/tcp.json"
 step "storage"
 mkdir -p "$tmp/store"
-# The virtual disk's speed moves by up to 1.6x from one pass to the next, so the storage ratios take three
+# The virtual disk's speed moves by up to 1.7x from one pass to the next, so the storage ratios take three
 # times the passes, each of 1 GiB (docs/experiments.md, `bench storage`).
 "$bin" bench storage --dir "$tmp/store" --blocks 1024 --repeats "$((repeats * 3))" --json >"$tmp/storage.json"
 step "schedule (policy, actor)"
