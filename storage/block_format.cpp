@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/status.hpp"
+#include "storage/layer_hash.hpp"
 
 namespace dualpath::storage {
 
@@ -85,7 +86,7 @@ void build_block(const block_format& format, block_key key, block_key parent,
   put<uint64_t>(out, off_parent, parent);
   put<uint64_t>(out, off_payload_bytes, format.payload_bytes());
   for (uint32_t l = 0; l < format.layers; ++l) {
-    put<uint64_t>(out, off_layer_sums + size_t(l) * 8, XXH3_64bits(out + hb + l * lb, lb));
+    put<uint64_t>(out, off_layer_sums + size_t(l) * 8, layer_hash(out + hb + l * lb, lb));
   }
   put<uint64_t>(out, off_header_checksum, header_checksum(out, format.layers));
   const uint64_t end = hb + format.payload_bytes();
@@ -153,7 +154,7 @@ block_check check_block(const std::byte* image, size_t size, const block_format&
 
 bool check_layer(const block_header& header, uint32_t layer, const std::byte* slice) {
   if (layer >= header.layer_checksums.size()) return false;
-  return XXH3_64bits(slice, header.format.layer_bytes()) == header.layer_checksums[layer];
+  return layer_hash(slice, header.format.layer_bytes()) == header.layer_checksums[layer];
 }
 
 }  // namespace dualpath::storage

@@ -1,0 +1,126 @@
+// The read engine on its own (storage/read_engine.hpp): every job completes exactly once with the file's
+// bytes (or the open's error), its callback on the engine's one I/O thread, and an engine destroyed with
+// work queued still calls back every job before its destructor returns.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "storage/read_engine.hpp"
+#include "test_util.hpp"
+
+using namespace dualpath;
+using namespace dualpath::storage;
+
+namespace {
+
+// `n` files of `bytes` each (a multiple of block_alignment), file i filled with the byte i.
+std::vector<std::string> make_files(const std::string& dir, uint32_t n, uint64_t bytes) {
+  std::vector<std::string> paths;
+  for (uint32_t i = 0; i < n; ++i) {
+    paths.push_back(dir + "/f" + std::to_string(i));
+    std::ofstream out(paths.back(), std::ios::binary);
+    const std::string body(bytes, char(i));
+    out.write(body.data(), std::streamsize(body.size()));
+  }
+  return paths;
+}
+
+struct outcome {
+  int calls = 0, error = -1;
+  uint64_t bytes = 0;
+  bool content_right = false;
+};
+
+}  // namespace
+
+TEST_CASE("read engine: more jobs than slots each complete once, on its I/O thread, with their bytes") {
+  test::scratch_dir dir;
+  constexpr uint32_t files = 40;
+  constexpr uint64_t bytes = 4 * block_alignment;
+  const auto paths = make_files(dir.str(), files, bytes);
+  std::vector<aligned_buffer> bufs;
+  std::vector<outcome> seen(files + 1);
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  std::atomic<uint32_t> finished{0};
+  bool uring = false;
+  {
+    read_engine engine(4, true);
+    uring = engine.uses_io_uring();
+    std::vector<read_job> jobs;
+    for (uint32_t i = 0; i <= files; ++i) {  // the last one names a file that does not exist
+      bufs.push_back(make_aligned_buffer(bytes));
+      read_job j;
+      j.path = i < files ? paths[i] : dir.str() + "/missing";
+      j.buffer = bufs.back().get();
+      j.length = bytes;
+      std::byte* buf = bufs.back().get();
+      j.done = [&, i, buf](const read_result& r) {
+        std::lock_guard<std::mutex> lock(mu);
+        threads.insert(std::this_thread::get_id());
+        auto& o = seen[i];
+        ++o.calls;
+        o.error = r.error;
+        o.bytes = r.bytes_read;
+        o.content_right = r.bytes_read == bytes;
+        for (uint64_t b = 0; o.content_right && b < bytes; ++b) o.content_right = buf[b] == std::byte(i);
+        ++finished;
+      };
+      jobs.push_back(std::move(j));
+    }
+    engine.submit(std::move(jobs));
+    for (int waited = 0; finished < files + 1 && waited < 1000; ++waited)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(finished == files + 1);
+  for (uint32_t i = 0; i < files; ++i) {
+    CAPTURE(i);
+    CHECK(seen[i].calls == 1);
+    CHECK(seen[i].error == 0);
+    CHECK(seen[i].content_right);
+  }
+  CHECK(seen[files].calls == 1);
+  CHECK(seen[files].error == ENOENT);
+  if (uring) CHECK(threads.size() == 1);  // the I/O thread (the fallback's callbacks run on its pool's threads)
+  CHECK(threads.count(std::this_thread::get_id()) == 0);
+}
+
+TEST_CASE("read engine: destroyed with jobs queued, it calls back every job before it returns") {
+  test::scratch_dir dir;
+  constexpr uint32_t files = 64;
+  constexpr uint64_t bytes = 16 * block_alignment;
+  const auto paths = make_files(dir.str(), files, bytes);
+  std::vector<aligned_buffer> bufs;
+  std::vector<std::atomic<int>> calls(files);
+  std::atomic<int> ok{0}, cancelled{0}, other{0};
+  {
+    read_engine engine(2, true);
+    std::vector<read_job> jobs;
+    for (uint32_t i = 0; i < files; ++i) {
+      bufs.push_back(make_aligned_buffer(bytes));
+      read_job j;
+      j.path = paths[i];
+      j.buffer = bufs.back().get();
+      j.length = bytes;
+      j.done = [&, i](const read_result& r) {
+        ++calls[i];
+        (r.error == 0 ? ok : r.error == ECANCELED ? cancelled : other)++;
+        // A slow callback: the destructor must still wait for every one of them.
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      };
+      jobs.push_back(std::move(j));
+    }
+    engine.submit(std::move(jobs));
+  }  // destroyed at once: most jobs are still queued
+  for (uint32_t i = 0; i < files; ++i) CHECK(calls[i] == 1);
+  CHECK(ok + cancelled == int(files));
+  CHECK(other == 0);
+  MESSAGE(ok.load() << " read, " << cancelled.load() << " cancelled");
+}
