@@ -32,6 +32,23 @@ std::vector<std::string> make_files(const std::string& dir, uint32_t n, uint64_t
   return paths;
 }
 
+// One job per path, each into a buffer of its own (kept in `bufs`); done(i, buffer, result) is job i's callback.
+template <class Done>
+std::vector<read_job> jobs_for(const std::vector<std::string>& paths, uint64_t bytes, std::vector<aligned_buffer>& bufs,
+                               Done done) {
+  std::vector<read_job> jobs;
+  for (uint32_t i = 0; i < paths.size(); ++i) {
+    bufs.push_back(make_aligned_buffer(bytes));
+    read_job j;
+    j.path = paths[i];
+    j.buffer = bufs.back().get();
+    j.length = bytes;
+    j.done = [done, i, buf = j.buffer](const read_result& r) { done(i, buf, r); };
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
+}
+
 struct outcome {
   int calls = 0, error = -1;
   uint64_t bytes = 0;
@@ -54,27 +71,19 @@ TEST_CASE("read engine: more jobs than slots each complete once, on its I/O thre
   {
     read_engine engine(4, true);
     uring = engine.uses_io_uring();
-    std::vector<read_job> jobs;
-    for (uint32_t i = 0; i <= files; ++i) {  // the last one names a file that does not exist
-      bufs.push_back(make_aligned_buffer(bytes));
-      read_job j;
-      j.path = i < files ? paths[i] : dir.str() + "/missing";
-      j.buffer = bufs.back().get();
-      j.length = bytes;
-      std::byte* buf = bufs.back().get();
-      j.done = [&, i, buf](const read_result& r) {
-        std::lock_guard<std::mutex> lock(mu);
-        threads.insert(std::this_thread::get_id());
-        auto& o = seen[i];
-        ++o.calls;
-        o.error = r.error;
-        o.bytes = r.bytes_read;
-        o.content_right = r.bytes_read == bytes;
-        for (uint64_t b = 0; o.content_right && b < bytes; ++b) o.content_right = buf[b] == std::byte(i);
-        ++finished;
-      };
-      jobs.push_back(std::move(j));
-    }
+    auto names = paths;
+    names.push_back(dir.str() + "/missing");  // the last job names a file that does not exist
+    auto jobs = jobs_for(names, bytes, bufs, [&](uint32_t i, const std::byte* buf, const read_result& r) {
+      std::lock_guard<std::mutex> lock(mu);
+      threads.insert(std::this_thread::get_id());
+      auto& o = seen[i];
+      ++o.calls;
+      o.error = r.error;
+      o.bytes = r.bytes_read;
+      o.content_right = r.bytes_read == bytes;
+      for (uint64_t b = 0; o.content_right && b < bytes; ++b) o.content_right = buf[b] == std::byte(i);
+      ++finished;
+    });
     engine.submit(std::move(jobs));
     for (int waited = 0; finished < files + 1 && waited < 1000; ++waited)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -102,21 +111,12 @@ TEST_CASE("read engine: destroyed with jobs queued, it calls back every job befo
   std::atomic<int> ok{0}, cancelled{0}, other{0};
   {
     read_engine engine(2, true);
-    std::vector<read_job> jobs;
-    for (uint32_t i = 0; i < files; ++i) {
-      bufs.push_back(make_aligned_buffer(bytes));
-      read_job j;
-      j.path = paths[i];
-      j.buffer = bufs.back().get();
-      j.length = bytes;
-      j.done = [&, i](const read_result& r) {
-        ++calls[i];
-        (r.error == 0 ? ok : r.error == ECANCELED ? cancelled : other)++;
-        // A slow callback: the destructor must still wait for every one of them.
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      };
-      jobs.push_back(std::move(j));
-    }
+    auto jobs = jobs_for(paths, bytes, bufs, [&](uint32_t i, const std::byte*, const read_result& r) {
+      ++calls[i];
+      (r.error == 0 ? ok : r.error == ECANCELED ? cancelled : other)++;
+      // A slow callback: the destructor must still wait for every one of them.
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    });
     engine.submit(std::move(jobs));
   }  // destroyed at once: most jobs are still queued
   for (uint32_t i = 0; i < files; ++i) CHECK(calls[i] == 1);
