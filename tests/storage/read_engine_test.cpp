@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -20,49 +19,50 @@ using namespace dualpath::storage;
 
 namespace {
 
-// `n` files of `bytes` each (a multiple of block_alignment), file i filled with the byte i.
-std::vector<std::string> make_files(const std::string& dir, uint32_t n, uint64_t bytes) {
+// `count` files of `bytes` each (a multiple of block_alignment) in a scratch directory, file i filled with the
+// byte i, and the buffers the jobs read them into.
+struct file_set {
+  test::scratch_dir dir;
+  uint64_t bytes;
   std::vector<std::string> paths;
-  for (uint32_t i = 0; i < n; ++i) {
-    paths.push_back(dir + "/f" + std::to_string(i));
-    std::ofstream out(paths.back(), std::ios::binary);
-    const std::string body(bytes, char(i));
-    out.write(body.data(), std::streamsize(body.size()));
-  }
-  return paths;
-}
+  std::vector<aligned_buffer> bufs;
 
-// One job per path, each into a buffer of its own (kept in `bufs`); done(i, buffer, result) is job i's callback.
-template <class Done>
-std::vector<read_job> jobs_for(const std::vector<std::string>& paths, uint64_t bytes, std::vector<aligned_buffer>& bufs,
-                               Done done) {
-  std::vector<read_job> jobs;
-  for (uint32_t i = 0; i < paths.size(); ++i) {
-    bufs.push_back(make_aligned_buffer(bytes));
-    read_job j;
-    j.path = paths[i];
-    j.buffer = bufs.back().get();
-    j.length = bytes;
-    j.done = [done, i, buf = j.buffer](const read_result& r) { done(i, buf, r); };
-    jobs.push_back(std::move(j));
+  file_set(uint32_t count, uint64_t bytes_each) : bytes(bytes_each) {
+    for (uint32_t i = 0; i < count; ++i) {
+      paths.push_back(dir.file("f" + std::to_string(i)));
+      std::ofstream out(paths.back(), std::ios::binary);
+      const std::string body(bytes, char(i));
+      out.write(body.data(), std::streamsize(body.size()));
+    }
   }
-  return jobs;
-}
+
+  // One job per path of `names`, each into a buffer of its own; done(i, buffer, result) is job i's callback.
+  template <class Done>
+  std::vector<read_job> jobs(const std::vector<std::string>& names, Done done) {
+    std::vector<read_job> out;
+    for (uint32_t i = 0; i < names.size(); ++i) {
+      bufs.push_back(make_aligned_buffer(bytes));
+      read_job j;
+      j.path = names[i];
+      j.buffer = bufs.back().get();
+      j.length = bytes;
+      j.done = [done, i, buf = j.buffer](const read_result& r) { done(i, buf, r); };
+      out.push_back(std::move(j));
+    }
+    return out;
+  }
+};
 
 struct outcome {
   int calls = 0, error = -1;
-  uint64_t bytes = 0;
   bool content_right = false;
 };
 
 }  // namespace
 
 TEST_CASE("read engine: more jobs than slots each complete once, on its I/O thread, with their bytes") {
-  test::scratch_dir dir;
   constexpr uint32_t files = 40;
-  constexpr uint64_t bytes = 4 * block_alignment;
-  const auto paths = make_files(dir.str(), files, bytes);
-  std::vector<aligned_buffer> bufs;
+  file_set set(files, 4 * block_alignment);
   std::vector<outcome> seen(files + 1);
   std::mutex mu;
   std::set<std::thread::id> threads;
@@ -71,17 +71,16 @@ TEST_CASE("read engine: more jobs than slots each complete once, on its I/O thre
   {
     read_engine engine(4, true);
     uring = engine.uses_io_uring();
-    auto names = paths;
-    names.push_back(dir.str() + "/missing");  // the last job names a file that does not exist
-    auto jobs = jobs_for(names, bytes, bufs, [&](uint32_t i, const std::byte* buf, const read_result& r) {
+    auto names = set.paths;
+    names.push_back(set.dir.file("missing"));  // the last job names a file that does not exist
+    auto jobs = set.jobs(names, [&](uint32_t i, const std::byte* buf, const read_result& r) {
       std::lock_guard<std::mutex> lock(mu);
       threads.insert(std::this_thread::get_id());
       auto& o = seen[i];
       ++o.calls;
       o.error = r.error;
-      o.bytes = r.bytes_read;
-      o.content_right = r.bytes_read == bytes;
-      for (uint64_t b = 0; o.content_right && b < bytes; ++b) o.content_right = buf[b] == std::byte(i);
+      o.content_right = r.bytes_read == set.bytes;
+      for (uint64_t b = 0; o.content_right && b < set.bytes; ++b) o.content_right = buf[b] == std::byte(i);
       ++finished;
     });
     engine.submit(std::move(jobs));
@@ -102,16 +101,13 @@ TEST_CASE("read engine: more jobs than slots each complete once, on its I/O thre
 }
 
 TEST_CASE("read engine: destroyed with jobs queued, it calls back every job before it returns") {
-  test::scratch_dir dir;
   constexpr uint32_t files = 64;
-  constexpr uint64_t bytes = 16 * block_alignment;
-  const auto paths = make_files(dir.str(), files, bytes);
-  std::vector<aligned_buffer> bufs;
+  file_set set(files, 16 * block_alignment);
   std::vector<std::atomic<int>> calls(files);
   std::atomic<int> ok{0}, cancelled{0}, other{0};
   {
     read_engine engine(2, true);
-    auto jobs = jobs_for(paths, bytes, bufs, [&](uint32_t i, const std::byte*, const read_result& r) {
+    auto jobs = set.jobs(set.paths, [&](uint32_t i, const std::byte*, const read_result& r) {
       ++calls[i];
       (r.error == 0 ? ok : r.error == ECANCELED ? cancelled : other)++;
       // A slow callback: the destructor must still wait for every one of them.
