@@ -19,6 +19,10 @@
 #include "gpu/cpu_team.hpp"
 #include "gpu/cuda_backend.hpp"
 
+// OpenBLAS's pthread build stops its worker threads with this (its own fork handler does); exported, though not
+// in cblas.h. Weak, so a BLAS without it links and runs (its threads then idle as that BLAS makes them).
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
 namespace dualpath::bench {
 
 namespace {
@@ -64,6 +68,11 @@ class sgemm_probe {
     } while (since(t0) < 0.1);
     const double seconds = since(t0);
     openblas_set_num_threads(saved);
+    // OpenBLAS's workers keep polling (sched_yield) for a while after a threaded call, and the backend timed next
+    // runs on the same cores: with them polling, 4 of 6 runs of a decode step took 6.5 ms instead of 2.8 and their
+    // prefill 20.8 ms instead of 10.4 (the backend's team and a polling worker sharing two cores). Stopped here,
+    // they start again at the next probe's first threaded call.
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
     return flops_ * rounds / seconds / 1e9;
   }
 
