@@ -69,9 +69,9 @@ class sgemm_probe {
     const double seconds = since(t0);
     openblas_set_num_threads(saved);
     // OpenBLAS's workers keep polling (sched_yield) for a while after a threaded call, and the backend timed next
-    // runs on the same cores: with them polling, 4 of 6 runs of a decode step took 6.5 ms instead of 2.8 and their
-    // prefill 20.8 ms instead of 10.4 (the backend's team and a polling worker sharing two cores). Stopped here,
-    // they start again at the next probe's first threaded call.
+    // runs on the same cores: with them polling, a decode step took 6.5 ms instead of 2.8 in 4 of 6 runs, a prefill
+    // 20.8 ms instead of 10.4 in one, and the bandwidth probe read 33-40 GB/s instead of 50+ in 4 of 10. Stopped
+    // here, they start again at the next probe's first threaded call.
     if (blas_thread_shutdown_) blas_thread_shutdown_();
     return flops_ * rounds / seconds / 1e9;
   }
