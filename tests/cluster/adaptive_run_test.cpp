@@ -10,8 +10,9 @@ using namespace adaptive_fixtures;
 
 TEST_CASE("adaptive P/D: long appends and short answers move a decode node to prefill, every turn verified") {
   test::scratch_dir dir;
-  const auto s = run_adaptive(prefill_heavy(dir.path), shaped(4, 24, 150, 2), false);
-  check_turns_right(s, 96, 96);
+  // 36 turns each, so the run goes on well past the drain (near 0.85 s): with 24, runs of 1.2-1.5 s.
+  const auto s = run_adaptive(prefill_heavy(dir.path), shaped(4, 36, 150, 2), false);
+  check_turns_right(s, 144, 144);
   check_move(s, true, 2);
 }
 
