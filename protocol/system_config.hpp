@@ -2,6 +2,7 @@
 // The actor-system configuration of every DualPath process: the middleman (remote actors), the project's
 // message types, CAF's own logger silenced (DualPath logs through spdlog), and one scheduler worker per core.
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <thread>
 
@@ -23,6 +24,13 @@ struct system_config : caf::actor_system_config {
     // cores. On 2 cores, the 64K ablation with --processes used 20% less CPU and ran 7% faster with two
     // (docs/design.md §13).
     set("scheduler.max-threads", int64_t(std::max(1u, std::thread::hardware_concurrency())));
+    // An idle worker blocks after its 100 quick polls instead of sleeping 50 us 500 times first: every leader
+    // ticks every 2 ms, so with CAF's default some worker never left that phase and an idle server used a
+    // quarter of a core. A blocked worker still wakes every millisecond to steal a job queued behind a busy
+    // one (CAF: every 10 ms). Idle server 6% of a core instead of 25%, a storage-bound run half the CPU, the
+    // same JCTs (docs/design.md §13).
+    set("work-stealing.moderate-poll-attempts", size_t(0));
+    set("work-stealing.relaxed-sleep-duration", caf::timespan{std::chrono::milliseconds(1)});
   }
 };
 
