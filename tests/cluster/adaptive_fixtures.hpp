@@ -59,9 +59,13 @@ inline cluster_config prefill_heavy(const fs::path& dir) {
   return c;
 }
 
+// Both workloads run this many agents.
+constexpr uint32_t workload_agents = 4;
+
 // Its agents: long appends, 2-token answers, 36 turns each so that the run goes on well past the move's drain
 // (decided near 0.4 s, drained near 0.85 s; with 24, runs of 1.2-1.6 s left as little as 0.37 s after it).
-inline std::vector<agent_script> prefill_heavy_agents() { return shaped(4, 36, 150, 2); }
+constexpr uint32_t prefill_heavy_turns = 36, prefill_heavy_total = workload_agents * prefill_heavy_turns;
+inline std::vector<agent_script> prefill_heavy_agents() { return shaped(workload_agents, prefill_heavy_turns, 150, 2); }
 
 // The second workload: short appends and 80-token answers, which call for a prefill node to move to decode.
 inline cluster_config decode_heavy(const fs::path& dir) {
@@ -76,7 +80,8 @@ inline cluster_config decode_heavy(const fs::path& dir) {
 // the run must go on past it. With 12, a faster decode step ended the run before the switch; with 20, runs of
 // 1.2-1.9 s left 0.3-0.5 s after the drain, and with a faster runtime (idle CAF workers blocking,
 // docs/experiments.md) one run in four made no move, likely so.
-inline std::vector<agent_script> decode_heavy_agents() { return shaped(4, 32, 20, 80); }
+constexpr uint32_t decode_heavy_turns = 32, decode_heavy_total = workload_agents * decode_heavy_turns;
+inline std::vector<agent_script> decode_heavy_agents() { return shaped(workload_agents, decode_heavy_turns, 20, 80); }
 
 // A run of `dualpath` on cluster `c`, embedded or with one process per node (the built `dualpath node`).
 inline run_summary run_adaptive(const cluster_config& c, std::vector<agent_script> scripts, bool processes) {

@@ -18,7 +18,7 @@ using namespace adaptive_fixtures;
 TEST_CASE("adaptive P/D across node processes: a decode node moves to prefill, every turn verified") {
   test::scratch_dir dir;
   const auto s = run_adaptive(prefill_heavy(dir.path), prefill_heavy_agents(), true);
-  check_turns_right(s, 144, 144);
+  check_turns_right(s, prefill_heavy_total, prefill_heavy_total);
   check_move(s, true, 2);
   CHECK(s.lost_nodes == 0);
 }
@@ -27,7 +27,7 @@ TEST_CASE("adaptive P/D across node processes: a prefill node moves to decode be
   test::scratch_dir dir;
   // The decode engines' all-to-all (decode_heavy): the other processes must name the new peer.
   const auto s = run_adaptive(decode_heavy(dir.path), decode_heavy_agents(), true);
-  check_turns_right(s, 128, 128);
+  check_turns_right(s, decode_heavy_total, decode_heavy_total);
   check_move(s, false, 1);
   CHECK(s.lost_nodes == 0);
 }
@@ -47,8 +47,8 @@ TEST_CASE("adaptive P/D across node processes: a moved node is lost and rejoins 
   // does is judged by the turns the scheduler places there (a placement stands until the agent's next turn,
   // 700 ms or more), not by the requests its engines hold: a 40-token answer decodes in tens of milliseconds,
   // between two progress samples, and every turn after the rejoin fell between them in 1 CI run of about 10.
-  // The prompts stay as they were: each turn keeps 2 of its tokens.
-  auto scripts = shaped(4, 36, 150, 2);
+  // The prompts stay those of prefill_heavy_agents(): each turn keeps 2 of its tokens.
+  auto scripts = prefill_heavy_agents();
   for (auto& s : scripts) {
     s.replay_tool_time = true;
     for (size_t t = 12; t < s.turns.size(); ++t) {
@@ -110,8 +110,8 @@ TEST_CASE("adaptive P/D across node processes: a moved node is lost and rejoins 
   }
   for (int pid : killed) waitpid(pid, nullptr, 0);
   REQUIRE(victim >= 0);
-  check_turns_right(s, 4 * 36, 4 * 36);  // none lost, none twice, every one recomputed
-  check_move(s, true, 1);                // the only move; the node that made it is a decode node again
+  check_turns_right(s, prefill_heavy_total, prefill_heavy_total);  // none lost, none twice, every one recomputed
+  check_move(s, true, 1);  // the only move; the node that made it is a decode node again
   CHECK(s.role_switches.front().node == uint32_t(victim));
   CHECK(lost_nodes == std::vector<uint32_t>{uint32_t(victim)});
   CHECK(rejoined == std::vector<uint32_t>{uint32_t(victim)});

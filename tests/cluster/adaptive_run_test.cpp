@@ -11,14 +11,14 @@ using namespace adaptive_fixtures;
 TEST_CASE("adaptive P/D: long appends and short answers move a decode node to prefill, every turn verified") {
   test::scratch_dir dir;
   const auto s = run_adaptive(prefill_heavy(dir.path), prefill_heavy_agents(), false);
-  check_turns_right(s, 144, 144);
+  check_turns_right(s, prefill_heavy_total, prefill_heavy_total);
   check_move(s, true, 2);
 }
 
 TEST_CASE("adaptive P/D: short appends and long answers move a prefill node to decode, every turn verified") {
   test::scratch_dir dir;
   const auto s = run_adaptive(decode_heavy(dir.path), decode_heavy_agents(), false);
-  check_turns_right(s, 128, 128);
+  check_turns_right(s, decode_heavy_total, decode_heavy_total);
   check_move(s, false, 1);
 }
 
