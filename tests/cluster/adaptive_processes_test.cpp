@@ -84,15 +84,24 @@ TEST_CASE("adaptive P/D across node processes: a moved node is lost and rejoins 
     back = true;
   };
   bool filed_decode_after = false;
+  double killed_at = 0, filed_at = 0;
   o.on_progress = [&](const run_progress& p) {
-    // A decode node (1 or 2) filed as prefill and prefilling: the move is done and it works in its new role.
-    for (uint32_t n = c.prefill_nodes; victim < 0 && n < nodes && n < p.prefill_by_node.size(); ++n)
-      if (p.prefill_by_node[n] && p.engine_requests_by_node[n] > 0) {
+    // A decode node (1 or 2) filed as prefill with a turn placed there: the move is done and it works in its
+    // new role. Judged by the turns placed (a placement stands until the agent's next turn) as well as the
+    // requests its engines hold: once the agents think 700 ms between turns, a short prefill falls between
+    // two progress samples, and waiting for a sample to catch one once delayed the kill so long that the run
+    // ended inside the quarantine, before the node could rejoin. The move comes while the turns still come back
+    // to back, so a placement there is a prefill's, not one left from its decode role.
+    for (uint32_t n = c.prefill_nodes; victim < 0 && n < nodes && n < p.prefill_by_node.size(); ++n) {
+      if (p.prefill_by_node[n] && filed_at == 0) filed_at = p.elapsed_s;
+      if (p.prefill_by_node[n] && (p.engine_requests_by_node[n] > 0 || p.in_flight_by_node[n] > 0)) {
         victim = n;
+        killed_at = p.elapsed_s;
         kill(pids[n], SIGKILL);
         killed.push_back(pids[n]);
         pids[n] = -1;
       }
+    }
     if (lost && !restarted) {
       restarted = true;
       pids[size_t(victim)] = hand_nodes::start_node(registry, uint32_t(victim), 10000, secret);
@@ -119,7 +128,8 @@ TEST_CASE("adaptive P/D across node processes: a moved node is lost and rejoins 
   CHECK(s.rejoined_nodes == 1);
   CHECK(filed_decode_after);  // the scheduler files it in the cluster file's role again
   CHECK(placed_after > 0);    // and it takes turns in it
-  MESSAGE("node " << victim << " moved to prefill, killed, rejoined as decode; up to " << placed_after
+  MESSAGE("node " << victim << " moved to prefill (filed at " << filed_at << " s), killed at " << killed_at
+                  << " s, rejoined as decode; up to " << placed_after
                   << " turns placed there after (its engines seen holding up to " << held_after << "); "
                   << s.migrated_turns << " turns re-run; JCT " << s.jct_s << " s");
 }
