@@ -14,6 +14,8 @@ namespace dualpath::actors {
 namespace {
 
 constexpr auto report_period = std::chrono::milliseconds(2);
+// A report that repeats the last one sent goes out only every this many ticks (docs/design.md §7.1).
+constexpr uint32_t repeat_every_ticks = 10;
 
 struct leader_state {
   static inline const char* name = "leader";
@@ -24,6 +26,7 @@ struct leader_state {
   schedule::node_snapshot group;
   schedule::report_acks acks;  // which requests the engines' numbers count
   bool fetching = false;
+  schedule::report_gate gate{repeat_every_ticks};
 
   bool prefill() const { return view->is_prefill_node(node); }
   // A prefill group of several nodes fetches through its first node's leader only: one fetch considers every
@@ -60,8 +63,15 @@ struct leader_state {
     return r;
   }
 
+  // An idle node's report says again what the last one said; across node processes each is a message
+  // through the middleman every 2 ms, so a repeat goes out only every repeat_every_ticks ticks.
+  void report() {
+    auto r = make_report();
+    if (gate.send(r)) self->send(view->scheduler, atom::report_v, encode(r));
+  }
+
   void on_tick() {
-    self->send(view->scheduler, atom::report_v, encode(make_report()));
+    report();
     if (fetches() && !fetching) {
       fetching = true;
       self->request(view->scheduler, waits_of(view->config).request(), atom::fetch_v, encode_fetch(node))

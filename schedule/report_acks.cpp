@@ -1,4 +1,5 @@
-// docs/design.md §7.1: acknowledgements accumulate between two reports of a leader.
+// docs/design.md §7.1: acknowledgements accumulate between two reports of a leader, and a report that says
+// nothing new is left out.
 #include "schedule/report_acks.hpp"
 
 #include <algorithm>
@@ -22,6 +23,33 @@ std::vector<std::vector<uint64_t>> report_acks::take() {
     seen_[i] = latest_[i];
   }
   return out;
+}
+
+namespace {
+
+bool same_numbers(const node_snapshot& a, const node_snapshot& b) {
+  if (a.node != b.node || a.kind != b.kind || a.read_q != b.read_q || a.engines.size() != b.engines.size())
+    return false;
+  for (size_t i = 0; i < a.engines.size(); ++i) {
+    const auto &x = a.engines[i], &y = b.engines[i];
+    if (x.engine != y.engine || x.seq != y.seq || x.tok != y.tok || x.free_hbm != y.free_hbm) return false;
+  }
+  return true;
+}
+
+bool acknowledges(const group_report& r) {
+  return !r.read_acked.empty() ||
+         std::any_of(r.acked.begin(), r.acked.end(), [](const auto& ids) { return !ids.empty(); });
+}
+
+}  // namespace
+
+bool report_gate::send(const group_report& r) {
+  const bool repeat = last_ && !acknowledges(r) && same_numbers(r.node, *last_);
+  if (repeat && ++repeats_ < every_) return false;
+  repeats_ = 0;
+  last_ = r.node;
+  return true;
 }
 
 }  // namespace dualpath::schedule

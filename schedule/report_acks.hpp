@@ -5,7 +5,10 @@
 // and left between two reports (a short prefill) is acknowledged too and its charge does not linger.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
+
+#include "schedule/fresh_view.hpp"
 
 namespace dualpath::schedule {
 
@@ -21,6 +24,21 @@ class report_acks {
 
  private:
   std::vector<std::vector<uint64_t>> latest_, seen_;
+};
+
+// Which of a leader's reports go out. One that repeats the last one sent (the same numbers, no request
+// acknowledged; an engine that holds a request acknowledges it in every report) leaves the scheduler's view
+// as it is, so it goes out only every `every`-th tick; the next one still lets the view drop charges whose
+// expiry has passed (docs/design.md §7.1).
+class report_gate {
+ public:
+  explicit report_gate(uint32_t every) : every_(every) {}
+  // Called once a tick with the report the leader has made: true when it is to be sent.
+  bool send(const group_report& r);
+
+ private:
+  uint32_t every_ = 1, repeats_ = 0;  // repeats left out since the last report sent
+  std::optional<node_snapshot> last_;
 };
 
 }  // namespace dualpath::schedule

@@ -258,3 +258,33 @@ TEST_CASE("a leader acknowledges every request its engines counted since its las
   CHECK(acks.take() == std::vector<std::vector<uint64_t>>{{1}, {7}});
   CHECK(acks.take() == std::vector<std::vector<uint64_t>>{{1}, {}});
 }
+
+TEST_CASE("a leader leaves out a report that repeats the last one sent, but not every one") {
+  report_gate gate(3);
+  group_report idle = measured(7, role::decode, 1000);
+  CHECK(gate.send(idle));  // the first report always goes out
+  CHECK_FALSE(gate.send(idle));
+  CHECK_FALSE(gate.send(idle));
+  CHECK(gate.send(idle));  // the third repeat: every third tick while nothing changes
+  CHECK_FALSE(gate.send(idle));
+
+  group_report busier = idle;  // any number that moved goes out at once
+  busier.node.engines[1].tok = 5;
+  CHECK(gate.send(busier));
+  CHECK_FALSE(gate.send(busier));
+  group_report read = busier;
+  read.node.read_q = 4096;
+  CHECK(gate.send(read));
+
+  group_report acked = read;  // the same numbers, but they now count a request: the view must hear it
+  acked.acked = {{11}, {}};
+  CHECK(gate.send(acked));
+  CHECK(gate.send(acked));  // an engine that holds a request acknowledges it in every report
+  group_report read_acked = read;
+  read_acked.read_acked = {12};
+  CHECK(gate.send(read_acked));
+
+  group_report moved = read;  // a node that changed role reports as it is now
+  moved.node.kind = role::prefill;
+  CHECK(gate.send(moved));
+}
