@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "core/kv_geometry.hpp"
@@ -23,6 +24,11 @@ struct engine_snapshot {
   uint64_t free_hbm = 0;  // free KV bytes in the engine's HBM
 };
 
+// Every field (a leader leaves out a report equal to the last one sent, report_acks.hpp).
+inline bool operator==(const engine_snapshot& a, const engine_snapshot& b) {
+  return std::tie(a.engine, a.node, a.seq, a.tok, a.free_hbm) == std::tie(b.engine, b.node, b.seq, b.tok, b.free_hbm);
+}
+
 // One node (8 engines, rank 0 the leader) with its storage NIC queue; a group is one or more of them
 // (group_layout).
 struct node_snapshot {
@@ -33,6 +39,10 @@ struct node_snapshot {
 
   uint64_t total_tok() const;
 };
+
+inline bool operator==(const node_snapshot& a, const node_snapshot& b) {
+  return std::tie(a.node, a.kind, a.read_q, a.engines) == std::tie(b.node, b.kind, b.read_q, b.engines);
+}
 
 // The scheduler's view of the whole cluster. Nodes are kept sorted by id (find is a binary search).
 struct cluster_snapshot {

@@ -27,16 +27,6 @@ std::vector<std::vector<uint64_t>> report_acks::take() {
 
 namespace {
 
-bool same_numbers(const node_snapshot& a, const node_snapshot& b) {
-  if (a.node != b.node || a.kind != b.kind || a.read_q != b.read_q || a.engines.size() != b.engines.size())
-    return false;
-  for (size_t i = 0; i < a.engines.size(); ++i) {
-    const auto &x = a.engines[i], &y = b.engines[i];
-    if (x.engine != y.engine || x.seq != y.seq || x.tok != y.tok || x.free_hbm != y.free_hbm) return false;
-  }
-  return true;
-}
-
 bool acknowledges(const group_report& r) {
   return !r.read_acked.empty() ||
          std::any_of(r.acked.begin(), r.acked.end(), [](const auto& ids) { return !ids.empty(); });
@@ -45,7 +35,7 @@ bool acknowledges(const group_report& r) {
 }  // namespace
 
 bool report_gate::send(const group_report& r) {
-  const bool repeat = last_ && !acknowledges(r) && same_numbers(r.node, *last_);
+  const bool repeat = last_ && !acknowledges(r) && r.node == *last_;
   if (repeat && ++repeats_ < every_) return false;
   repeats_ = 0;
   last_ = r.node;

@@ -43,10 +43,12 @@ TEST_CASE("adaptive P/D across node processes: a moved node is lost and rejoins 
   c.timeout_s = 4;  // a rejoin waits out 2 timeout_s + 1 s of quarantine
   c.secret = secret;
   // The first 12 turns of each agent come back to back, which moves a decode node to prefill early; the rest
-  // think 700 ms between turns, so the run outlasts the quarantine and the node takes work after it. That it
-  // does is judged by the turns the scheduler places there (a placement stands until the agent's next turn,
-  // 700 ms or more), not by the requests its engines hold: a 40-token answer decodes in tens of milliseconds,
-  // between two progress samples, and every turn after the rejoin fell between them in 1 CI run of about 10.
+  // think 700 ms between turns, so the run outlasts the quarantine and the node takes work after it. That the
+  // moved node works, before its kill and after its rejoin, is judged by the turns the scheduler places there
+  // (a placement stands until the agent's next turn, 700 ms or more), not only by the requests its engines
+  // hold: a prefill or a 40-token answer takes tens of milliseconds, between two progress samples. Every turn
+  // after the rejoin fell between them in 1 CI run of about 10, and waiting for a sample to catch a prefill
+  // once delayed the kill so long that the run ended inside the quarantine, before the node could rejoin.
   // The prompts stay those of prefill_heavy_agents(): each turn keeps 2 of its tokens.
   auto scripts = prefill_heavy_agents();
   for (auto& s : scripts) {
@@ -86,15 +88,12 @@ TEST_CASE("adaptive P/D across node processes: a moved node is lost and rejoins 
   bool filed_decode_after = false;
   double killed_at = 0, filed_at = 0;
   o.on_progress = [&](const run_progress& p) {
-    // A decode node (1 or 2) filed as prefill with a turn placed there: the move is done and it works in its
-    // new role. Judged by the turns placed (a placement stands until the agent's next turn) as well as the
-    // requests its engines hold: once the agents think 700 ms between turns, a short prefill falls between
-    // two progress samples, and waiting for a sample to catch one once delayed the kill so long that the run
-    // ended inside the quarantine, before the node could rejoin. The move comes while the turns still come back
-    // to back, so a placement there is a prefill's, not one left from its decode role.
+    // A decode node (1 or 2) filed as prefill and working there: the move is done. It comes while the turns
+    // still come back to back, so a placement there is a prefill's, not one left from its decode role.
     for (uint32_t n = c.prefill_nodes; victim < 0 && n < nodes && n < p.prefill_by_node.size(); ++n) {
-      if (p.prefill_by_node[n] && filed_at == 0) filed_at = p.elapsed_s;
-      if (p.prefill_by_node[n] && (p.engine_requests_by_node[n] > 0 || p.in_flight_by_node[n] > 0)) {
+      if (!p.prefill_by_node[n]) continue;
+      if (filed_at == 0) filed_at = p.elapsed_s;
+      if (p.engine_requests_by_node[n] > 0 || p.in_flight_by_node[n] > 0) {
         victim = n;
         killed_at = p.elapsed_s;
         kill(pids[n], SIGKILL);
