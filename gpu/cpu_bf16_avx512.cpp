@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "gpu/cpu_bf16_rows.hpp"
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
 #include <immintrin.h>
 #define DUALPATH_AVX512 __attribute__((target("avx512f,avx2,fma")))
@@ -10,55 +12,9 @@ namespace dualpath::gpu::cpu {
 
 namespace {
 
-// Tokens whose dot products are summed across lanes together (one 8-lane result).
-constexpr uint32_t token_group = 8;
-// Rows are read a slice at a time at a large stride, which the hardware prefetcher does not follow far
-// enough; a row this many tokens on is asked for while the current one is used.
-constexpr uint32_t prefetch_ahead = 16;
-// Tokens per block of the value pass: a block's rows stay in L1/L2 while each head takes its slice of them.
-constexpr uint32_t value_block = 64;
-// Both passes ask for the rows this many tokens on (the caller's next block of 64) into L2 while they work on
-// rows already in cache, so that the next block's keys and values are there when needed. Each core's misses
-// in flight bound this (the prefetches wait for a free fill buffer), so the asking is spread as thinly as it
-// goes: the key pass asks for the first half of a row's lines, the value pass for the second, and within a pass
-// each KV head for its share. When the value pass alone asked for whole rows, a decode step (small, 8 × 4K)
-// took 18.8–19.2 ms on one thread and 10.2–11.6 on two; with the asking split over both passes 14.9–15.0 and
-// 8.5–9.9 (interleaved runs; docs/experiments.md). 32 or 128 tokens ahead were within the noise of 64.
-constexpr uint32_t prefetch_far = 64;
+using namespace rows;
 
-// Bytes [begin, end) of every row ahead that one KV head's pass asks for.
-struct row_share {
-  uint64_t begin = 0, end = 0;
-};
-
-// The passes of a block, each asking for its half of the lines of every row ahead.
-enum class pass { keys, values };
-
-// KV head g's share (of `heads`) of the lines of a `stride`-byte row that pass p asks for: the first half of
-// the row's lines for the key pass, the rest for the value pass.
-row_share share_of(pass p, uint64_t stride, uint32_t g, uint32_t heads) {
-  const uint64_t lines = (stride + 63) / 64, first = p == pass::keys ? 0 : lines / 2,
-                 n = (p == pass::keys ? lines / 2 : lines) - first;
-  return {(first + n * g / heads) * 64, (first + n * (g + 1) / heads) * 64};
-}
-
-// The share of row t + prefetch_far, into L2, if that row exists (`readable` rows from base).
-inline void prefetch_far_row(const std::byte* base, uint64_t stride, uint64_t t, row_share share, uint32_t readable) {
-  if (share.begin >= share.end || t + prefetch_far >= readable) return;
-  const auto* far = reinterpret_cast<const char*>(base + (t + prefetch_far) * stride);
-  for (uint64_t b = share.begin; b < share.end; b += 64) __builtin_prefetch(far + b, 0, 1);
-}
-
-bool usable(uint32_t hd) { return (hd == 32 || hd == 64 || hd == 128) && __builtin_cpu_supports("avx512f"); }
-
-const uint16_t* row(const std::byte* base, uint64_t stride, uint32_t t, uint64_t off) {
-  return reinterpret_cast<const uint16_t*>(base + t * stride) + off;
-}
-
-void prefetch(const uint16_t* p, uint32_t elements) {
-  const auto* c = reinterpret_cast<const char*>(p);
-  for (uint32_t b = 0; b < elements * 2; b += 64) __builtin_prefetch(c + b);
-}
+bool usable() { return __builtin_cpu_supports("avx512f"); }
 
 // Sixteen bf16 values as floats (bf16 is the high half of an fp32).
 DUALPATH_AVX512 inline __m512 widen16(const uint16_t* p) {
@@ -184,21 +140,17 @@ DUALPATH_AVX512 void values(const float* s, uint32_t kv_heads, uint64_t rq, uint
 bool bf16_scores_avx512(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base,
                         uint32_t tokens, uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx,
                         uint64_t j0, uint32_t readable) {
-  if (!usable(hd)) return false;
-  if (hd == 32) scores<32>(qg, kv_heads, rq, base, tokens, stride, off, scale, s, ctx, j0, readable);
-  if (hd == 64) scores<64>(qg, kv_heads, rq, base, tokens, stride, off, scale, s, ctx, j0, readable);
-  if (hd == 128) scores<128>(qg, kv_heads, rq, base, tokens, stride, off, scale, s, ctx, j0, readable);
-  return true;
+  return usable() && for_head_width(hd, [&](auto w) {
+           scores<w.value>(qg, kv_heads, rq, base, tokens, stride, off, scale, s, ctx, j0, readable);
+         });
 }
 
 bool bf16_weighted_values_avx512(const float* s, uint32_t kv_heads, uint64_t rq, uint64_t ctx, uint64_t j0,
                                  const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd,
                                  float* og, uint32_t readable) {
-  if (!usable(hd)) return false;
-  if (hd == 32) values<32>(s, kv_heads, rq, ctx, j0, base, tokens, stride, off, og, readable);
-  if (hd == 64) values<64>(s, kv_heads, rq, ctx, j0, base, tokens, stride, off, og, readable);
-  if (hd == 128) values<128>(s, kv_heads, rq, ctx, j0, base, tokens, stride, off, og, readable);
-  return true;
+  return usable() && for_head_width(hd, [&](auto w) {
+           values<w.value>(s, kv_heads, rq, ctx, j0, base, tokens, stride, off, og, readable);
+         });
 }
 
 }  // namespace dualpath::gpu::cpu

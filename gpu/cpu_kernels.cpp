@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gpu/bf16.hpp"
+#include "gpu/cpu_bf16_avx2.hpp"
 #include "gpu/cpu_bf16_avx512.hpp"
 
 // Not under TSan: the clones' ifunc resolvers run while the dynamic loader relocates, before TSan's runtime
@@ -25,18 +26,32 @@ namespace {
 // the exponent field. Written with GCC/Clang vector extensions for any lane count: sixteen lanes (one
 // AVX-512 register in the avx512f clone, two AVX2 ones in the avx2 clone) where rows are long, eight in the
 // reductions of the attention's dot products.
+//
+// The fraction, taken as x·log2 e - n, carries that product's rounding: up to 2e-6 of e^x at x = -60
+// (relative) wherever the compiler does not fuse it into an FMA, as in the avx2 and default clones. Softmax
+// does not see it (such terms are far below its sum's rounding), so it keeps the cheap form; `Exact` takes
+// the fraction from x - n·ln 2 instead (ln 2 split in two, the high part's low bits zero so n·ln2_hi is
+// exact), for silu, whose result for a very negative gate is that tiny term itself. Exact costs about 8% of
+// a prefill pass when used for softmax too (`bench compute`, docs/experiments.md).
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 typedef float v16f __attribute__((vector_size(64)));
 typedef int32_t v16i __attribute__((vector_size(64)));
 
-template <class VF, class VI>
+template <class VF, class VI, bool Exact = false>
 __attribute__((always_inline)) inline VF exp_nonpositive_lanes(VF x) {
   const VF lo = VF{} - 87.0f;
-  x = x < lo ? lo : x;
+  if constexpr (Exact) {
+    // x below -87 taken as -87 by a blend of the bits: as a vector ?: GCC 12 took it lane by lane here, where
+    // x is read again below (the function 2.8 times slower); in the cheap form the ?: is the faster of the two.
+    const VI below = x < lo;
+    x = (VF)(((VI)lo & below) | ((VI)x & ~below));
+  } else {
+    x = x < lo ? lo : x;
+  }
   const VF t = x * 1.44269504088896341f;
   const VF n = (t + 12582912.0f) - 12582912.0f;  // round to nearest by adding 1.5·2^23: no call, no branch
-  const VF f = t - n;
+  const VF f = Exact ? ((x - n * 0.693145751953125f) - n * 1.42860676533018704e-6f) * 1.44269504088896341f : t - n;
   VF p = VF{} + 1.5353362e-4f;
   p = p * f + 1.3398874e-3f;
   p = p * f + 9.6180081e-3f;
@@ -204,7 +219,7 @@ void silu_mul(const float* gu, float* out, uint64_t rows, uint32_t inter) {
       v16f gv, uv;
       std::memcpy(&gv, g + i, sizeof gv);
       std::memcpy(&uv, u + i, sizeof uv);
-      const v16f e = exp_nonpositive_lanes<v16f, v16i>(gv > 0.0f ? -gv : gv);
+      const v16f e = exp_nonpositive_lanes<v16f, v16i, true>(gv > 0.0f ? -gv : gv);
       const v16f v = (gv > 0.0f ? gv : gv * e) / (1.0f + e) * uv;
       std::memcpy(o + i, &v, sizeof v);
     }
@@ -228,6 +243,7 @@ DUALPATH_MULTIVERSION
 void bf16_scores(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base, uint32_t tokens,
                  uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0, uint32_t readable) {
   if (bf16_scores_avx512(qg, kv_heads, rq, hd, base, tokens, stride, off, scale, s, ctx, j0, readable)) return;
+  if (bf16_scores_avx2(qg, kv_heads, rq, hd, base, tokens, stride, off, scale, s, ctx, j0, readable)) return;
   float k[8192];
   const uint32_t width = kv_heads * hd;
   const uint64_t pairs = kv_heads * rq;  // (KV head, query row) dot products per token
@@ -265,6 +281,7 @@ void bf16_weighted_values(const float* s, uint32_t kv_heads, uint64_t rq, uint64
                           const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd, float* og,
                           uint32_t readable) {
   if (bf16_weighted_values_avx512(s, kv_heads, rq, ctx, j0, base, tokens, stride, off, hd, og, readable)) return;
+  if (bf16_weighted_values_avx2(s, kv_heads, rq, ctx, j0, base, tokens, stride, off, hd, og, readable)) return;
   float v[8192];
   const uint32_t width = kv_heads * hd;
   for (uint32_t t = 0; t < tokens; ++t) {

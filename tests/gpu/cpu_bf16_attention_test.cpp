@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gpu/bf16.hpp"
+#include "gpu/cpu_bf16_avx2.hpp"
 #include "gpu/cpu_bf16_avx512.hpp"
 #include "gpu/cpu_kernels.hpp"
 #include "gpu/cpu_tile_avx512.hpp"
@@ -45,51 +46,83 @@ std::vector<float> random_floats(uint64_t n, uint32_t seed) {
   return v;
 }
 
+using scores_fn = bool (*)(const float*, uint32_t, uint64_t, uint32_t, const std::byte*, uint32_t, uint64_t, uint64_t,
+                           float, float*, uint64_t, uint64_t, uint32_t);
+using values_fn = bool (*)(const float*, uint32_t, uint64_t, uint64_t, uint64_t, const std::byte*, uint32_t, uint64_t,
+                           uint64_t, uint32_t, float*, uint32_t);
+
+// Both passes against a double-precision sum at head width hd, for 1, 2, 3 and 5 query rows a head (the
+// kernels' pairs of rows and their remainder); false where the pair declines that width on this CPU.
+bool passes_agree(uint32_t hd, scores_fn scores, values_fn values) {
+  for (uint64_t rq : {1u, 2u, 3u, 5u}) {
+    CAPTURE(hd);
+    CAPTURE(rq);
+    const uint32_t heads = 2, tokens = 203;  // several token groups and value blocks, with a remainder
+    const kv_rows kv(heads, hd, tokens, hd * 31 + uint32_t(rq));
+    const auto q = random_floats(heads * rq * hd, 5);
+    const uint64_t ctx = tokens + 9, j0 = 4;  // the span sits at columns 4.. of wider score rows
+    const float scale = 0.125f;
+    std::vector<float> s(heads * rq * ctx, -7.0f);
+    if (!scores(q.data(), heads, rq, hd, kv.bytes.data(), tokens, kv.stride, kv.off, scale, s.data(), ctx, j0, tokens))
+      return false;
+    double worst = 0;
+    for (uint32_t g = 0; g < heads; ++g)
+      for (uint64_t r = 0; r < rq; ++r) {
+        CHECK(s[(g * rq + r) * ctx + j0 - 1] == -7.0f);  // outside the span: untouched
+        CHECK(s[(g * rq + r) * ctx + j0 + tokens] == -7.0f);
+        for (uint32_t t = 0; t < tokens; ++t) {
+          double dot = 0;
+          for (uint32_t d = 0; d < hd; ++d) dot += double(q[(g * rq + r) * hd + d]) * kv.at(t, g * hd + d);
+          worst = std::max(worst, std::abs(dot * scale - s[(g * rq + r) * ctx + j0 + t]));
+        }
+      }
+    CHECK(worst < 1e-5);
+
+    const auto p = random_floats(heads * rq * ctx, 6);
+    auto o = random_floats(heads * rq * hd, 7);
+    const auto o0 = o;
+    REQUIRE(values(p.data(), heads, rq, ctx, j0, kv.bytes.data(), tokens, kv.stride, kv.off + heads * hd, hd, o.data(),
+                   tokens));
+    worst = 0;
+    for (uint32_t g = 0; g < heads; ++g)
+      for (uint64_t r = 0; r < rq; ++r)
+        for (uint32_t d = 0; d < hd; ++d) {
+          double sum = o0[(g * rq + r) * hd + d];
+          for (uint32_t t = 0; t < tokens; ++t)
+            sum += double(p[(g * rq + r) * ctx + j0 + t]) * kv.at(t, heads * hd + g * hd + d);
+          worst = std::max(worst, std::abs(sum - o[(g * rq + r) * hd + d]));
+        }
+    CHECK(worst < 1e-4);
+  }
+  return true;
+}
+
+bool dispatched_scores(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base,
+                       uint32_t tokens, uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0,
+                       uint32_t readable) {
+  cpu::bf16_scores(qg, kv_heads, rq, hd, base, tokens, stride, off, scale, s, ctx, j0, readable);
+  return true;
+}
+
+bool dispatched_values(const float* s, uint32_t kv_heads, uint64_t rq, uint64_t ctx, uint64_t j0, const std::byte* base,
+                       uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd, float* og, uint32_t readable) {
+  cpu::bf16_weighted_values(s, kv_heads, rq, ctx, j0, base, tokens, stride, off, hd, og, readable);
+  return true;
+}
+
 }  // namespace
 
 TEST_CASE("decode attention's bf16 passes agree with a double-precision sum, on every head width and row count") {
-  // 16 takes the portable kernels everywhere; 32, 64 and 128 the AVX-512 ones where the CPU has them.
-  for (uint32_t hd : {16u, 32u, 64u, 128u})
-    for (uint64_t rq : {1u, 2u, 3u, 5u}) {
-      CAPTURE(hd);
-      CAPTURE(rq);
-      const uint32_t heads = 2, tokens = 203;  // several token groups and value blocks, with a remainder
-      const kv_rows kv(heads, hd, tokens, hd * 31 + uint32_t(rq));
-      const auto q = random_floats(heads * rq * hd, 5);
-      const uint64_t ctx = tokens + 9, j0 = 4;  // the span sits at columns 4.. of wider score rows
-      const float scale = 0.125f;
-      std::vector<float> s(heads * rq * ctx, -7.0f);
-      cpu::bf16_scores(q.data(), heads, rq, hd, kv.bytes.data(), tokens, kv.stride, kv.off, scale, s.data(), ctx, j0,
-                       tokens);
-      double worst = 0;
-      for (uint32_t g = 0; g < heads; ++g)
-        for (uint64_t r = 0; r < rq; ++r) {
-          CHECK(s[(g * rq + r) * ctx + j0 - 1] == -7.0f);  // outside the span: untouched
-          CHECK(s[(g * rq + r) * ctx + j0 + tokens] == -7.0f);
-          for (uint32_t t = 0; t < tokens; ++t) {
-            double dot = 0;
-            for (uint32_t d = 0; d < hd; ++d) dot += double(q[(g * rq + r) * hd + d]) * kv.at(t, g * hd + d);
-            worst = std::max(worst, std::abs(dot * scale - s[(g * rq + r) * ctx + j0 + t]));
-          }
-        }
-      CHECK(worst < 1e-5);
+  // 16 takes the portable kernels everywhere; 32, 64 and 128 the AVX-512 ones where the CPU has them, else
+  // the AVX2 ones.
+  for (uint32_t hd : {16u, 32u, 64u, 128u}) CHECK(passes_agree(hd, dispatched_scores, dispatched_values));
+}
 
-      const auto p = random_floats(heads * rq * ctx, 6);
-      auto o = random_floats(heads * rq * hd, 7);
-      const auto o0 = o;
-      cpu::bf16_weighted_values(p.data(), heads, rq, ctx, j0, kv.bytes.data(), tokens, kv.stride, kv.off + heads * hd,
-                                hd, o.data(), tokens);
-      worst = 0;
-      for (uint32_t g = 0; g < heads; ++g)
-        for (uint64_t r = 0; r < rq; ++r)
-          for (uint32_t d = 0; d < hd; ++d) {
-            double sum = o0[(g * rq + r) * hd + d];
-            for (uint32_t t = 0; t < tokens; ++t)
-              sum += double(p[(g * rq + r) * ctx + j0 + t]) * kv.at(t, heads * hd + g * hd + d);
-            worst = std::max(worst, std::abs(sum - o[(g * rq + r) * hd + d]));
-          }
-      CHECK(worst < 1e-4);
-    }
+TEST_CASE("the AVX2 passes agree with a double-precision sum too, wherever the CPU has AVX2") {
+  // Called directly: on a CPU with AVX-512 the dispatch above never reaches them.
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return;
+  for (uint32_t hd : {32u, 64u, 128u}) CHECK(passes_agree(hd, cpu::bf16_scores_avx2, cpu::bf16_weighted_values_avx2));
+  CHECK_FALSE(passes_agree(16, cpu::bf16_scores_avx2, cpu::bf16_weighted_values_avx2));  // not built for 16
 }
 
 TEST_CASE("the AVX-512 passes decline head widths they are not built for") {
