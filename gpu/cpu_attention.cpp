@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "gpu/cpu_kernels.hpp"
-#include "gpu/cpu_tile_avx512.hpp"
+#include "gpu/cpu_tile.hpp"
 
 namespace dualpath::gpu {
 
@@ -100,7 +100,7 @@ void cpu_attention::gather(const attention_request& r, bool parallel) {
           const auto* src = reinterpret_cast<const uint16_t*>(rows[t]);
           for (uint32_t g = 0; g < heads; ++g) {
             const uint16_t* k = src + g * hd;
-            if (tile_kernels_) {  // key groups of [dimension][key] (cpu_tile_avx512.hpp)
+            if (tile_kernels_) {  // key groups of [dimension][key] (cpu_tile.hpp)
               float* kg = &kf_[(g * key_stride_ + t / G * G) * hd + t % G];
               for (uint64_t d = 0; d < hd; ++d) {
                 const uint32_t u = uint32_t(k[d]) << 16;
@@ -118,7 +118,7 @@ void cpu_attention::gather(const attention_request& r, bool parallel) {
 
 // Query rows [t0, t0 + nt) of KV head g's group over the keys they may see, a key block at a time so the
 // scores stay in this core's cache: S = scale·Q·Kᵀ, online causal softmax, O = O·rescale + S·V, and O / sum
-// at the end. The two products run the AVX-512 tile kernels where they are usable (rows padded to their
+// at the end. The two products run the tile kernels (AVX-512 or AVX2) where they are usable (rows padded to their
 // row group, keys to their key group), else sgemm.
 void cpu_attention::tile(const float* qkv, float* attn, const attention_request& r, uint32_t g, uint64_t t0,
                          scratch& w) const {
@@ -150,7 +150,7 @@ void cpu_attention::tile(const float* qkv, float* attn, const attention_request&
     const uint64_t cols = tile_kernels_ ? (kb + cpu::tile_keys - 1) / cpu::tile_keys * cpu::tile_keys : kb;
     const float* k = &kf_[(g * key_stride_ + k0) * hd];  // the block's keys and values, head g's
     const float* v = &vf_[(g * (r.cached + r.n) + k0) * hd];
-    if (tile_kernels_) cpu::tile_scores_avx512(w.q.data(), rows, uint32_t(hd), k, cols, scale, w.s.data(), cols);
+    if (tile_kernels_) cpu::tile_scores(w.q.data(), rows, uint32_t(hd), k, cols, scale, w.s.data(), cols);
     else
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rq), int(kb), int(hd), scale, w.q.data(), int(hd), k,
                   int(hd), 0.0f, w.s.data(), int(kb));
@@ -158,7 +158,7 @@ void cpu_attention::tile(const float* qkv, float* attn, const attention_request&
     if (k0 > 0)
       for (uint64_t row = 0; row < rq; ++row)
         if (w.rescale[row] != 1.0f) scaled_row(&w.o[row * hd], w.rescale[row], hd, &w.o[row * hd]);
-    if (tile_kernels_) cpu::tile_values_avx512(w.s.data(), cols, rows, kb, v, hd, uint32_t(hd), w.o.data());
+    if (tile_kernels_) cpu::tile_values(w.s.data(), cols, rows, kb, v, hd, uint32_t(hd), w.o.data());
     else
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rq), int(hd), int(kb), 1.0f, w.s.data(), int(kb), v,
                   int(hd), k0 > 0 ? 1.0f : 0.0f, w.o.data(), int(hd));

@@ -38,7 +38,7 @@ class cpu_attention {
   const model_spec& m_;
   cpu_team& team_;
   std::vector<scratch> scratch_;  // one per team member
-  const bool tile_kernels_;       // the AVX-512 tile kernels run here (cpu_tile_avx512.hpp)
+  const bool tile_kernels_;       // the tile kernels run here (cpu_tile.hpp)
   // fp32 K and V of the request being tiled, per KV head: K key_stride_ keys each (ctx rounded up to the
   // kernels' key group), as [key][dimension] for sgemm or in the tile kernels' key groups; V [ctx][dimension].
   std::vector<float> kf_, vf_;

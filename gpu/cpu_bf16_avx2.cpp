@@ -35,6 +35,7 @@ DUALPATH_AVX2 inline __m256 sum_lanes(const __m256* a) {
 template <int C>
 DUALPATH_AVX2 inline __m256 dot8(const float* q, const __m256* k) {
   __m256 a = _mm256_mul_ps(_mm256_loadu_ps(q), k[0]), b = _mm256_mul_ps(_mm256_loadu_ps(q + 8), k[1]);
+  DUALPATH_UNROLL
   for (int c = 2; c < C; c += 2) {
     a = _mm256_fmadd_ps(_mm256_loadu_ps(q + c * 8), k[c], a);
     b = _mm256_fmadd_ps(_mm256_loadu_ps(q + c * 8 + 8), k[c + 1], b);
@@ -52,6 +53,7 @@ DUALPATH_AVX2 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64_t
   __m256 acc[R][token_group];
   for (uint32_t i = 0; i < token_group; ++i) {
     if (i >= n) {
+      DUALPATH_UNROLL
       for (int r = 0; r < R; ++r) acc[r][i] = _mm256_setzero_ps();
       continue;
     }
@@ -60,10 +62,13 @@ DUALPATH_AVX2 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64_t
     prefetch_far_row(base, stride, t0 + i, far, readable);
     const uint16_t* k = row(base, stride, t0 + i, off + uint64_t(g) * HD);
     __m256 kc[C];
+    DUALPATH_UNROLL
     for (int c = 0; c < C; ++c) kc[c] = widen8(k + c * 8);
+    DUALPATH_UNROLL
     for (int r = 0; r < R; ++r) acc[r][i] = dot8<C>(qg + (g * rq + r0 + r) * HD, kc);
   }
   alignas(32) float out[token_group];
+  DUALPATH_UNROLL
   for (int r = 0; r < R; ++r) {
     _mm256_store_ps(out, _mm256_mul_ps(sum_lanes(acc[r]), _mm256_set1_ps(scale)));
     std::copy(out, out + n, s + (g * rq + r0 + r) * ctx + j0 + t0);
@@ -98,18 +103,23 @@ DUALPATH_AVX2 void value_rows(const float* s, uint64_t rq, uint64_t ctx, uint64_
                               uint64_t stride, uint64_t off, uint32_t g, uint64_t r0, uint32_t c0, uint32_t t0,
                               uint32_t t1, float* og, row_share far, uint32_t readable) {
   __m256 o[R][CB];
+  DUALPATH_UNROLL
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < CB; ++c) o[r][c] = _mm256_loadu_ps(og + (g * rq + r0 + r) * HD + (c0 + c) * 8);
   for (uint32_t t = t0; t < t1; ++t) {
     prefetch_far_row(base, stride, t, far, readable);
     const uint16_t* v = row(base, stride, t, off + uint64_t(g) * HD + c0 * 8);
     __m256 vc[CB];
+    DUALPATH_UNROLL
     for (int c = 0; c < CB; ++c) vc[c] = widen8(v + c * 8);
+    DUALPATH_UNROLL
     for (int r = 0; r < R; ++r) {
       const __m256 p = _mm256_set1_ps(s[(g * rq + r0 + r) * ctx + j0 + t]);
+      DUALPATH_UNROLL
       for (int c = 0; c < CB; ++c) o[r][c] = _mm256_fmadd_ps(p, vc[c], o[r][c]);
     }
   }
+  DUALPATH_UNROLL
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < CB; ++c) _mm256_storeu_ps(og + (g * rq + r0 + r) * HD + (c0 + c) * 8, o[r][c]);
 }

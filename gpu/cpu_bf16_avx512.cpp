@@ -27,6 +27,7 @@ DUALPATH_AVX512 inline __m512 widen16(const uint16_t* p) {
 // Lane i of the result = the sum of a[i]'s sixteen lanes.
 DUALPATH_AVX512 inline __m256 sum_lanes(const __m512* a) {
   __m256 h[8];
+  DUALPATH_UNROLL
   for (int i = 0; i < 8; ++i) {  // zero-masked extracts: the plain forms draw GCC 12's "uninitialized" warning
     const __m512d v = _mm512_castps_pd(a[i]);
     h[i] = _mm256_add_ps(_mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xFF, v, 0)),
@@ -46,10 +47,12 @@ DUALPATH_AVX512 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64
                                 uint32_t readable) {
   constexpr int C = HD / 16;
   __m512 q[R][C], acc[R][token_group];
+  DUALPATH_UNROLL
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) q[r][c] = _mm512_loadu_ps(qg + ((g * rq + r0 + r) * HD + c * 16));
   for (uint32_t i = 0; i < token_group; ++i) {
     if (i >= n) {
+      DUALPATH_UNROLL
       for (int r = 0; r < R; ++r) acc[r][i] = _mm512_setzero_ps();
       continue;
     }
@@ -58,13 +61,17 @@ DUALPATH_AVX512 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64
     prefetch_far_row(base, stride, t0 + i, far, readable);
     const uint16_t* k = row(base, stride, t0 + i, off + uint64_t(g) * HD);
     __m512 kc[C];
+    DUALPATH_UNROLL
     for (int c = 0; c < C; ++c) kc[c] = widen16(k + c * 16);
+    DUALPATH_UNROLL
     for (int r = 0; r < R; ++r) {
       acc[r][i] = _mm512_mul_ps(q[r][0], kc[0]);
+      DUALPATH_UNROLL
       for (int c = 1; c < C; ++c) acc[r][i] = _mm512_fmadd_ps(q[r][c], kc[c], acc[r][i]);
     }
   }
   alignas(32) float out[token_group];
+  DUALPATH_UNROLL
   for (int r = 0; r < R; ++r) {
     _mm256_store_ps(out, _mm256_mul_ps(sum_lanes(acc[r]), _mm256_set1_ps(scale)));
     std::copy(out, out + n, s + (g * rq + r0 + r) * ctx + j0 + t0);
@@ -100,18 +107,23 @@ DUALPATH_AVX512 void value_rows(const float* s, uint64_t rq, uint64_t ctx, uint6
                                 float* og, row_share far, uint32_t readable) {
   constexpr int C = HD / 16;
   __m512 o[R][C];
+  DUALPATH_UNROLL
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) o[r][c] = _mm512_loadu_ps(og + (g * rq + r0 + r) * HD + c * 16);
   for (uint32_t t = t0; t < t1; ++t) {
     prefetch_far_row(base, stride, t, far, readable);
     const uint16_t* v = row(base, stride, t, off + uint64_t(g) * HD);
     __m512 vc[C];
+    DUALPATH_UNROLL
     for (int c = 0; c < C; ++c) vc[c] = widen16(v + c * 16);
+    DUALPATH_UNROLL
     for (int r = 0; r < R; ++r) {
       const __m512 p = _mm512_set1_ps(s[(g * rq + r0 + r) * ctx + j0 + t]);
+      DUALPATH_UNROLL
       for (int c = 0; c < C; ++c) o[r][c] = _mm512_fmadd_ps(p, vc[c], o[r][c]);
     }
   }
+  DUALPATH_UNROLL
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) _mm512_storeu_ps(og + (g * rq + r0 + r) * HD + c * 16, o[r][c]);
 }

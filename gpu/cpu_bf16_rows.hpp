@@ -6,6 +6,12 @@
 #include <cstdint>
 #include <type_traits>
 
+// Put before each loop over an array of vector registers (accumulators, a row's vectors): such a loop is
+// unrolled whole. Without it GCC 12 kept those arrays in memory as well as in registers and stored every one
+// of them to the stack on each pass of the loop around (12 stores a key in the AVX2 tile's value product, which
+// ran at two thirds of sgemm's speed; with it, as fast as sgemm: docs/experiments.md).
+#define DUALPATH_UNROLL _Pragma("GCC unroll 16")
+
 namespace dualpath::gpu::cpu::rows {
 
 // Tokens whose dot products are summed across lanes together (one 8-lane result).

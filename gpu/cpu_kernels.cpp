@@ -23,35 +23,25 @@ namespace {
 
 // exp for x <= 0 (softmax after subtracting the max): 2^(x·log2 e) split into a rounded integer n and a
 // fraction f in [-0.5, 0.5], 2^f by its degree-6 Taylor polynomial (relative error ~1e-7), 2^n written into
-// the exponent field. Written with GCC/Clang vector extensions for any lane count: sixteen lanes (one
+// the exponent field. The fraction carries the rounding of the product x·log2 e where the compiler does not
+// fuse it into an FMA (the avx2 and default clones): there the error grows to 2e-6 of e^x at x = -60, on
+// values far below anything a softmax sum or a silu output keeps. Taking the fraction exactly (x - n·ln 2, ln 2
+// in two parts) cost 8% of a prefill pass, and any change here moves every served token's last bits, which
+// `serve --verify` against a recompute over other shapes can turn into a different sampled token. Written with GCC/Clang vector extensions for any lane count: sixteen lanes (one
 // AVX-512 register in the avx512f clone, two AVX2 ones in the avx2 clone) where rows are long, eight in the
 // reductions of the attention's dot products.
-//
-// The fraction, taken as x·log2 e - n, carries that product's rounding: up to 2e-6 of e^x at x = -60
-// (relative) wherever the compiler does not fuse it into an FMA, as in the avx2 and default clones. Softmax
-// does not see it (such terms are far below its sum's rounding), so it keeps the cheap form; `Exact` takes
-// the fraction from x - n·ln 2 instead (ln 2 split in two, the high part's low bits zero so n·ln2_hi is
-// exact), for silu, whose result for a very negative gate is that tiny term itself. Exact costs about 8% of
-// a prefill pass when used for softmax too (`bench compute`, docs/experiments.md).
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 typedef float v16f __attribute__((vector_size(64)));
 typedef int32_t v16i __attribute__((vector_size(64)));
 
-template <class VF, class VI, bool Exact = false>
+template <class VF, class VI>
 __attribute__((always_inline)) inline VF exp_nonpositive_lanes(VF x) {
   const VF lo = VF{} - 87.0f;
-  if constexpr (Exact) {
-    // x below -87 taken as -87 by a blend of the bits: as a vector ?: GCC 12 took it lane by lane here, where
-    // x is read again below (the function 2.8 times slower); in the cheap form the ?: is the faster of the two.
-    const VI below = x < lo;
-    x = (VF)(((VI)lo & below) | ((VI)x & ~below));
-  } else {
-    x = x < lo ? lo : x;
-  }
+  x = x < lo ? lo : x;
   const VF t = x * 1.44269504088896341f;
   const VF n = (t + 12582912.0f) - 12582912.0f;  // round to nearest by adding 1.5·2^23: no call, no branch
-  const VF f = Exact ? ((x - n * 0.693145751953125f) - n * 1.42860676533018704e-6f) * 1.44269504088896341f : t - n;
+  const VF f = t - n;
   VF p = VF{} + 1.5353362e-4f;
   p = p * f + 1.3398874e-3f;
   p = p * f + 9.6180081e-3f;
@@ -219,7 +209,7 @@ void silu_mul(const float* gu, float* out, uint64_t rows, uint32_t inter) {
       v16f gv, uv;
       std::memcpy(&gv, g + i, sizeof gv);
       std::memcpy(&uv, u + i, sizeof uv);
-      const v16f e = exp_nonpositive_lanes<v16f, v16i, true>(gv > 0.0f ? -gv : gv);
+      const v16f e = exp_nonpositive_lanes<v16f, v16i>(gv > 0.0f ? -gv : gv);
       const v16f v = (gv > 0.0f ? gv : gv * e) / (1.0f + e) * uv;
       std::memcpy(o + i, &v, sizeof v);
     }

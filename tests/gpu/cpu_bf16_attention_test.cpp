@@ -9,7 +9,7 @@
 #include "gpu/cpu_bf16_avx2.hpp"
 #include "gpu/cpu_bf16_avx512.hpp"
 #include "gpu/cpu_kernels.hpp"
-#include "gpu/cpu_tile_avx512.hpp"
+#include "gpu/cpu_tile.hpp"
 
 namespace cpu = dualpath::gpu::cpu;
 
@@ -135,13 +135,14 @@ TEST_CASE("the AVX-512 passes decline head widths they are not built for") {
   CHECK(s[0] == -1.0f);
 }
 
-TEST_CASE("the prefill tile kernels agree with a double-precision sum, on every head width") {
+using tile_scores_fn = bool (*)(const float*, uint64_t, uint32_t, const float*, uint64_t, float, float*, uint64_t);
+using tile_values_fn = bool (*)(const float*, uint64_t, uint64_t, uint64_t, const float*, uint64_t, uint32_t, float*);
+
+// One width's tile kernels against a double-precision sum at head widths 32, 64 and 128; false where they do
+// not run on this CPU.
+bool tile_kernels_agree(tile_scores_fn tile_scores, tile_values_fn tile_values) {
   for (uint32_t hd : {32u, 64u, 128u}) {
     CAPTURE(hd);
-    if (!cpu::tile_kernels_usable(hd)) {
-      MESSAGE("no AVX-512 here: the tile kernels are not built for this CPU");
-      return;
-    }
     constexpr uint64_t rows = 2 * cpu::tile_rows, keys = 3 * cpu::tile_keys, stride = keys + 5;
     const auto q = random_floats(rows * hd, 1), k = random_floats(keys * hd, 2), v = random_floats(keys * hd, 3),
                p = random_floats(rows * stride, 4), o0 = random_floats(rows * hd, 5);
@@ -151,7 +152,7 @@ TEST_CASE("the prefill tile kernels agree with a double-precision sum, on every 
       for (uint64_t d = 0; d < hd; ++d)
         kt[(j / cpu::tile_keys * hd + d) * cpu::tile_keys + j % cpu::tile_keys] = k[j * hd + d];
     std::vector<float> s(rows * stride, -7.0f);
-    cpu::tile_scores_avx512(q.data(), rows, hd, kt.data(), keys, 0.5f, s.data(), stride);
+    if (!tile_scores(q.data(), rows, hd, kt.data(), keys, 0.5f, s.data(), stride)) return false;
     double worst = 0;
     for (uint64_t r = 0; r < rows; ++r) {
       for (uint64_t j = 0; j < keys; ++j) {
@@ -166,7 +167,7 @@ TEST_CASE("the prefill tile kernels agree with a double-precision sum, on every 
     // Values over a key count that is no multiple of the kernel's chunk, rows hd apart.
     const uint64_t some = keys - 3;
     std::vector<float> o = o0;
-    cpu::tile_values_avx512(p.data(), stride, rows, some, v.data(), hd, hd, o.data());
+    REQUIRE(tile_values(p.data(), stride, rows, some, v.data(), hd, hd, o.data()));
     worst = 0;
     for (uint64_t r = 0; r < rows; ++r)
       for (uint64_t d = 0; d < hd; ++d) {
@@ -176,4 +177,14 @@ TEST_CASE("the prefill tile kernels agree with a double-precision sum, on every 
       }
     CHECK(worst < 1e-4);
   }
+  return true;
+}
+
+TEST_CASE("the prefill tile kernels agree with a double-precision sum, on every head width") {
+  const bool avx512 = tile_kernels_agree(cpu::tile_scores_avx512, cpu::tile_values_avx512);
+  const bool avx2 = tile_kernels_agree(cpu::tile_scores_avx2, cpu::tile_values_avx2);
+  CHECK(avx512 == bool(__builtin_cpu_supports("avx512f")));
+  CHECK(avx2 == (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")));
+  CHECK(cpu::tile_kernels_usable(64) == (avx512 || avx2));
+  CHECK_FALSE(cpu::tile_kernels_usable(16));
 }

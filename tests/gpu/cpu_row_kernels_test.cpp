@@ -28,7 +28,9 @@ TEST_CASE("silu_mul matches silu(g)·u over the whole range of gates, vector lan
       const double g = gu[r * 2 * inter + i], u = gu[r * 2 * inter + inter + i];
       const double want = g / (1.0 + std::exp(-g)) * u;
       CAPTURE(g);
-      CHECK(std::abs(out[r * inter + i] - want) <= 1e-6 * std::abs(want) + 1e-30);
+      // The vector exp's error (cpu_kernels.cpp): 1e-7 of e^g, up to 2e-6 for gates below -20 on CPUs whose
+      // clone does not fuse x·log2 e into an FMA, where the result is under 1e-8·|u|.
+      CHECK(std::abs(out[r * inter + i] - want) <= (g < -20 ? 3e-6 : 1e-6) * std::abs(want) + 1e-30);
     }
 }
 
