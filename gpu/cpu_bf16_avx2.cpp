@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gpu/cpu_bf16_rows.hpp"
+#include "gpu/cpu_simd.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
 #include <immintrin.h>
@@ -13,8 +14,6 @@ namespace dualpath::gpu::cpu {
 namespace {
 
 using namespace rows;
-
-bool usable() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 
 // Eight bf16 values as floats (bf16 is the high half of an fp32).
 DUALPATH_AVX2 inline __m256 widen8(const uint16_t* p) {
@@ -79,25 +78,15 @@ template <int HD>
 DUALPATH_AVX2 void scores(const float* qg, uint32_t kv_heads, uint64_t rq, const std::byte* base, uint32_t tokens,
                           uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0,
                           uint32_t readable) {
-  constexpr int R = 2;  // the key slice is widened once for two query rows (a decode token of a group of two)
-  const uint32_t width = kv_heads * HD;
-  for (uint32_t t0 = 0; t0 < tokens; t0 += token_group) {
-    const uint32_t n = std::min(token_group, tokens - t0);
-    for (uint32_t g = 0; g < kv_heads; ++g) {
-      // The first call of a block asks for the rows near (head 0) and far (head g's share); the others, none.
-      const row_share far = share_of(pass::keys, stride, g, kv_heads);
-      uint64_t r0 = 0;
-      for (; r0 + R <= rq; r0 += R)
-        score_rows<HD, R>(qg, rq, g, r0, base, stride, off, t0, n, scale, s, ctx, j0, g == 0 && r0 == 0 ? width : 0,
-                          tokens, r0 == 0 ? far : row_share{}, readable);
-      for (; r0 < rq; ++r0)
-        score_rows<HD, 1>(qg, rq, g, r0, base, stride, off, t0, n, scale, s, ctx, j0, g == 0 && r0 == 0 ? width : 0,
-                          tokens, r0 == 0 ? far : row_share{}, readable);
-    }
-  }
+  // The key slice is widened once for two query rows (a decode token of a group of two).
+  walk_keys<2>(kv_heads, rq, tokens, stride, kv_heads * HD,
+               [&](auto rc, uint32_t g, uint64_t r0, uint32_t t0, uint32_t n, uint32_t near, row_share far) {
+                 score_rows<HD, rc.value>(qg, rq, g, r0, base, stride, off, t0, n, scale, s, ctx, j0, near, tokens, far,
+                                          readable);
+               });
 }
 
-// Output rows [r0, r0 + R) of head g, columns [8·c0, 8·(c0 + CB)), += the weighted values of tokens [t0, t1).
+// Output rows [r0, r0 + R) of head g, dimensions [c0, c0 + 8·CB), += the weighted values of tokens [t0, t1).
 template <int HD, int R, int CB>
 DUALPATH_AVX2 void value_rows(const float* s, uint64_t rq, uint64_t ctx, uint64_t j0, const std::byte* base,
                               uint64_t stride, uint64_t off, uint32_t g, uint64_t r0, uint32_t c0, uint32_t t0,
@@ -105,10 +94,10 @@ DUALPATH_AVX2 void value_rows(const float* s, uint64_t rq, uint64_t ctx, uint64_
   __m256 o[R][CB];
   DUALPATH_UNROLL
   for (int r = 0; r < R; ++r)
-    for (int c = 0; c < CB; ++c) o[r][c] = _mm256_loadu_ps(og + (g * rq + r0 + r) * HD + (c0 + c) * 8);
+    for (int c = 0; c < CB; ++c) o[r][c] = _mm256_loadu_ps(og + (g * rq + r0 + r) * HD + c0 + c * 8);
   for (uint32_t t = t0; t < t1; ++t) {
     prefetch_far_row(base, stride, t, far, readable);
-    const uint16_t* v = row(base, stride, t, off + uint64_t(g) * HD + c0 * 8);
+    const uint16_t* v = row(base, stride, t, off + uint64_t(g) * HD + c0);
     __m256 vc[CB];
     DUALPATH_UNROLL
     for (int c = 0; c < CB; ++c) vc[c] = widen8(v + c * 8);
@@ -121,31 +110,19 @@ DUALPATH_AVX2 void value_rows(const float* s, uint64_t rq, uint64_t ctx, uint64_
   }
   DUALPATH_UNROLL
   for (int r = 0; r < R; ++r)
-    for (int c = 0; c < CB; ++c) _mm256_storeu_ps(og + (g * rq + r0 + r) * HD + (c0 + c) * 8, o[r][c]);
+    for (int c = 0; c < CB; ++c) _mm256_storeu_ps(og + (g * rq + r0 + r) * HD + c0 + c * 8, o[r][c]);
 }
 
 template <int HD>
 DUALPATH_AVX2 void values(const float* s, uint32_t kv_heads, uint64_t rq, uint64_t ctx, uint64_t j0,
                           const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, float* og,
                           uint32_t readable) {
-  constexpr int R = 2, CB = 4;  // 8 accumulators, 4 widened values: 12 of the 16 registers
-  for (uint32_t t0 = 0; t0 < tokens; t0 += value_block) {
-    const uint32_t t1 = std::min(tokens, t0 + value_block);
-    for (uint32_t g = 0; g < kv_heads; ++g) {
-      // Head g's first call asks for its share of the rows ahead; the head's other calls, none.
-      const row_share far = share_of(pass::values, stride, g, kv_heads);
-      for (uint32_t c0 = 0; c0 < HD / 8; c0 += CB) {
-        const row_share first = c0 == 0 ? far : row_share{};
-        uint64_t r0 = 0;
-        for (; r0 + R <= rq; r0 += R)
-          value_rows<HD, R, CB>(s, rq, ctx, j0, base, stride, off, g, r0, c0, t0, t1, og, r0 == 0 ? first : row_share{},
-                                readable);
-        for (; r0 < rq; ++r0)
-          value_rows<HD, 1, CB>(s, rq, ctx, j0, base, stride, off, g, r0, c0, t0, t1, og, r0 == 0 ? first : row_share{},
-                                readable);
-      }
-    }
-  }
+  constexpr int CB = 4;  // two rows: 8 accumulators, 4 widened values, 12 of the 16 registers
+  walk_values<2>(kv_heads, rq, tokens, stride, HD, 8 * CB,
+                 [&](auto rc, uint32_t g, uint64_t r0, uint32_t c0, uint32_t t0, uint32_t t1, row_share far) {
+                   value_rows<HD, rc.value, CB>(s, rq, ctx, j0, base, stride, off, g, r0, c0, t0, t1, og, far,
+                                                readable);
+                 });
 }
 
 }  // namespace
@@ -153,7 +130,7 @@ DUALPATH_AVX2 void values(const float* s, uint32_t kv_heads, uint64_t rq, uint64
 bool bf16_scores_avx2(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base,
                       uint32_t tokens, uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0,
                       uint32_t readable) {
-  return usable() && for_head_width(hd, [&](auto w) {
+  return has_avx2_fma() && for_head_width(hd, [&](auto w) {
            scores<w.value>(qg, kv_heads, rq, base, tokens, stride, off, scale, s, ctx, j0, readable);
          });
 }
@@ -161,7 +138,7 @@ bool bf16_scores_avx2(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t 
 bool bf16_weighted_values_avx2(const float* s, uint32_t kv_heads, uint64_t rq, uint64_t ctx, uint64_t j0,
                                const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd,
                                float* og, uint32_t readable) {
-  return usable() && for_head_width(hd, [&](auto w) {
+  return has_avx2_fma() && for_head_width(hd, [&](auto w) {
            values<w.value>(s, kv_heads, rq, ctx, j0, base, tokens, stride, off, og, readable);
          });
 }

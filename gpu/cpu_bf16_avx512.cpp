@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gpu/cpu_bf16_rows.hpp"
+#include "gpu/cpu_simd.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
 #include <immintrin.h>
@@ -13,8 +14,6 @@ namespace dualpath::gpu::cpu {
 namespace {
 
 using namespace rows;
-
-bool usable() { return __builtin_cpu_supports("avx512f"); }
 
 // Sixteen bf16 values as floats (bf16 is the high half of an fp32).
 DUALPATH_AVX512 inline __m512 widen16(const uint16_t* p) {
@@ -83,21 +82,11 @@ DUALPATH_AVX512 void scores(const float* qg, uint32_t kv_heads, uint64_t rq, con
                             uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0,
                             uint32_t readable) {
   constexpr int R = HD == 128 ? 1 : 2;  // query rows in registers beside a key and 8·R sums
-  const uint32_t width = kv_heads * HD;
-  for (uint32_t t0 = 0; t0 < tokens; t0 += token_group) {
-    const uint32_t n = std::min(token_group, tokens - t0);
-    for (uint32_t g = 0; g < kv_heads; ++g) {
-      // The first call of a block asks for the rows near (head 0) and far (head g's share); the others, none.
-      const row_share far = share_of(pass::keys, stride, g, kv_heads);
-      uint64_t r0 = 0;
-      for (; r0 + R <= rq; r0 += R)
-        score_rows<HD, R>(qg, rq, g, r0, base, stride, off, t0, n, scale, s, ctx, j0, g == 0 && r0 == 0 ? width : 0,
-                          tokens, r0 == 0 ? far : row_share{}, readable);
-      for (; r0 < rq; ++r0)
-        score_rows<HD, 1>(qg, rq, g, r0, base, stride, off, t0, n, scale, s, ctx, j0, g == 0 && r0 == 0 ? width : 0,
-                          tokens, r0 == 0 ? far : row_share{}, readable);
-    }
-  }
+  walk_keys<R>(kv_heads, rq, tokens, stride, kv_heads * HD,
+               [&](auto rc, uint32_t g, uint64_t r0, uint32_t t0, uint32_t n, uint32_t near, row_share far) {
+                 score_rows<HD, rc.value>(qg, rq, g, r0, base, stride, off, t0, n, scale, s, ctx, j0, near, tokens, far,
+                                          readable);
+               });
 }
 
 // Output rows [r0, r0 + R) of head g += the weighted values of tokens [t0, t1).
@@ -132,19 +121,11 @@ template <int HD>
 DUALPATH_AVX512 void values(const float* s, uint32_t kv_heads, uint64_t rq, uint64_t ctx, uint64_t j0,
                             const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, float* og,
                             uint32_t readable) {
-  constexpr int R = 2;
-  for (uint32_t t0 = 0; t0 < tokens; t0 += value_block) {
-    const uint32_t t1 = std::min(tokens, t0 + value_block);
-    for (uint32_t g = 0; g < kv_heads; ++g) {
-      // Head g's first call asks for its share of the rows ahead; the head's other calls, none.
-      const row_share far = share_of(pass::values, stride, g, kv_heads);
-      uint64_t r0 = 0;
-      for (; r0 + R <= rq; r0 += R)
-        value_rows<HD, R>(s, rq, ctx, j0, base, stride, off, g, r0, t0, t1, og, r0 == 0 ? far : row_share{}, readable);
-      for (; r0 < rq; ++r0)
-        value_rows<HD, 1>(s, rq, ctx, j0, base, stride, off, g, r0, t0, t1, og, r0 == 0 ? far : row_share{}, readable);
-    }
-  }
+  // Two rows of a whole head in registers: one block of all HD dimensions.
+  walk_values<2>(kv_heads, rq, tokens, stride, HD, HD,
+                 [&](auto rc, uint32_t g, uint64_t r0, uint32_t, uint32_t t0, uint32_t t1, row_share far) {
+                   value_rows<HD, rc.value>(s, rq, ctx, j0, base, stride, off, g, r0, t0, t1, og, far, readable);
+                 });
 }
 
 }  // namespace
@@ -152,7 +133,7 @@ DUALPATH_AVX512 void values(const float* s, uint32_t kv_heads, uint64_t rq, uint
 bool bf16_scores_avx512(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base,
                         uint32_t tokens, uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx,
                         uint64_t j0, uint32_t readable) {
-  return usable() && for_head_width(hd, [&](auto w) {
+  return has_avx512f() && for_head_width(hd, [&](auto w) {
            scores<w.value>(qg, kv_heads, rq, base, tokens, stride, off, scale, s, ctx, j0, readable);
          });
 }
@@ -160,7 +141,7 @@ bool bf16_scores_avx512(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_
 bool bf16_weighted_values_avx512(const float* s, uint32_t kv_heads, uint64_t rq, uint64_t ctx, uint64_t j0,
                                  const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd,
                                  float* og, uint32_t readable) {
-  return usable() && for_head_width(hd, [&](auto w) {
+  return has_avx512f() && for_head_width(hd, [&](auto w) {
            values<w.value>(s, kv_heads, rq, ctx, j0, base, tokens, stride, off, og, readable);
          });
 }

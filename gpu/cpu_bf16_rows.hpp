@@ -2,15 +2,10 @@
 // How the decode attention's vector kernels (cpu_bf16_avx512.cpp, cpu_bf16_avx2.cpp) walk bf16 KV rows and
 // ask for them ahead of time. Both widths read the same rows in the same order, so they share the distances
 // and the split of the asking below (docs/design.md §10, cpu backend; docs/experiments.md, "Limits").
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
-
-// Put before each loop over an array of vector registers (accumulators, a row's vectors): such a loop is
-// unrolled whole. Without it GCC 12 kept those arrays in memory as well as in registers and stored every one
-// of them to the stack on each pass of the loop around (12 stores a key in the AVX2 tile's value product, which
-// ran at two thirds of sgemm's speed; with it, as fast as sgemm: docs/experiments.md).
-#define DUALPATH_UNROLL _Pragma("GCC unroll 16")
 
 namespace dualpath::gpu::cpu::rows {
 
@@ -64,15 +59,54 @@ inline void prefetch(const uint16_t* p, uint32_t elements) {
   for (uint32_t b = 0; b < elements * 2; b += 64) __builtin_prefetch(c + b);
 }
 
-// Calls f(std::integral_constant<int, hd>) for the head widths the vector kernels are built for (32, 64,
-// 128); false, calling nothing, for any other.
-template <class F>
-bool for_head_width(uint32_t hd, F&& f) {
-  switch (hd) {
-    case 32: f(std::integral_constant<int, 32>{}); return true;
-    case 64: f(std::integral_constant<int, 64>{}); return true;
-    case 128: f(std::integral_constant<int, 128>{}); return true;
-    default: return false;
+// The key pass's walk, the same at every width: tokens token_group at a time, each KV head, its query rows R at
+// a time and then one at a time, as rows(std::integral_constant<int, R or 1>, g, r0, t0, n, near, far). The
+// first call of a token group asks for the rows near (head 0: `width` elements of every key) and each head's
+// first call for its share of the rows far ahead; the other calls ask for none.
+template <int R, class Rows>
+void walk_keys(uint32_t kv_heads, uint64_t rq, uint32_t tokens, uint64_t stride, uint32_t width, Rows&& rows) {
+  for (uint32_t t0 = 0; t0 < tokens; t0 += token_group) {
+    const uint32_t n = std::min(token_group, tokens - t0);
+    for (uint32_t g = 0; g < kv_heads; ++g) {
+      const row_share far = share_of(pass::keys, stride, g, kv_heads);
+      for (uint64_t r0 = 0; r0 < rq;) {
+        const uint32_t near = g == 0 && r0 == 0 ? width : 0;
+        const row_share ask = r0 == 0 ? far : row_share{};
+        if (r0 + R <= rq) {
+          rows(std::integral_constant<int, R>{}, g, r0, t0, n, near, ask);
+          r0 += R;
+        } else {
+          rows(std::integral_constant<int, 1>{}, g, r0, t0, n, near, ask);
+          ++r0;
+        }
+      }
+    }
+  }
+}
+
+// The value pass's walk: tokens value_block at a time, each KV head, its output dimensions `cols` at a time
+// (all hd of them where the registers hold a whole row), its rows R at a time and then one at a time, as
+// rows(std::integral_constant<int, R or 1>, g, r0, c0, t0, t1, far). Each head's first call asks for its share of
+// the rows far ahead; the others, none.
+template <int R, class Rows>
+void walk_values(uint32_t kv_heads, uint64_t rq, uint32_t tokens, uint64_t stride, uint32_t hd, uint32_t cols,
+                 Rows&& rows) {
+  for (uint32_t t0 = 0; t0 < tokens; t0 += value_block) {
+    const uint32_t t1 = std::min(tokens, t0 + value_block);
+    for (uint32_t g = 0; g < kv_heads; ++g) {
+      const row_share far = share_of(pass::values, stride, g, kv_heads);
+      for (uint32_t c0 = 0; c0 < hd; c0 += cols)
+        for (uint64_t r0 = 0; r0 < rq;) {
+          const row_share ask = c0 == 0 && r0 == 0 ? far : row_share{};
+          if (r0 + R <= rq) {
+            rows(std::integral_constant<int, R>{}, g, r0, c0, t0, t1, ask);
+            r0 += R;
+          } else {
+            rows(std::integral_constant<int, 1>{}, g, r0, c0, t0, t1, ask);
+            ++r0;
+          }
+        }
+    }
   }
 }
 

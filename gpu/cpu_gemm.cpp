@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "gpu/cpu_simd.hpp"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -47,8 +49,8 @@ inline vec vadd(vec a, vec b) { return _mm256_add_ps(a, b); }
 
 namespace {
 uint64_t kernel_lanes() {
-  if (__builtin_cpu_supports("avx512f")) return avx512::L;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return avx2::L;
+  if (has_avx512f()) return avx512::L;
+  if (has_avx2_fma()) return avx2::L;
   return 0;
 }
 }  // namespace

@@ -27,9 +27,9 @@ namespace {
 // fuse it into an FMA (the avx2 and default clones): there the error grows to 2e-6 of e^x at x = -60, on
 // values far below anything a softmax sum or a silu output keeps. Taking the fraction exactly (x - n·ln 2, ln 2
 // in two parts) cost 8% of a prefill pass, and any change here moves every served token's last bits, which
-// `serve --verify` against a recompute over other shapes can turn into a different sampled token. Written with GCC/Clang vector extensions for any lane count: sixteen lanes (one
-// AVX-512 register in the avx512f clone, two AVX2 ones in the avx2 clone) where rows are long, eight in the
-// reductions of the attention's dot products.
+// `serve --verify` against a recompute over other shapes can turn into a different sampled token. Written with
+// GCC/Clang vector extensions for any lane count: sixteen lanes (one AVX-512 register in the avx512f clone, two
+// AVX2 ones in the avx2 clone) where rows are long, eight in the reductions of the attention's dot products.
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 typedef float v16f __attribute__((vector_size(64)));

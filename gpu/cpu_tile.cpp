@@ -1,11 +1,11 @@
 #include "gpu/cpu_tile.hpp"
 
+#include "gpu/cpu_simd.hpp"
+
 namespace dualpath::gpu::cpu {
 
 bool tile_kernels_usable(uint32_t hd) {
-  // A call with no rows and no keys computes nothing and says whether that width's kernels run here.
-  return tile_scores_avx512(nullptr, 0, hd, nullptr, 0, 1.0f, nullptr, 0) ||
-         tile_scores_avx2(nullptr, 0, hd, nullptr, 0, 1.0f, nullptr, 0);
+  return (has_avx512f() || has_avx2_fma()) && for_head_width(hd, [](auto) {});
 }
 
 void tile_scores(const float* q, uint64_t rows, uint32_t hd, const float* kt, uint64_t keys, float scale, float* s,

@@ -3,7 +3,7 @@
 // them, a score block is taken four rows × 16 keys at a time and a value block three rows × 32 dimensions.
 #include <algorithm>
 
-#include "gpu/cpu_bf16_rows.hpp"
+#include "gpu/cpu_simd.hpp"
 #include "gpu/cpu_tile.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
@@ -12,15 +12,11 @@
 
 namespace dualpath::gpu::cpu {
 
-using rows::for_head_width;
-
 namespace {
 
 // Keys per chunk of the value product: a chunk's value rows stay in L1 while every row group takes them.
 constexpr uint64_t value_chunk = 64;
 constexpr int score_rows = 4, score_keys = 16;  // 8 accumulators, two key vectors, a broadcast query element
-
-bool usable() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 
 // Rows [0, 4) × keys [j, j + 16) of a key group: each score an FMA chain over the dimensions in turn.
 template <int HD>
@@ -100,12 +96,13 @@ DUALPATH_AVX2 void values(const float* p, uint64_t p_stride, uint64_t rows, uint
 
 bool tile_scores_avx2(const float* q, uint64_t rows, uint32_t hd, const float* kt, uint64_t keys, float scale, float* s,
                       uint64_t s_stride) {
-  return usable() && for_head_width(hd, [&](auto w) { scores<w.value>(q, rows, kt, keys, scale, s, s_stride); });
+  return has_avx2_fma() && for_head_width(hd, [&](auto w) { scores<w.value>(q, rows, kt, keys, scale, s, s_stride); });
 }
 
 bool tile_values_avx2(const float* p, uint64_t p_stride, uint64_t rows, uint64_t keys, const float* v,
                       uint64_t v_stride, uint32_t hd, float* o) {
-  return usable() && for_head_width(hd, [&](auto w) { values<w.value>(p, p_stride, rows, keys, v, v_stride, o); });
+  return has_avx2_fma() &&
+         for_head_width(hd, [&](auto w) { values<w.value>(p, p_stride, rows, keys, v, v_stride, o); });
 }
 
 }  // namespace dualpath::gpu::cpu

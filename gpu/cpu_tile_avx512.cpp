@@ -7,7 +7,7 @@
 // broadcast probability. docs/design.md §10.
 #include <algorithm>
 
-#include "gpu/cpu_bf16_rows.hpp"
+#include "gpu/cpu_simd.hpp"
 #include "gpu/cpu_tile.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
@@ -15,8 +15,6 @@
 #define DUALPATH_AVX512 __attribute__((target("avx512f,avx2,fma")))
 
 namespace dualpath::gpu::cpu {
-
-using rows::for_head_width;
 
 namespace {
 
@@ -95,14 +93,12 @@ DUALPATH_AVX512 void values(const float* p, uint64_t p_stride, uint64_t rows, ui
 
 bool tile_scores_avx512(const float* q, uint64_t rows, uint32_t hd, const float* kt, uint64_t keys, float scale,
                         float* s, uint64_t s_stride) {
-  return __builtin_cpu_supports("avx512f") &&
-         for_head_width(hd, [&](auto w) { scores<w.value>(q, rows, kt, keys, scale, s, s_stride); });
+  return has_avx512f() && for_head_width(hd, [&](auto w) { scores<w.value>(q, rows, kt, keys, scale, s, s_stride); });
 }
 
 bool tile_values_avx512(const float* p, uint64_t p_stride, uint64_t rows, uint64_t keys, const float* v,
                         uint64_t v_stride, uint32_t hd, float* o) {
-  return __builtin_cpu_supports("avx512f") &&
-         for_head_width(hd, [&](auto w) { values<w.value>(p, p_stride, rows, keys, v, v_stride, o); });
+  return has_avx512f() && for_head_width(hd, [&](auto w) { values<w.value>(p, p_stride, rows, keys, v, v_stride, o); });
 }
 
 }  // namespace dualpath::gpu::cpu

@@ -9,6 +9,7 @@
 #include "gpu/cpu_bf16_avx2.hpp"
 #include "gpu/cpu_bf16_avx512.hpp"
 #include "gpu/cpu_kernels.hpp"
+#include "gpu/cpu_simd.hpp"
 #include "gpu/cpu_tile.hpp"
 
 namespace cpu = dualpath::gpu::cpu;
@@ -120,7 +121,7 @@ TEST_CASE("decode attention's bf16 passes agree with a double-precision sum, on 
 
 TEST_CASE("the AVX2 passes agree with a double-precision sum too, wherever the CPU has AVX2") {
   // Called directly: on a CPU with AVX-512 the dispatch above never reaches them.
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return;
+  if (!cpu::has_avx2_fma()) return;
   for (uint32_t hd : {32u, 64u, 128u}) CHECK(passes_agree(hd, cpu::bf16_scores_avx2, cpu::bf16_weighted_values_avx2));
   CHECK_FALSE(passes_agree(16, cpu::bf16_scores_avx2, cpu::bf16_weighted_values_avx2));  // not built for 16
 }
@@ -183,8 +184,8 @@ bool tile_kernels_agree(tile_scores_fn tile_scores, tile_values_fn tile_values) 
 TEST_CASE("the prefill tile kernels agree with a double-precision sum, on every head width") {
   const bool avx512 = tile_kernels_agree(cpu::tile_scores_avx512, cpu::tile_values_avx512);
   const bool avx2 = tile_kernels_agree(cpu::tile_scores_avx2, cpu::tile_values_avx2);
-  CHECK(avx512 == bool(__builtin_cpu_supports("avx512f")));
-  CHECK(avx2 == (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")));
+  CHECK(avx512 == cpu::has_avx512f());
+  CHECK(avx2 == cpu::has_avx2_fma());
   CHECK(cpu::tile_kernels_usable(64) == (avx512 || avx2));
   CHECK_FALSE(cpu::tile_kernels_usable(16));
 }
