@@ -8,6 +8,7 @@
 #include "gpu/bf16.hpp"
 #include "gpu/cpu_bf16_avx2.hpp"
 #include "gpu/cpu_bf16_avx512.hpp"
+#include "gpu/cpu_simd.hpp"
 
 // Not under TSan: the clones' ifunc resolvers run while the dynamic loader relocates, before TSan's runtime
 // is up, and their instrumented code crashes there (`make tsan`).
@@ -28,8 +29,8 @@ namespace {
 // values far below anything a softmax sum or a silu output keeps. Taking the fraction exactly (x - n·ln 2, ln 2
 // in two parts) cost 8% of a prefill pass, and any change here moves every served token's last bits, which
 // `serve --verify` against a recompute over other shapes can turn into a different sampled token. Written with
-// GCC/Clang vector extensions for any lane count: sixteen lanes (one AVX-512 register in the avx512f clone, two
-// AVX2 ones in the avx2 clone) where rows are long, eight in the reductions of the attention's dot products.
+// GCC/Clang vector extensions for any lane count: sixteen lanes where rows are long (one AVX-512 register, or
+// two eight-lane halves without AVX-512: exp_row), eight in the reductions of the attention's dot products.
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 typedef float v16f __attribute__((vector_size(64)));
@@ -71,19 +72,27 @@ inline float exp_nonpositive(float x) {
   return exp_nonpositive_lanes<v8f, v8i>(v)[0];
 }
 
-// row[j] = exp(row[j] - mx) for j < n, sixteen lanes at a time; returns their sum.
+// row[j] = exp(row[j] - mx) for j < n, sixteen lanes at a time; returns their sum. `Half` is the vector the
+// sixteen lanes are computed in: v16f where one register holds them (AVX-512), else two v8f. The values and the
+// order of the sum are the same either way (lane k of sixteen sums j ≡ k mod 16; then lanes 0 to 15), but GCC
+// 12 compiles a 16-lane vector on AVX2 through the stack (the integer conversion and shift lane by lane), which
+// took 1.75 times as long a value as two halves (docs/experiments.md).
+template <class Half, class HalfInt>
 __attribute__((always_inline)) inline float exp_row(float* row, uint64_t n, float mx) {
-  v16f acc{};
+  constexpr int lanes = sizeof(Half) / sizeof(float), parts = 16 / lanes;
+  Half acc[parts] = {};
   uint64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
-    v16f v;
-    std::memcpy(&v, row + j, sizeof v);
-    v = exp_nonpositive_lanes<v16f, v16i>(v - mx);
-    std::memcpy(row + j, &v, sizeof v);
-    acc += v;
-  }
+  for (; j + 16 <= n; j += 16)
+    for (int p = 0; p < parts; ++p) {
+      Half v;
+      std::memcpy(&v, row + j + p * lanes, sizeof v);
+      v = exp_nonpositive_lanes<Half, HalfInt>(v - mx);
+      std::memcpy(row + j + p * lanes, &v, sizeof v);
+      acc[p] += v;
+    }
   float sum = 0;
-  for (int k = 0; k < 16; ++k) sum += acc[k];
+  for (int p = 0; p < parts; ++p)
+    for (int k = 0; k < lanes; ++k) sum += acc[p][k];
   for (; j < n; ++j) sum += (row[j] = exp_nonpositive(row[j] - mx));
   return sum;
 }
@@ -183,6 +192,7 @@ void rope(float* x, uint64_t rows, uint64_t row_stride, uint32_t heads, uint32_t
 
 DUALPATH_MULTIVERSION
 void online_exp(float* s, uint64_t rows, uint64_t cols, const uint32_t* valid, float* max, float* sum, float* rescale) {
+  const bool wide = has_avx512f();
   for (uint64_t r = 0; r < rows; ++r) {
     float* row = s + r * cols;
     const uint64_t n = std::min<uint64_t>(valid[r], cols);
@@ -190,14 +200,26 @@ void online_exp(float* s, uint64_t rows, uint64_t cols, const uint32_t* valid, f
 #pragma omp simd reduction(max : mx)
     for (uint64_t j = 0; j < n; ++j) mx = row[j] > mx ? row[j] : mx;
     rescale[r] = mx == max[r] ? 1.0f : exp_nonpositive(max[r] - mx);  // max[r] = -inf gives 0
-    sum[r] = sum[r] * rescale[r] + exp_row(row, n, mx);
+    sum[r] = sum[r] * rescale[r] + (wide ? exp_row<v16f, v16i>(row, n, mx) : exp_row<v8f, v8i>(row, n, mx));
     max[r] = mx;
     if (n < cols) std::memset(row + n, 0, (cols - n) * sizeof(float));
   }
 }
 
+// silu(g) · u for the sizeof(V) / 4 lanes at g, u, into o.
+template <class V, class VI>
+__attribute__((always_inline)) inline void silu_lanes(const float* g, const float* u, float* o) {
+  V gv, uv;
+  std::memcpy(&gv, g, sizeof gv);
+  std::memcpy(&uv, u, sizeof uv);
+  const V e = exp_nonpositive_lanes<V, VI>(gv > 0.0f ? -gv : gv);
+  const V v = (gv > 0.0f ? gv : gv * e) / (1.0f + e) * uv;
+  std::memcpy(o, &v, sizeof v);
+}
+
 DUALPATH_MULTIVERSION
 void silu_mul(const float* gu, float* out, uint64_t rows, uint32_t inter) {
+  const bool wide = has_avx512f();  // sixteen lanes in one register, else two halves (exp_row says why)
   for (uint64_t r = 0; r < rows; ++r) {
     const float* g = gu + r * 2 * inter;
     const float* u = g + inter;
@@ -206,12 +228,12 @@ void silu_mul(const float* gu, float* out, uint64_t rows, uint32_t inter) {
     // same value is g·e^g / (1 + e^g).
     uint32_t i = 0;
     for (; i + 16 <= inter; i += 16) {
-      v16f gv, uv;
-      std::memcpy(&gv, g + i, sizeof gv);
-      std::memcpy(&uv, u + i, sizeof uv);
-      const v16f e = exp_nonpositive_lanes<v16f, v16i>(gv > 0.0f ? -gv : gv);
-      const v16f v = (gv > 0.0f ? gv : gv * e) / (1.0f + e) * uv;
-      std::memcpy(o + i, &v, sizeof v);
+      if (wide) {
+        silu_lanes<v16f, v16i>(g + i, u + i, o + i);
+      } else {
+        silu_lanes<v8f, v8i>(g + i, u + i, o + i);
+        silu_lanes<v8f, v8i>(g + i + 8, u + i + 8, o + i + 8);
+      }
     }
     for (; i < inter; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
   }
