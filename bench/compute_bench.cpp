@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -164,20 +165,41 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
   };
   auto dec_out = be->resident_copy(zeros.data(), uint64_t(o.decode_batch) * m.layers * bpt);
   // Each decode request reads KV of its own, as in a server (one copy shared by all would stay in cache and
-  // flatter the memory-bound step); copies of the prefill's KV, since values do not change the timing.
-  std::vector<std::shared_ptr<std::byte>> dec_kv(modeled ? 0 : uint64_t(o.decode_batch) * m.layers);
-  for (size_t i = 0; i < dec_kv.size(); ++i) {
-    const auto& layer = kv[i % m.layers];
-    dec_kv[i] = be->resident_copy(layer.data(), layer.size());
+  // flatter the memory-bound step); copies of the prefill's KV, since values do not change the timing. A decode
+  // engine holds a request's KV in pages, one per Full Block of block_tokens tokens and every layer, wherever
+  // its arena had room (docs/design.md §10), so a request's keys for a layer come as one span per page, pages
+  // in no particular order: here each request's pages sit in a shuffled order in one buffer.
+  const uint64_t page_tokens = m.block_tokens ? m.block_tokens : total, pages = (total + page_tokens - 1) / page_tokens,
+                 page_bytes = page_tokens * m.layers * bpt;
+  std::vector<std::shared_ptr<std::byte>> dec_kv;
+  std::vector<std::vector<uint64_t>> slot(o.decode_batch);  // request r's page p sits at slot[r][p]
+  for (uint32_t r = 0; !modeled && r < o.decode_batch; ++r) {
+    slot[r].resize(pages);
+    std::iota(slot[r].begin(), slot[r].end(), uint64_t(0));
+    std::shuffle(slot[r].begin(), slot[r].end(), rng);
+    std::vector<std::byte> host(pages * page_bytes);
+    for (uint64_t p = 0; p < pages; ++p)
+      for (uint32_t l = 0; l < m.layers; ++l) {
+        const uint64_t rows = std::min(page_tokens, total - p * page_tokens);
+        std::memcpy(&host[slot[r][p] * page_bytes + l * page_tokens * bpt], &kv[l][p * page_tokens * bpt], rows * bpt);
+      }
+    dec_kv.push_back(be->resident_copy(host.data(), host.size()));
   }
-  auto request_kv = [&](uint32_t r, uint32_t l) { return modeled ? layer_kv(l) : dec_kv[r * m.layers + l].get(); };
+  auto request_kv = [&](uint32_t r, uint32_t l) {
+    std::vector<gpu::kv_span> spans;
+    if (modeled) return std::vector<gpu::kv_span>{{layer_kv(l), uint32_t(total)}};
+    for (uint64_t p = 0; p < pages; ++p)
+      spans.push_back({dec_kv[r].get() + slot[r][p] * page_bytes + l * page_tokens * bpt,
+                       uint32_t(std::min(page_tokens, total - p * page_tokens))});
+    return spans;
+  };
   auto decode_once = [&] {
     std::vector<gpu::decode_item> items(o.decode_batch);
     for (uint32_t r = 0; r < o.decode_batch; ++r) {
       items[r].request_id = r;
       items[r].token = tokens[r % tokens.size()];
       items[r].position = uint32_t(total);
-      for (uint32_t l = 0; l < m.layers; ++l) items[r].kv.push_back({gpu::kv_span{request_kv(r, l), uint32_t(total)}});
+      for (uint32_t l = 0; l < m.layers; ++l) items[r].kv.push_back(request_kv(r, l));
       items[r].new_kv = dec_out.get() + uint64_t(r) * m.layers * bpt;
     }
     be->decode_step(items);

@@ -201,12 +201,31 @@ void cpu_attention::direct(const float* qkv, float* attn, const attention_reques
   // differed from its recompute, docs/design.md §10.)
   struct piece {
     const std::byte* rows;
-    uint32_t tokens, column, readable;  // readable: rows from `rows` to the end of its span
+    uint32_t tokens, column;
+    cpu::rows_ahead ahead;  // the rows rows_ahead_keys keys on, asked for while this piece is read
   };
   std::array<piece, direct_block> pieces;  // a block covers at most one piece per key
   size_t span = 0;
   uint32_t at = 0;  // keys of r.spans[span] already taken
   const uint64_t keys = span_tokens(r.spans);
+  // A second walk over the spans, rows_ahead_keys keys ahead of the first: where the key at `pos` is, and how many
+  // keys follow it in its span. A decode engine's KV is a page per Full Block, so the next block's rows are
+  // usually in another span; asking only within the span (as before) left a paged step's attention with nothing
+  // asked ahead, 1.5× as long as over one buffer (docs/experiments.md).
+  size_t span_ahead = 0;
+  uint64_t at_ahead = 0, pos_ahead = 0;  // r.spans[span_ahead] holds key pos_ahead at row at_ahead
+  auto rows_at = [&](uint64_t pos) -> cpu::rows_ahead {
+    if (pos >= keys) return {};
+    while (pos - pos_ahead >= r.spans[span_ahead].tokens - at_ahead) {
+      pos_ahead += r.spans[span_ahead].tokens - at_ahead;
+      ++span_ahead;
+      at_ahead = 0;
+    }
+    at_ahead += pos - pos_ahead;
+    pos_ahead = pos;
+    const kv_span& sp = r.spans[span_ahead];
+    return {sp.data + at_ahead * bpt, uint32_t(sp.tokens - at_ahead)};
+  };
   for (uint64_t j = 0; j < keys; j += direct_block) {
     const uint32_t nb = uint32_t(std::min<uint64_t>(direct_block, keys - j));
     size_t count = 0;
@@ -214,20 +233,20 @@ void cpu_attention::direct(const float* qkv, float* attn, const attention_reques
       while (r.spans[span].tokens == at) ++span, at = 0;  // spans used up, and empty ones
       const kv_span& sp = r.spans[span];
       const uint32_t take = std::min(nb - filled, sp.tokens - at);
-      pieces[count++] = {sp.data + at * bpt, take, filled, sp.tokens - at};
+      pieces[count++] = {sp.data + at * bpt, take, filled, rows_at(j + cpu::rows_ahead_keys + filled)};
       filled += take;
       at += take;
     }
     for (size_t p = 0; p < count; ++p)
       cpu::bf16_scores(w.q.data(), heads, rq, uint32_t(hd), pieces[p].rows, pieces[p].tokens, bpt, g0 * hd, scale,
-                       w.s.data(), nb, pieces[p].column, pieces[p].readable);
+                       w.s.data(), nb, pieces[p].column, pieces[p].ahead);
     for (uint64_t i = 0; i < all; ++i) w.block_valid[i] = w.valid[i] > j ? uint32_t(w.valid[i] - j) : 0;
     cpu::online_exp(w.s.data(), all, nb, w.block_valid.data(), w.max.data(), w.sum.data(), w.rescale.data());
     for (uint64_t i = 0; i < all; ++i)
       if (w.rescale[i] != 1.0f) scaled_row(&w.o[i * hd], w.rescale[i], hd, &w.o[i * hd]);
     for (size_t p = 0; p < count; ++p)
       cpu::bf16_weighted_values(w.s.data(), heads, rq, nb, pieces[p].column, pieces[p].rows, pieces[p].tokens, bpt,
-                                KV + g0 * hd, uint32_t(hd), w.o.data(), pieces[p].readable);
+                                KV + g0 * hd, uint32_t(hd), w.o.data(), pieces[p].ahead);
   }
   for (uint64_t i = 0; i < all; ++i)
     scaled_row(&w.o[i * hd], 1.0f / w.sum[i], hd, &attn[(r.row0 + i % n) * Q + head_of(i) * hd]);

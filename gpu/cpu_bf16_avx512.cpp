@@ -43,7 +43,7 @@ template <int HD, int R>
 DUALPATH_AVX512 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64_t r0, const std::byte* base,
                                 uint64_t stride, uint64_t off, uint32_t t0, uint32_t n, float scale, float* s,
                                 uint64_t ctx, uint64_t j0, uint32_t prefetch_width, uint32_t tokens, row_share far,
-                                uint32_t readable) {
+                                rows_ahead ahead) {
   constexpr int C = HD / 16;
   __m512 q[R][C], acc[R][token_group];
   DUALPATH_UNROLL
@@ -57,7 +57,7 @@ DUALPATH_AVX512 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64
     }
     if (prefetch_width && t0 + i + prefetch_ahead < tokens)
       prefetch(row(base, stride, t0 + i + prefetch_ahead, off), prefetch_width);
-    prefetch_far_row(base, stride, t0 + i, far, readable);
+    prefetch_far_row(ahead, stride, t0 + i, far);
     const uint16_t* k = row(base, stride, t0 + i, off + uint64_t(g) * HD);
     __m512 kc[C];
     DUALPATH_UNROLL
@@ -80,12 +80,12 @@ DUALPATH_AVX512 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64
 template <int HD>
 DUALPATH_AVX512 void scores(const float* qg, uint32_t kv_heads, uint64_t rq, const std::byte* base, uint32_t tokens,
                             uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0,
-                            uint32_t readable) {
+                            rows_ahead ahead) {
   constexpr int R = HD == 128 ? 1 : 2;  // query rows in registers beside a key and 8·R sums
   walk_keys<R>(kv_heads, rq, tokens, stride, kv_heads * HD,
                [&](auto rc, uint32_t g, uint64_t r0, uint32_t t0, uint32_t n, uint32_t near, row_share far) {
                  score_rows<HD, rc.value>(qg, rq, g, r0, base, stride, off, t0, n, scale, s, ctx, j0, near, tokens, far,
-                                          readable);
+                                          ahead);
                });
 }
 
@@ -93,14 +93,14 @@ DUALPATH_AVX512 void scores(const float* qg, uint32_t kv_heads, uint64_t rq, con
 template <int HD, int R>
 DUALPATH_AVX512 void value_rows(const float* s, uint64_t rq, uint64_t ctx, uint64_t j0, const std::byte* base,
                                 uint64_t stride, uint64_t off, uint32_t g, uint64_t r0, uint32_t t0, uint32_t t1,
-                                float* og, row_share far, uint32_t readable) {
+                                float* og, row_share far, rows_ahead ahead) {
   constexpr int C = HD / 16;
   __m512 o[R][C];
   DUALPATH_UNROLL
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) o[r][c] = _mm512_loadu_ps(og + (g * rq + r0 + r) * HD + c * 16);
   for (uint32_t t = t0; t < t1; ++t) {
-    prefetch_far_row(base, stride, t, far, readable);
+    prefetch_far_row(ahead, stride, t, far);
     const uint16_t* v = row(base, stride, t, off + uint64_t(g) * HD);
     __m512 vc[C];
     DUALPATH_UNROLL
@@ -120,11 +120,11 @@ DUALPATH_AVX512 void value_rows(const float* s, uint64_t rq, uint64_t ctx, uint6
 template <int HD>
 DUALPATH_AVX512 void values(const float* s, uint32_t kv_heads, uint64_t rq, uint64_t ctx, uint64_t j0,
                             const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, float* og,
-                            uint32_t readable) {
+                            rows_ahead ahead) {
   // Two rows of a whole head in registers: one block of all HD dimensions.
   walk_values<2>(kv_heads, rq, tokens, stride, HD, HD,
                  [&](auto rc, uint32_t g, uint64_t r0, uint32_t, uint32_t t0, uint32_t t1, row_share far) {
-                   value_rows<HD, rc.value>(s, rq, ctx, j0, base, stride, off, g, r0, t0, t1, og, far, readable);
+                   value_rows<HD, rc.value>(s, rq, ctx, j0, base, stride, off, g, r0, t0, t1, og, far, ahead);
                  });
 }
 
@@ -132,17 +132,17 @@ DUALPATH_AVX512 void values(const float* s, uint32_t kv_heads, uint64_t rq, uint
 
 bool bf16_scores_avx512(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base,
                         uint32_t tokens, uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx,
-                        uint64_t j0, uint32_t readable) {
+                        uint64_t j0, rows_ahead ahead) {
   return has_avx512f() && for_head_width(hd, [&](auto w) {
-           scores<w.value>(qg, kv_heads, rq, base, tokens, stride, off, scale, s, ctx, j0, readable);
+           scores<w.value>(qg, kv_heads, rq, base, tokens, stride, off, scale, s, ctx, j0, ahead);
          });
 }
 
 bool bf16_weighted_values_avx512(const float* s, uint32_t kv_heads, uint64_t rq, uint64_t ctx, uint64_t j0,
                                  const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd,
-                                 float* og, uint32_t readable) {
+                                 float* og, rows_ahead ahead) {
   return has_avx512f() && for_head_width(hd, [&](auto w) {
-           values<w.value>(s, kv_heads, rq, ctx, j0, base, tokens, stride, off, og, readable);
+           values<w.value>(s, kv_heads, rq, ctx, j0, base, tokens, stride, off, og, ahead);
          });
 }
 
@@ -153,12 +153,12 @@ bool bf16_weighted_values_avx512(const float* s, uint32_t kv_heads, uint64_t rq,
 namespace dualpath::gpu::cpu {
 
 bool bf16_scores_avx512(const float*, uint32_t, uint64_t, uint32_t, const std::byte*, uint32_t, uint64_t, uint64_t,
-                        float, float*, uint64_t, uint64_t, uint32_t) {
+                        float, float*, uint64_t, uint64_t, rows_ahead) {
   return false;
 }
 
 bool bf16_weighted_values_avx512(const float*, uint32_t, uint64_t, uint64_t, uint64_t, const std::byte*, uint32_t,
-                                 uint64_t, uint64_t, uint32_t, float*, uint32_t) {
+                                 uint64_t, uint64_t, uint32_t, float*, rows_ahead) {
   return false;
 }
 

@@ -11,14 +11,16 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gpu/cpu_kernels.hpp"
+
 namespace dualpath::gpu::cpu {
 
 bool bf16_scores_avx512(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base,
                         uint32_t tokens, uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx,
-                        uint64_t j0, uint32_t readable);
+                        uint64_t j0, rows_ahead ahead);
 
 bool bf16_weighted_values_avx512(const float* s, uint32_t kv_heads, uint64_t rq, uint64_t ctx, uint64_t j0,
                                  const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd,
-                                 float* og, uint32_t readable);
+                                 float* og, rows_ahead ahead);
 
 }  // namespace dualpath::gpu::cpu

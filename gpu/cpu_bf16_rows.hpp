@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "gpu/cpu_kernels.hpp"
+
 namespace dualpath::gpu::cpu::rows {
 
 // Tokens whose dot products are summed across lanes together (one 8-lane result).
@@ -16,14 +18,14 @@ constexpr uint32_t token_group = 8;
 constexpr uint32_t prefetch_ahead = 16;
 // Tokens per block of the value pass: a block's rows stay in L1/L2 while each head takes its slice of them.
 constexpr uint32_t value_block = 64;
-// Both passes ask for the rows this many tokens on (the caller's next block of 64) into L2 while they work on
-// rows already in cache, so that the next block's keys and values are there when needed. Each core's misses
-// in flight bound this (the prefetches wait for a free fill buffer), so the asking is spread as thinly as it
-// goes: the key pass asks for the first half of a row's lines, the value pass for the second, and within a pass
-// each KV head for its share. When the value pass alone asked for whole rows, a decode step (small, 8 × 4K)
-// took 18.8–19.2 ms on one thread and 10.2–11.6 on two; with the asking split over both passes 14.9–15.0 and
-// 8.5–9.9 (interleaved runs; docs/experiments.md). 32 or 128 tokens ahead were within the noise of 64.
-constexpr uint32_t prefetch_far = 64;
+// Both passes ask for the rows rows_ahead_keys tokens on (the caller's next block of 64, which the caller
+// names: in a decode engine's pages it is in another span) into L2 while they work on rows already in cache,
+// so that the next block's keys and values are there when needed. Each core's misses in flight bound this (the
+// prefetches wait for a free fill buffer), so the asking is spread as thinly as it goes: the key pass asks for
+// the first half of a row's lines, the value pass for the second, and within a pass each KV head for its share.
+// When the value pass alone asked for whole rows, a decode step (small, 8 × 4K) took 18.8–19.2 ms on one thread
+// and 10.2–11.6 on two; with the asking split over both passes 14.9–15.0 and 8.5–9.9 (interleaved runs;
+// docs/experiments.md). 32 or 128 tokens ahead were within the noise of 64.
 
 // Bytes [begin, end) of every row ahead that one KV head's pass asks for.
 struct row_share {
@@ -41,10 +43,10 @@ inline row_share share_of(pass p, uint64_t stride, uint32_t g, uint32_t heads) {
   return {(first + n * g / heads) * 64, (first + n * (g + 1) / heads) * 64};
 }
 
-// The share of row t + prefetch_far, into L2, if that row exists (`readable` rows from base).
-inline void prefetch_far_row(const std::byte* base, uint64_t stride, uint64_t t, row_share share, uint32_t readable) {
-  if (share.begin >= share.end || t + prefetch_far >= readable) return;
-  const auto* far = reinterpret_cast<const char*>(base + (t + prefetch_far) * stride);
+// The share of the row that follows row t by rows_ahead_keys keys (row t of `ahead`, if it exists), into L2.
+inline void prefetch_far_row(rows_ahead ahead, uint64_t stride, uint64_t t, row_share share) {
+  if (share.begin >= share.end || t >= ahead.count) return;
+  const auto* far = reinterpret_cast<const char*>(ahead.rows + t * stride);
   for (uint64_t b = share.begin; b < share.end; b += 64) __builtin_prefetch(far + b, 0, 1);
 }
 

@@ -253,9 +253,9 @@ void f32_to_bf16(const float* in, uint16_t* out, uint64_t n) {
 
 DUALPATH_MULTIVERSION
 void bf16_scores(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base, uint32_t tokens,
-                 uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0, uint32_t readable) {
-  if (bf16_scores_avx512(qg, kv_heads, rq, hd, base, tokens, stride, off, scale, s, ctx, j0, readable)) return;
-  if (bf16_scores_avx2(qg, kv_heads, rq, hd, base, tokens, stride, off, scale, s, ctx, j0, readable)) return;
+                 uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0, rows_ahead ahead) {
+  if (bf16_scores_avx512(qg, kv_heads, rq, hd, base, tokens, stride, off, scale, s, ctx, j0, ahead)) return;
+  if (bf16_scores_avx2(qg, kv_heads, rq, hd, base, tokens, stride, off, scale, s, ctx, j0, ahead)) return;
   float k[8192];
   const uint32_t width = kv_heads * hd;
   const uint64_t pairs = kv_heads * rq;  // (KV head, query row) dot products per token
@@ -291,9 +291,9 @@ void bf16_scores(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, c
 DUALPATH_MULTIVERSION
 void bf16_weighted_values(const float* s, uint32_t kv_heads, uint64_t rq, uint64_t ctx, uint64_t j0,
                           const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd, float* og,
-                          uint32_t readable) {
-  if (bf16_weighted_values_avx512(s, kv_heads, rq, ctx, j0, base, tokens, stride, off, hd, og, readable)) return;
-  if (bf16_weighted_values_avx2(s, kv_heads, rq, ctx, j0, base, tokens, stride, off, hd, og, readable)) return;
+                          rows_ahead ahead) {
+  if (bf16_weighted_values_avx512(s, kv_heads, rq, ctx, j0, base, tokens, stride, off, hd, og, ahead)) return;
+  if (bf16_weighted_values_avx2(s, kv_heads, rq, ctx, j0, base, tokens, stride, off, hd, og, ahead)) return;
   float v[8192];
   const uint32_t width = kv_heads * hd;
   for (uint32_t t = 0; t < tokens; ++t) {

@@ -39,17 +39,26 @@ void silu_mul(const float* gu, float* out, uint64_t rows, uint32_t inter);
 void bf16_to_f32(const uint16_t* in, float* out, uint64_t n);
 void f32_to_bf16(const float* in, uint16_t* out, uint64_t n);
 
+// The KV rows a decode-style pass reads next, rows_ahead_keys (64) keys after a call's: row t of the call's is
+// followed by row t of these, for t < count. The caller's next block of keys may sit in another span (a decode
+// engine's KV is a page per Full Block): a call asks for these rows while it works, wherever they are.
+constexpr uint32_t rows_ahead_keys = 64;
+struct rows_ahead {
+  const std::byte* rows = nullptr;
+  uint32_t count = 0;
+};
+
 // Decode-style attention straight over bf16 KV rows (no fp32 gather), one pass over each row for all KV heads.
 // `base` points at `tokens` KV rows of `stride` bytes; at element offset `off` each row holds kv_heads
 // consecutive hd-wide keys (or values). Query rows are packed [kv_heads][rq][hd] (rq rows per KV head);
 // scores are [kv_heads * rq][ctx] with this span's tokens at columns j0.., hd * kv_heads <= 8192.
 // scores: s[(g * rq + row) * ctx + j0 + t] = scale * dot(qg[g][row], key_t[g])
 void bf16_scores(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base, uint32_t tokens,
-                 uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0, uint32_t readable);
-// values: og[g][row] += s[(g * rq + row) * ctx + j0 + t] * value_t[g]. In both, `readable` (>= tokens) rows
-// from `base` exist: the rows after this call's may be asked for ahead of time.
+                 uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0, rows_ahead ahead);
+// values: og[g][row] += s[(g * rq + row) * ctx + j0 + t] * value_t[g]. In both, `ahead` are the rows the caller
+// reads next (none: {}), asked for ahead of time.
 void bf16_weighted_values(const float* s, uint32_t kv_heads, uint64_t rq, uint64_t ctx, uint64_t j0,
                           const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd, float* og,
-                          uint32_t readable);
+                          rows_ahead ahead);
 
 }  // namespace dualpath::gpu::cpu

@@ -48,9 +48,9 @@ std::vector<float> random_floats(uint64_t n, uint32_t seed) {
 }
 
 using scores_fn = bool (*)(const float*, uint32_t, uint64_t, uint32_t, const std::byte*, uint32_t, uint64_t, uint64_t,
-                           float, float*, uint64_t, uint64_t, uint32_t);
+                           float, float*, uint64_t, uint64_t, cpu::rows_ahead);
 using values_fn = bool (*)(const float*, uint32_t, uint64_t, uint64_t, uint64_t, const std::byte*, uint32_t, uint64_t,
-                           uint64_t, uint32_t, float*, uint32_t);
+                           uint64_t, uint32_t, float*, cpu::rows_ahead);
 
 // Both passes against a double-precision sum at head width hd, for 1, 2, 3 and 5 query rows a head (the
 // kernels' pairs of rows and their remainder); false where the pair declines that width on this CPU.
@@ -64,7 +64,9 @@ bool passes_agree(uint32_t hd, scores_fn scores, values_fn values) {
     const uint64_t ctx = tokens + 9, j0 = 4;  // the span sits at columns 4.. of wider score rows
     const float scale = 0.125f;
     std::vector<float> s(heads * rq * ctx, -7.0f);
-    if (!scores(q.data(), heads, rq, hd, kv.bytes.data(), tokens, kv.stride, kv.off, scale, s.data(), ctx, j0, tokens))
+    // Half the cases also ask for rows ahead (here the span's own rows again): asking changes no sum.
+    const cpu::rows_ahead ahead = rq % 2 ? cpu::rows_ahead{kv.bytes.data(), tokens} : cpu::rows_ahead{};
+    if (!scores(q.data(), heads, rq, hd, kv.bytes.data(), tokens, kv.stride, kv.off, scale, s.data(), ctx, j0, ahead))
       return false;
     double worst = 0;
     for (uint32_t g = 0; g < heads; ++g)
@@ -83,7 +85,7 @@ bool passes_agree(uint32_t hd, scores_fn scores, values_fn values) {
     auto o = random_floats(heads * rq * hd, 7);
     const auto o0 = o;
     REQUIRE(values(p.data(), heads, rq, ctx, j0, kv.bytes.data(), tokens, kv.stride, kv.off + heads * hd, hd, o.data(),
-                   tokens));
+                   ahead));
     worst = 0;
     for (uint32_t g = 0; g < heads; ++g)
       for (uint64_t r = 0; r < rq; ++r)
@@ -100,14 +102,14 @@ bool passes_agree(uint32_t hd, scores_fn scores, values_fn values) {
 
 bool dispatched_scores(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base,
                        uint32_t tokens, uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0,
-                       uint32_t readable) {
-  cpu::bf16_scores(qg, kv_heads, rq, hd, base, tokens, stride, off, scale, s, ctx, j0, readable);
+                       cpu::rows_ahead ahead) {
+  cpu::bf16_scores(qg, kv_heads, rq, hd, base, tokens, stride, off, scale, s, ctx, j0, ahead);
   return true;
 }
 
 bool dispatched_values(const float* s, uint32_t kv_heads, uint64_t rq, uint64_t ctx, uint64_t j0, const std::byte* base,
-                       uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd, float* og, uint32_t readable) {
-  cpu::bf16_weighted_values(s, kv_heads, rq, ctx, j0, base, tokens, stride, off, hd, og, readable);
+                       uint32_t tokens, uint64_t stride, uint64_t off, uint32_t hd, float* og, cpu::rows_ahead ahead) {
+  cpu::bf16_weighted_values(s, kv_heads, rq, ctx, j0, base, tokens, stride, off, hd, og, ahead);
   return true;
 }
 
@@ -130,9 +132,9 @@ TEST_CASE("the AVX-512 passes decline head widths they are not built for") {
   const kv_rows kv(1, 16, 4, 1);
   std::vector<float> q(16), s(4, -1.0f), o(16);
   CHECK_FALSE(
-      cpu::bf16_scores_avx512(q.data(), 1, 1, 16, kv.bytes.data(), 4, kv.stride, kv.off, 1.0f, s.data(), 4, 0, 4));
+      cpu::bf16_scores_avx512(q.data(), 1, 1, 16, kv.bytes.data(), 4, kv.stride, kv.off, 1.0f, s.data(), 4, 0, {}));
   CHECK_FALSE(cpu::bf16_weighted_values_avx512(s.data(), 1, 1, 4, 0, kv.bytes.data(), 4, kv.stride, kv.off + 16, 16,
-                                               o.data(), 4));
+                                               o.data(), {}));
   CHECK(s[0] == -1.0f);
 }
 
