@@ -33,6 +33,38 @@ inline uint64_t span_tokens(const std::vector<kv_span>& spans) {
   return n;
 }
 
+// Finds keys of a request's spans by their position, moving forward only: at(pos), for positions that do not
+// decrease, is where key `pos` sits (its row in its span) and how many keys follow it in that span, counting it;
+// {nullptr, 0} past the last key. The decode attention asks for the rows of its next block of keys with it,
+// which in a decode engine's pages sit in another span (cpu_attention.cpp).
+class span_cursor {
+ public:
+  struct place {
+    const std::byte* row = nullptr;  // key pos's row
+    uint32_t rows = 0;               // rows from it to the end of its span
+  };
+  span_cursor(const std::vector<kv_span>& spans, uint64_t bytes_per_token)
+      : spans_(spans), bpt_(bytes_per_token), keys_(span_tokens(spans)) {}
+  place at(uint64_t pos) {
+    if (pos >= keys_ || pos < pos_) return {};
+    while (pos - pos_ >= spans_[span_].tokens - row_) {  // past this span (or it is empty)
+      pos_ += spans_[span_].tokens - row_;
+      ++span_;
+      row_ = 0;
+    }
+    row_ += uint32_t(pos - pos_);
+    pos_ = pos;
+    return {spans_[span_].data + uint64_t(row_) * bpt_, spans_[span_].tokens - row_};
+  }
+
+ private:
+  const std::vector<kv_span>& spans_;
+  uint64_t bpt_, keys_;
+  size_t span_ = 0;
+  uint32_t row_ = 0;  // spans_[span_] holds key pos_ at this row
+  uint64_t pos_ = 0;
+};
+
 // Layer `layer` of a Full Block laid out [layers][block_tokens][bytes] (docs/design.md §2): a contiguous span of its
 // first `tokens` tokens (tokens <= block_tokens; a partly filled block keeps the same layer stride).
 inline kv_span layer_block(const std::byte* full_block, const model_spec& m, uint32_t layer, uint32_t tokens) {

@@ -208,24 +208,10 @@ void cpu_attention::direct(const float* qkv, float* attn, const attention_reques
   size_t span = 0;
   uint32_t at = 0;  // keys of r.spans[span] already taken
   const uint64_t keys = span_tokens(r.spans);
-  // A second walk over the spans, rows_ahead_keys keys ahead of the first: where the key at `pos` is, and how many
-  // keys follow it in its span. A decode engine's KV is a page per Full Block, so the next block's rows are
-  // usually in another span; asking only within the span (as before) left a paged step's attention with nothing
-  // asked ahead, 1.5× as long as over one buffer (docs/experiments.md).
-  size_t span_ahead = 0;
-  uint64_t at_ahead = 0, pos_ahead = 0;  // r.spans[span_ahead] holds key pos_ahead at row at_ahead
-  auto rows_at = [&](uint64_t pos) -> cpu::rows_ahead {
-    if (pos >= keys) return {};
-    while (pos - pos_ahead >= r.spans[span_ahead].tokens - at_ahead) {
-      pos_ahead += r.spans[span_ahead].tokens - at_ahead;
-      ++span_ahead;
-      at_ahead = 0;
-    }
-    at_ahead += pos - pos_ahead;
-    pos_ahead = pos;
-    const kv_span& sp = r.spans[span_ahead];
-    return {sp.data + at_ahead * bpt, uint32_t(sp.tokens - at_ahead)};
-  };
+  // A second walk over the spans, rows_ahead_keys keys ahead of the first. A decode engine's KV is a page per
+  // Full Block, so the next block's rows are usually in another span; asking only within the span (as before)
+  // left a paged step's attention with nothing asked ahead, 1.5× as long as over one buffer (docs/experiments.md).
+  span_cursor ahead(r.spans, bpt);
   for (uint64_t j = 0; j < keys; j += direct_block) {
     const uint32_t nb = uint32_t(std::min<uint64_t>(direct_block, keys - j));
     size_t count = 0;
@@ -233,7 +219,8 @@ void cpu_attention::direct(const float* qkv, float* attn, const attention_reques
       while (r.spans[span].tokens == at) ++span, at = 0;  // spans used up, and empty ones
       const kv_span& sp = r.spans[span];
       const uint32_t take = std::min(nb - filled, sp.tokens - at);
-      pieces[count++] = {sp.data + at * bpt, take, filled, rows_at(j + cpu::rows_ahead_keys + filled)};
+      const span_cursor::place next = ahead.at(j + cpu::rows_ahead_keys + filled);
+      pieces[count++] = {sp.data + at * bpt, take, filled, {next.row, next.rows}};
       filled += take;
       at += take;
     }
