@@ -69,11 +69,17 @@ DUALPATH_AVX512 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64
       for (int c = 1; c < C; ++c) acc[r][i] = _mm512_fmadd_ps(q[r][c], kc[c], acc[r][i]);
     }
   }
-  alignas(32) float out[token_group];
   DUALPATH_UNROLL
   for (int r = 0; r < R; ++r) {
-    _mm256_store_ps(out, _mm256_mul_ps(sum_lanes(acc[r]), _mm256_set1_ps(scale)));
-    std::copy(out, out + n, s + (g * rq + r0 + r) * ctx + j0 + t0);
+    const __m256 dots = _mm256_mul_ps(sum_lanes(acc[r]), _mm256_set1_ps(scale));
+    float* dst = s + (g * rq + r0 + r) * ctx + j0 + t0;
+    if (n == token_group) {  // a whole group: std::copy of eight floats was a library call per row
+      _mm256_storeu_ps(dst, dots);
+    } else {
+      alignas(32) float out[token_group];
+      _mm256_store_ps(out, dots);
+      std::copy(out, out + n, dst);
+    }
   }
 }
 
