@@ -46,8 +46,8 @@ DUALPATH_AVX2 inline __m256 dot8(const float* q, const __m256* k) {
 template <int HD, int R>
 DUALPATH_AVX2 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64_t r0, const std::byte* base,
                               uint64_t stride, uint64_t off, uint32_t t0, uint32_t n, float scale, float* s,
-                              uint64_t ctx, uint64_t j0, uint32_t prefetch_width, uint32_t tokens, row_share far,
-                              rows_ahead ahead) {
+                              uint64_t ctx, uint64_t j0, uint32_t prefetch_width, uint32_t tokens,
+                              const stream_ask& far) {
   constexpr int C = HD / 8;
   __m256 acc[R][token_group];
   for (uint32_t i = 0; i < token_group; ++i) {
@@ -58,7 +58,7 @@ DUALPATH_AVX2 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64_t
     }
     if (prefetch_width && t0 + i + prefetch_ahead < tokens)
       prefetch(row(base, stride, t0 + i + prefetch_ahead, off), prefetch_width);
-    prefetch_far_row(ahead, stride, t0 + i, far);
+    far.token(i);
     const uint16_t* k = row(base, stride, t0 + i, off + uint64_t(g) * HD);
     __m256 kc[C];
     DUALPATH_UNROLL
@@ -85,10 +85,10 @@ DUALPATH_AVX2 void scores(const float* qg, uint32_t kv_heads, uint64_t rq, const
                           uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0,
                           rows_ahead ahead) {
   // The key slice is widened once for two query rows (a decode token of a group of two).
-  walk_keys<2>(kv_heads, rq, tokens, stride, kv_heads * HD,
-               [&](auto rc, uint32_t g, uint64_t r0, uint32_t t0, uint32_t n, uint32_t near, row_share far) {
-                 score_rows<HD, rc.value>(qg, rq, g, r0, base, stride, off, t0, n, scale, s, ctx, j0, near, tokens, far,
-                                          ahead);
+  walk_keys<2>(kv_heads, rq, tokens, kv_heads * HD, stream_ahead(ahead, stride, tokens, kv_heads, HD),
+               [&](auto rc, uint32_t g, uint64_t r0, uint32_t t0, uint32_t n, uint32_t near, const stream_ask& far) {
+                 score_rows<HD, rc.value>(qg, rq, g, r0, base, stride, off, t0, n, scale, s, ctx, j0, near, tokens,
+                                          far);
                });
 }
 
@@ -96,13 +96,13 @@ DUALPATH_AVX2 void scores(const float* qg, uint32_t kv_heads, uint64_t rq, const
 template <int HD, int R, int CB>
 DUALPATH_AVX2 void value_rows(const float* s, uint64_t rq, uint64_t ctx, uint64_t j0, const std::byte* base,
                               uint64_t stride, uint64_t off, uint32_t g, uint64_t r0, uint32_t c0, uint32_t t0,
-                              uint32_t t1, float* og, row_share far, rows_ahead ahead) {
+                              uint32_t t1, float* og, const stream_ask& far) {
   __m256 o[R][CB];
   DUALPATH_UNROLL
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < CB; ++c) o[r][c] = _mm256_loadu_ps(og + (g * rq + r0 + r) * HD + c0 + c * 8);
   for (uint32_t t = t0; t < t1; ++t) {
-    prefetch_far_row(ahead, stride, t, far);
+    far.token(t - t0);
     const uint16_t* v = row(base, stride, t, off + uint64_t(g) * HD + c0);
     __m256 vc[CB];
     DUALPATH_UNROLL
@@ -124,9 +124,9 @@ DUALPATH_AVX2 void values(const float* s, uint32_t kv_heads, uint64_t rq, uint64
                           const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, float* og,
                           rows_ahead ahead) {
   constexpr int CB = 4;  // two rows: 8 accumulators, 4 widened values, 12 of the 16 registers
-  walk_values<2>(kv_heads, rq, tokens, stride, HD, 8 * CB,
-                 [&](auto rc, uint32_t g, uint64_t r0, uint32_t c0, uint32_t t0, uint32_t t1, row_share far) {
-                   value_rows<HD, rc.value, CB>(s, rq, ctx, j0, base, stride, off, g, r0, c0, t0, t1, og, far, ahead);
+  walk_values<2>(kv_heads, rq, tokens, HD, 8 * CB, stream_ahead(ahead, stride, tokens, kv_heads, HD),
+                 [&](auto rc, uint32_t g, uint64_t r0, uint32_t c0, uint32_t t0, uint32_t t1, const stream_ask& far) {
+                   value_rows<HD, rc.value, CB>(s, rq, ctx, j0, base, stride, off, g, r0, c0, t0, t1, og, far);
                  });
 }
 

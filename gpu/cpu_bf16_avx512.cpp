@@ -42,8 +42,8 @@ DUALPATH_AVX512 inline __m256 sum_lanes(const __m512* a) {
 template <int HD, int R>
 DUALPATH_AVX512 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64_t r0, const std::byte* base,
                                 uint64_t stride, uint64_t off, uint32_t t0, uint32_t n, float scale, float* s,
-                                uint64_t ctx, uint64_t j0, uint32_t prefetch_width, uint32_t tokens, row_share far,
-                                rows_ahead ahead) {
+                                uint64_t ctx, uint64_t j0, uint32_t prefetch_width, uint32_t tokens,
+                                const stream_ask& far) {
   constexpr int C = HD / 16;
   __m512 q[R][C], acc[R][token_group];
   DUALPATH_UNROLL
@@ -57,7 +57,7 @@ DUALPATH_AVX512 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64
     }
     if (prefetch_width && t0 + i + prefetch_ahead < tokens)
       prefetch(row(base, stride, t0 + i + prefetch_ahead, off), prefetch_width);
-    prefetch_far_row(ahead, stride, t0 + i, far);
+    far.token(i);
     const uint16_t* k = row(base, stride, t0 + i, off + uint64_t(g) * HD);
     __m512 kc[C];
     DUALPATH_UNROLL
@@ -88,10 +88,10 @@ DUALPATH_AVX512 void scores(const float* qg, uint32_t kv_heads, uint64_t rq, con
                             uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0,
                             rows_ahead ahead) {
   constexpr int R = HD == 128 ? 1 : 2;  // query rows in registers beside a key and 8·R sums
-  walk_keys<R>(kv_heads, rq, tokens, stride, kv_heads * HD,
-               [&](auto rc, uint32_t g, uint64_t r0, uint32_t t0, uint32_t n, uint32_t near, row_share far) {
-                 score_rows<HD, rc.value>(qg, rq, g, r0, base, stride, off, t0, n, scale, s, ctx, j0, near, tokens, far,
-                                          ahead);
+  walk_keys<R>(kv_heads, rq, tokens, kv_heads * HD, stream_ahead(ahead, stride, tokens, kv_heads, HD),
+               [&](auto rc, uint32_t g, uint64_t r0, uint32_t t0, uint32_t n, uint32_t near, const stream_ask& far) {
+                 score_rows<HD, rc.value>(qg, rq, g, r0, base, stride, off, t0, n, scale, s, ctx, j0, near, tokens,
+                                          far);
                });
 }
 
@@ -99,14 +99,14 @@ DUALPATH_AVX512 void scores(const float* qg, uint32_t kv_heads, uint64_t rq, con
 template <int HD, int R>
 DUALPATH_AVX512 void value_rows(const float* s, uint64_t rq, uint64_t ctx, uint64_t j0, const std::byte* base,
                                 uint64_t stride, uint64_t off, uint32_t g, uint64_t r0, uint32_t t0, uint32_t t1,
-                                float* og, row_share far, rows_ahead ahead) {
+                                float* og, const stream_ask& far) {
   constexpr int C = HD / 16;
   __m512 o[R][C];
   DUALPATH_UNROLL
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) o[r][c] = _mm512_loadu_ps(og + (g * rq + r0 + r) * HD + c * 16);
   for (uint32_t t = t0; t < t1; ++t) {
-    prefetch_far_row(ahead, stride, t, far);
+    far.token(t - t0);
     const uint16_t* v = row(base, stride, t, off + uint64_t(g) * HD);
     __m512 vc[C];
     DUALPATH_UNROLL
@@ -128,9 +128,9 @@ DUALPATH_AVX512 void values(const float* s, uint32_t kv_heads, uint64_t rq, uint
                             const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, float* og,
                             rows_ahead ahead) {
   // Two rows of a whole head in registers: one block of all HD dimensions.
-  walk_values<2>(kv_heads, rq, tokens, stride, HD, HD,
-                 [&](auto rc, uint32_t g, uint64_t r0, uint32_t, uint32_t t0, uint32_t t1, row_share far) {
-                   value_rows<HD, rc.value>(s, rq, ctx, j0, base, stride, off, g, r0, t0, t1, og, far, ahead);
+  walk_values<2>(kv_heads, rq, tokens, HD, HD, stream_ahead(ahead, stride, tokens, kv_heads, HD),
+                 [&](auto rc, uint32_t g, uint64_t r0, uint32_t, uint32_t t0, uint32_t t1, const stream_ask& far) {
+                   value_rows<HD, rc.value>(s, rq, ctx, j0, base, stride, off, g, r0, t0, t1, og, far);
                  });
 }
 

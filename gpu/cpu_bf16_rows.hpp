@@ -18,37 +18,60 @@ constexpr uint32_t token_group = 8;
 constexpr uint32_t prefetch_ahead = 16;
 // Tokens per block of the value pass: a block's rows stay in L1/L2 while each head takes its slice of them.
 constexpr uint32_t value_block = 64;
-// Both passes ask for the rows rows_ahead_keys tokens on (the caller's next block of 64, which the caller
-// names: in a decode engine's pages it is in another span) into L2 while they work on rows already in cache,
-// so that the next block's keys and values are there when needed. Each core's misses in flight bound this (the
-// prefetches wait for a free fill buffer), so the asking is spread as thinly as it goes: the key pass asks for
-// the first half of a row's lines, the value pass for the second, and within a pass each KV head for its share.
-// When the value pass alone asked for whole rows, a decode step (small, 8 × 4K) took 18.8–19.2 ms on one thread
-// and 10.2–11.6 on two; with the asking split over both passes 14.9–15.0 and 8.5–9.9 (interleaved runs;
-// docs/experiments.md). 32 or 128 tokens ahead were within the noise of 64.
+// Both passes ask for the rows rows_ahead_keys tokens on (the caller's next block of 64, which the caller names:
+// in a decode engine's pages it is in another span) into L2 while they work on rows already in cache, so that
+// the next block's keys and values are there when needed. They ask in address order, in step with their reading:
+// as the key pass reads each head's slice of its rows and then the value pass, each token's share of that
+// reading asks for the same share of the rows ahead, so whole rows are asked for one after another, about one
+// line for each line read, and the memory serves one stream. Asking each pass's own slices of the rows ahead
+// (the key pass the first half of each row, the value pass the second: two strided streams over the same rows)
+// left the memory's time and the arithmetic's adding up on a CPU without AVX-512: the attention of a decode step
+// read its KV at 6.8 GB/s on one thread, 11 this way (docs/experiments.md).
 
-// Bytes [begin, end) of every row ahead that one KV head's pass asks for.
-struct row_share {
-  uint64_t begin = 0, end = 0;
+// The line at p, into L2. An instruction the compiler must emit: GCC 12 deleted whole loops of nothing but
+// __builtin_prefetch in some shapes of this code (a member function, the pointer copied to a local), so the
+// rows ahead were never asked for; the disassembly of the kernels shows the prefetcht2 now.
+inline void ask_line(const char* p) {
+#if defined(__x86_64__)
+  asm volatile("prefetcht2 %0" : : "m"(*p));
+#else
+  __builtin_prefetch(p, 0, 1);
+#endif
+}
+
+// What one kernel call asks for: its token i asks for the lines of the rows ahead that start in bytes
+// [from + i·step, from + (i + 1)·step).
+struct stream_ask {
+  const char* rows = nullptr;  // the rows ahead; nullptr: none to ask for
+  uint64_t end = 0;            // bytes of them
+  uint64_t from = 0, step = 0;
+  void token(uint32_t i) const {
+    if (!rows) return;
+    const uint64_t to = std::min(from + (i + 1) * step, end);
+    for (uint64_t x = (from + i * step + 63) / 64 * 64; x < to; x += 64) ask_line(rows + x);
+  }
 };
 
-// The passes of a block, each asking for its half of the lines of every row ahead.
-enum class pass { keys, values };
+// The rows ahead of a call over `tokens` rows whose rows hold kv_heads keys and values of hd bf16 elements each
+// (and perhaps more), as a scale from the bytes the two passes read to the bytes of the rows ahead.
+class stream_ahead {
+ public:
+  stream_ahead(rows_ahead ahead, uint64_t stride, uint32_t tokens, uint32_t kv_heads, uint32_t hd)
+      : rows_(reinterpret_cast<const char*>(ahead.rows)),
+        end_(std::min<uint64_t>(ahead.count, rows_ahead_keys) * stride),
+        read_(uint64_t(tokens) * kv_heads * hd * 4),
+        scale_(read_ ? (uint64_t(tokens) * stride << 16) / read_ : 0) {}
+  uint64_t read() const { return read_; }  // bytes both passes read from the call's rows
+  // The call that reads bytes [first, first + n·step) of the passes' reading, `step` a token.
+  stream_ask call(uint64_t first, uint64_t step) const {
+    if (!rows_ || end_ == 0) return {};
+    return {rows_, end_, (first * scale_) >> 16, (step * scale_) >> 16};
+  }
 
-// KV head g's share (of `heads`) of the lines of a `stride`-byte row that pass p asks for: the first half of
-// the row's lines for the key pass, the rest for the value pass.
-inline row_share share_of(pass p, uint64_t stride, uint32_t g, uint32_t heads) {
-  const uint64_t lines = (stride + 63) / 64, first = p == pass::keys ? 0 : lines / 2,
-                 n = (p == pass::keys ? lines / 2 : lines) - first;
-  return {(first + n * g / heads) * 64, (first + n * (g + 1) / heads) * 64};
-}
-
-// The share of the row that follows row t by rows_ahead_keys keys (row t of `ahead`, if it exists), into L2.
-inline void prefetch_far_row(rows_ahead ahead, uint64_t stride, uint64_t t, row_share share) {
-  if (share.begin >= share.end || t >= ahead.count) return;
-  const auto* far = reinterpret_cast<const char*>(ahead.rows + t * stride);
-  for (uint64_t b = share.begin; b < share.end; b += 64) __builtin_prefetch(far + b, 0, 1);
-}
+ private:
+  const char* rows_;
+  uint64_t end_, read_, scale_;  // scale_: bytes of rows for a byte read, in 1/65536
+};
 
 // Element `off` of row t.
 inline const uint16_t* row(const std::byte* base, uint64_t stride, uint32_t t, uint64_t off) {
@@ -64,16 +87,18 @@ inline void prefetch(const uint16_t* p, uint32_t elements) {
 // The key pass's walk, the same at every width: tokens token_group at a time, each KV head, its query rows R at
 // a time and then one at a time, as rows(std::integral_constant<int, R or 1>, g, r0, t0, n, near, far). The
 // first call of a token group asks for the rows near (head 0: `width` elements of every key) and each head's
-// first call for its share of the rows far ahead; the other calls ask for none.
+// first call for its share of the rows ahead; the other calls ask for none.
 template <int R, class Rows>
-void walk_keys(uint32_t kv_heads, uint64_t rq, uint32_t tokens, uint64_t stride, uint32_t width, Rows&& rows) {
+void walk_keys(uint32_t kv_heads, uint64_t rq, uint32_t tokens, uint32_t width, const stream_ahead& ahead,
+               Rows&& rows) {
+  const uint64_t slice = uint64_t(width / kv_heads) * 2;  // bytes of one head's key
   for (uint32_t t0 = 0; t0 < tokens; t0 += token_group) {
     const uint32_t n = std::min(token_group, tokens - t0);
     for (uint32_t g = 0; g < kv_heads; ++g) {
-      const row_share far = share_of(pass::keys, stride, g, kv_heads);
+      const stream_ask far = ahead.call((uint64_t(t0) * kv_heads + uint64_t(g) * n) * slice, slice);
       for (uint64_t r0 = 0; r0 < rq;) {
         const uint32_t near = g == 0 && r0 == 0 ? width : 0;
-        const row_share ask = r0 == 0 ? far : row_share{};
+        const stream_ask ask = r0 == 0 ? far : stream_ask{};
         if (r0 + R <= rq) {
           rows(std::integral_constant<int, R>{}, g, r0, t0, n, near, ask);
           r0 += R;
@@ -88,18 +113,20 @@ void walk_keys(uint32_t kv_heads, uint64_t rq, uint32_t tokens, uint64_t stride,
 
 // The value pass's walk: tokens value_block at a time, each KV head, its output dimensions `cols` at a time
 // (all hd of them where the registers hold a whole row), its rows R at a time and then one at a time, as
-// rows(std::integral_constant<int, R or 1>, g, r0, c0, t0, t1, far). Each head's first call asks for its share of
-// the rows far ahead; the others, none.
+// rows(std::integral_constant<int, R or 1>, g, r0, c0, t0, t1, far). Each head's first call of a column block asks
+// for its share of the rows ahead (after the key pass's); the others, none.
 template <int R, class Rows>
-void walk_values(uint32_t kv_heads, uint64_t rq, uint32_t tokens, uint64_t stride, uint32_t hd, uint32_t cols,
+void walk_values(uint32_t kv_heads, uint64_t rq, uint32_t tokens, uint32_t hd, uint32_t cols, const stream_ahead& ahead,
                  Rows&& rows) {
   for (uint32_t t0 = 0; t0 < tokens; t0 += value_block) {
     const uint32_t t1 = std::min(tokens, t0 + value_block);
-    for (uint32_t g = 0; g < kv_heads; ++g) {
-      const row_share far = share_of(pass::values, stride, g, kv_heads);
-      for (uint32_t c0 = 0; c0 < hd; c0 += cols)
+    for (uint32_t g = 0; g < kv_heads; ++g)
+      for (uint32_t c0 = 0; c0 < hd; c0 += cols) {
+        const uint64_t first = ahead.read() / 2 + (uint64_t(t0) * kv_heads + uint64_t(g) * (t1 - t0)) * hd * 2 +
+                               uint64_t(c0) * (t1 - t0) * 2;
+        const stream_ask far = ahead.call(first, uint64_t(cols) * 2);
         for (uint64_t r0 = 0; r0 < rq;) {
-          const row_share ask = c0 == 0 && r0 == 0 ? far : row_share{};
+          const stream_ask ask = r0 == 0 ? far : stream_ask{};
           if (r0 + R <= rq) {
             rows(std::integral_constant<int, R>{}, g, r0, c0, t0, t1, ask);
             r0 += R;
@@ -108,7 +135,7 @@ void walk_values(uint32_t kv_heads, uint64_t rq, uint32_t tokens, uint64_t strid
             ++r0;
           }
         }
-    }
+      }
   }
 }
 
