@@ -71,15 +71,7 @@ DUALPATH_AVX512 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64
   }
   DUALPATH_UNROLL
   for (int r = 0; r < R; ++r) {
-    const __m256 dots = _mm256_mul_ps(sum_lanes(acc[r]), _mm256_set1_ps(scale));
-    float* dst = s + (g * rq + r0 + r) * ctx + j0 + t0;
-    if (n == token_group) {  // a whole group: std::copy of eight floats was a library call per row
-      _mm256_storeu_ps(dst, dots);
-    } else {
-      alignas(32) float out[token_group];
-      _mm256_store_ps(out, dots);
-      std::copy(out, out + n, dst);
-    }
+    store_scores(s + (g * rq + r0 + r) * ctx + j0 + t0, _mm256_mul_ps(sum_lanes(acc[r]), _mm256_set1_ps(scale)), n);
   }
 }
 

@@ -7,6 +7,10 @@
 #include <cstdint>
 #include <type_traits>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "gpu/cpu_kernels.hpp"
 
 namespace dualpath::gpu::cpu::rows {
@@ -72,6 +76,20 @@ class stream_ahead {
   const char* rows_;
   uint64_t end_, read_, scale_;  // scale_: bytes of rows for a byte read, in 1/65536
 };
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
+// Row r's n <= token_group scores (`dots`, lane i: token i) at dst: a whole group is one store (std::copy of
+// eight floats was a library call per row and group).
+__attribute__((target("avx2"), always_inline)) inline void store_scores(float* dst, __m256 dots, uint32_t n) {
+  if (n == token_group) {
+    _mm256_storeu_ps(dst, dots);
+  } else {
+    alignas(32) float out[token_group];
+    _mm256_store_ps(out, dots);
+    std::copy(out, out + n, dst);
+  }
+}
+#endif
 
 // Element `off` of row t.
 inline const uint16_t* row(const std::byte* base, uint64_t stride, uint32_t t, uint64_t off) {
