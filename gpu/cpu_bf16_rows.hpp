@@ -102,6 +102,15 @@ inline void prefetch(const uint16_t* p, uint32_t elements) {
   for (uint32_t b = 0; b < elements * 2; b += 64) __builtin_prefetch(c + b);
 }
 
+// f(std::integral_constant<int, R>, r0) for query rows [0, rq) R at a time, then f(..<1>.., r0) for the rest
+// one at a time: the rows a kernel call takes, in the order both walks take them.
+template <int R, class F>
+void in_row_groups(uint64_t rq, F&& f) {
+  uint64_t r0 = 0;
+  for (; r0 + R <= rq; r0 += R) f(std::integral_constant<int, R>{}, r0);
+  for (; r0 < rq; ++r0) f(std::integral_constant<int, 1>{}, r0);
+}
+
 // The key pass's walk, the same at every width: tokens token_group at a time, each KV head, its query rows R at
 // a time and then one at a time, as rows(std::integral_constant<int, R or 1>, g, r0, t0, n, near, far). The
 // first call of a token group asks for the rows near (head 0: `width` elements of every key) and each head's
@@ -114,17 +123,9 @@ void walk_keys(uint32_t kv_heads, uint64_t rq, uint32_t tokens, uint32_t width, 
     const uint32_t n = std::min(token_group, tokens - t0);
     for (uint32_t g = 0; g < kv_heads; ++g) {
       const stream_ask far = ahead.call((uint64_t(t0) * kv_heads + uint64_t(g) * n) * slice, slice);
-      for (uint64_t r0 = 0; r0 < rq;) {
-        const uint32_t near = g == 0 && r0 == 0 ? width : 0;
-        const stream_ask ask = r0 == 0 ? far : stream_ask{};
-        if (r0 + R <= rq) {
-          rows(std::integral_constant<int, R>{}, g, r0, t0, n, near, ask);
-          r0 += R;
-        } else {
-          rows(std::integral_constant<int, 1>{}, g, r0, t0, n, near, ask);
-          ++r0;
-        }
-      }
+      in_row_groups<R>(rq, [&](auto rc, uint64_t r0) {
+        rows(rc, g, r0, t0, n, g == 0 && r0 == 0 ? width : 0, r0 == 0 ? far : stream_ask{});
+      });
     }
   }
 }
@@ -143,16 +144,7 @@ void walk_values(uint32_t kv_heads, uint64_t rq, uint32_t tokens, uint32_t hd, u
         const uint64_t first = ahead.read() / 2 + (uint64_t(t0) * kv_heads + uint64_t(g) * (t1 - t0)) * hd * 2 +
                                uint64_t(c0) * (t1 - t0) * 2;
         const stream_ask far = ahead.call(first, uint64_t(cols) * 2);
-        for (uint64_t r0 = 0; r0 < rq;) {
-          const stream_ask ask = r0 == 0 ? far : stream_ask{};
-          if (r0 + R <= rq) {
-            rows(std::integral_constant<int, R>{}, g, r0, c0, t0, t1, ask);
-            r0 += R;
-          } else {
-            rows(std::integral_constant<int, 1>{}, g, r0, c0, t0, t1, ask);
-            ++r0;
-          }
-        }
+        in_row_groups<R>(rq, [&](auto rc, uint64_t r0) { rows(rc, g, r0, c0, t0, t1, r0 == 0 ? far : stream_ask{}); });
       }
   }
 }
