@@ -46,8 +46,7 @@ DUALPATH_AVX2 inline __m256 dot8(const float* q, const __m256* k) {
 template <int HD, int R>
 DUALPATH_AVX2 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64_t r0, const std::byte* base,
                               uint64_t stride, uint64_t off, uint32_t t0, uint32_t n, float scale, float* s,
-                              uint64_t ctx, uint64_t j0, uint32_t prefetch_width, uint32_t tokens,
-                              const stream_ask& far) {
+                              uint64_t ctx, uint64_t j0, uint32_t prefetch_width, uint32_t tokens, stream_ask far) {
   constexpr int C = HD / 8;
   __m256 acc[R][token_group];
   for (uint32_t i = 0; i < token_group; ++i) {
@@ -58,7 +57,7 @@ DUALPATH_AVX2 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64_t
     }
     if (prefetch_width && t0 + i + prefetch_ahead < tokens)
       prefetch(row(base, stride, t0 + i + prefetch_ahead, off), prefetch_width);
-    far.token(i);
+    far.token();
     const uint16_t* k = row(base, stride, t0 + i, off + uint64_t(g) * HD);
     __m256 kc[C];
     DUALPATH_UNROLL
@@ -88,13 +87,13 @@ DUALPATH_AVX2 void scores(const float* qg, uint32_t kv_heads, uint64_t rq, const
 template <int HD, int R, int CB>
 DUALPATH_AVX2 void value_rows(const float* s, uint64_t rq, uint64_t ctx, uint64_t j0, const std::byte* base,
                               uint64_t stride, uint64_t off, uint32_t g, uint64_t r0, uint32_t c0, uint32_t t0,
-                              uint32_t t1, float* og, const stream_ask& far) {
+                              uint32_t t1, float* og, stream_ask far) {
   __m256 o[R][CB];
   DUALPATH_UNROLL
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < CB; ++c) o[r][c] = _mm256_loadu_ps(og + (g * rq + r0 + r) * HD + c0 + c * 8);
   for (uint32_t t = t0; t < t1; ++t) {
-    far.token(t - t0);
+    far.token();
     const uint16_t* v = row(base, stride, t, off + uint64_t(g) * HD + c0);
     __m256 vc[CB];
     DUALPATH_UNROLL

@@ -42,8 +42,7 @@ DUALPATH_AVX512 inline __m256 sum_lanes(const __m512* a) {
 template <int HD, int R>
 DUALPATH_AVX512 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64_t r0, const std::byte* base,
                                 uint64_t stride, uint64_t off, uint32_t t0, uint32_t n, float scale, float* s,
-                                uint64_t ctx, uint64_t j0, uint32_t prefetch_width, uint32_t tokens,
-                                const stream_ask& far) {
+                                uint64_t ctx, uint64_t j0, uint32_t prefetch_width, uint32_t tokens, stream_ask far) {
   constexpr int C = HD / 16;
   __m512 q[R][C], acc[R][token_group];
   DUALPATH_UNROLL
@@ -57,7 +56,7 @@ DUALPATH_AVX512 void score_rows(const float* qg, uint64_t rq, uint32_t g, uint64
     }
     if (prefetch_width && t0 + i + prefetch_ahead < tokens)
       prefetch(row(base, stride, t0 + i + prefetch_ahead, off), prefetch_width);
-    far.token(i);
+    far.token();
     const uint16_t* k = row(base, stride, t0 + i, off + uint64_t(g) * HD);
     __m512 kc[C];
     DUALPATH_UNROLL
@@ -91,14 +90,14 @@ DUALPATH_AVX512 void scores(const float* qg, uint32_t kv_heads, uint64_t rq, con
 template <int HD, int R>
 DUALPATH_AVX512 void value_rows(const float* s, uint64_t rq, uint64_t ctx, uint64_t j0, const std::byte* base,
                                 uint64_t stride, uint64_t off, uint32_t g, uint64_t r0, uint32_t t0, uint32_t t1,
-                                float* og, const stream_ask& far) {
+                                float* og, stream_ask far) {
   constexpr int C = HD / 16;
   __m512 o[R][C];
   DUALPATH_UNROLL
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) o[r][c] = _mm512_loadu_ps(og + (g * rq + r0 + r) * HD + c * 16);
   for (uint32_t t = t0; t < t1; ++t) {
-    far.token(t - t0);
+    far.token();
     const uint16_t* v = row(base, stride, t, off + uint64_t(g) * HD);
     __m512 vc[C];
     DUALPATH_UNROLL

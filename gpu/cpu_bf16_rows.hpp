@@ -43,16 +43,19 @@ inline void ask_line(const char* p) {
 #endif
 }
 
-// What one kernel call asks for: its token i asks for the lines of the rows ahead that start in bytes
-// [from + i·step, from + (i + 1)·step).
+// What one kernel call asks for, a token at a time: its i-th token() asks for the lines of the rows ahead that
+// start in bytes [from + i·step, from + (i + 1)·step), those before `end`. A cursor, so that a token's asking is
+// an add, a compare and its prefetches: each token's range computed afresh (a multiply and a rounding per token
+// and call) left the attention over KV in cache 6% slower on one thread (docs/experiments.md).
 struct stream_ask {
-  const char* rows = nullptr;  // the rows ahead; nullptr: none to ask for
-  uint64_t end = 0;            // bytes of them
-  uint64_t from = 0, step = 0;
-  void token(uint32_t i) const {
-    if (!rows) return;
-    const uint64_t to = std::min(from + (i + 1) * step, end);
-    for (uint64_t x = (from + i * step + 63) / 64 * 64; x < to; x += 64) ask_line(rows + x);
+  const char* rows = nullptr;  // the rows ahead
+  uint64_t line = 0;           // the next line to ask for (bytes from `rows`, a multiple of 64)
+  uint64_t upto = 0;           // the tokens so far asked for the lines below this
+  uint64_t end = 0, step = 0;  // no rows: end 0, nothing asked
+  void token() {
+    upto += step;
+    const uint64_t to = std::min(upto, end);
+    for (; line < to; line += 64) ask_line(rows + line);
   }
 };
 
@@ -69,7 +72,8 @@ class stream_ahead {
   // The call that reads bytes [first, first + n·step) of the passes' reading, `step` a token.
   stream_ask call(uint64_t first, uint64_t step) const {
     if (!rows_ || end_ == 0) return {};
-    return {rows_, end_, (first * scale_) >> 16, (step * scale_) >> 16};
+    const uint64_t from = (first * scale_) >> 16;
+    return {rows_, (from + 63) / 64 * 64, from, end_, (step * scale_) >> 16};
   }
 
  private:
