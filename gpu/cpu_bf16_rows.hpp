@@ -50,7 +50,7 @@ inline void ask_line(const char* p) {
 struct stream_ask {
   const char* rows = nullptr;  // the rows ahead
   uint64_t line = 0;           // the next line to ask for (bytes from `rows`, a multiple of 64)
-  uint64_t upto = 0;           // the tokens so far asked for the lines below this
+  uint64_t upto = 0;           // the end of the bytes the tokens so far have covered
   uint64_t end = 0, step = 0;  // no rows: end 0, nothing asked
   void token() {
     upto += step;
