@@ -250,6 +250,8 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
   const uint64_t weight_bytes = be->kind() == backend_kind::cuda ? 2 : sizeof(float);
   res.decode_bytes = double(decode_weight_bytes(m, weight_bytes)) + double(o.decode_batch) * total * bpt * m.layers;
   decode_once();
+  const auto parts_before = be->parts();
+  double timed_s = 0;  // every timed step's seconds, for the parts' means
   for (uint32_t r = 0; r < o.repeats; ++r) {
     // Steps back to back, as an engine runs them, and their median: the first after the probe's sweep of 1 GB
     // finds the team asleep and the caches holding the probe's lines (docs/experiments.md, `bench compute`).
@@ -258,12 +260,21 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
       const auto t0 = clock_type::now();
       decode_once();
       steps.push_back(since(t0));
+      timed_s += steps.back();
     }
     dt.push_back(median(steps));
     if (!memory_roof) continue;
     bw.push_back(memory_roof());
     decode_ratio.push_back(res.decode_bytes / dt.back() / 1e9 / bw.back());
   }
+  // Where a step's time goes, as the backend counts it: means over the timed steps (the probe rounds between
+  // them are not counted).
+  const auto parts_after = be->parts();
+  const double timed_steps = double(o.repeats) * decode_steps_per_round;
+  res.decode_linear_s = (parts_after.linear_s - parts_before.linear_s) / timed_steps;
+  res.decode_attention_s = (parts_after.attention_s - parts_before.attention_s) / timed_steps;
+  if (res.decode_linear_s > 0 || res.decode_attention_s > 0)
+    res.decode_other_s = std::max(0.0, timed_s / timed_steps - res.decode_linear_s - res.decode_attention_s);
   res.prefill_s = median(pt);
   res.prefill_tokens_per_s = o.append / res.prefill_s;
   res.gflop_per_s = flops / res.prefill_s / 1e9;
@@ -294,6 +305,9 @@ std::string compute_bench_result::to_json() const {
                       {"decode_bytes", decode_bytes},
                       {"memory_gb_per_s", memory_gb_per_s},
                       {"decode_vs_bandwidth", decode_vs_bandwidth},
+                      {"decode_linear_s", decode_linear_s},
+                      {"decode_attention_s", decode_attention_s},
+                      {"decode_other_s", decode_other_s},
                       {"fit_gflop_per_s", fit_gflop_per_s}};
   return j.dump(2) + "\n";
 }
@@ -304,6 +318,10 @@ std::string compute_bench_result::to_text() const {
                      prefill_tokens_per_s, prefill_s, gflop_per_s);
   out += fmt::format("decode    {:10.1f} tokens/s  {:8.4f} s/step (batch {})\n", decode_tokens_per_s, decode_step_s,
                      decode_batch);
+  if (decode_linear_s > 0 || decode_attention_s > 0)
+    out +=
+        fmt::format("          {:10.2f} ms attention  {:6.2f} ms linear layers  {:6.2f} ms the rest (a step's means)\n",
+                    decode_attention_s * 1e3, decode_linear_s * 1e3, decode_other_s * 1e3);
   const bool gpu = backend == "cuda";
   if (sgemm_gflop_per_s > 0)
     out +=

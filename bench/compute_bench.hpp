@@ -36,6 +36,9 @@ struct compute_bench_result {
   double memory_gb_per_s = 0;       // cpu: read bandwidth with every core reading (1 GiB); cuda: a 1-GiB
                                     // device-to-device copy, bytes read plus written
   double decode_vs_bandwidth = 0;   // median over rounds of decode_bytes / step time / bandwidth
+  double decode_linear_s = 0;       // cpu: the timed steps' mean seconds in their linear layers (0 elsewhere)
+  double decode_attention_s = 0;    // cpu: ... and in their attention
+  double decode_other_s = 0;        // cpu: ... and in the rest (their mean seconds less the two above)
   double fit_gflop_per_s = 0;       // the backend's FLOPs->time fit, marginal rate
 
   std::string to_json() const;

@@ -131,6 +131,13 @@ class compute_backend {
   // device memory for cuda (freed with the last handle), host memory otherwise. What a benchmark hands a
   // pass so that it times the kernels, not a host-to-device upload per layer.
   virtual std::shared_ptr<std::byte> resident_copy(const std::byte* host, uint64_t bytes) const;
+  // Seconds the passes and steps run so far spent in their linear layers and in their attention (cpu backend;
+  // zeros where a backend does not time its parts), so that a benchmark can say where a step's time goes.
+  // Read it from the thread that runs the passes.
+  struct part_times {
+    double linear_s = 0, attention_s = 0;
+  };
+  virtual part_times parts() const { return {}; }
 };
 
 struct backend_options {

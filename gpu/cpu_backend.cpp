@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -33,6 +35,27 @@ struct cpu_context {
   cpu_team& team;
   cpu_attention& attention;
   const cpu::gemm& gemm;
+  // Where the linear layers' and the attention's seconds are counted (atomic: parts() may be read, and fit()'s
+  // calibration run, from another thread than the engine's).
+  std::atomic<double>& linear_s;
+  std::atomic<double>& attention_s;
+};
+
+// Adds the seconds from its construction to its end to `to`: two clock reads a GEMM or an attention call
+// (about 40 of each in a decode step of 20 ms).
+class part_timer {
+ public:
+  explicit part_timer(std::atomic<double>& to) : to_(to), t0_(std::chrono::steady_clock::now()) {}
+  ~part_timer() {  // one writer at a time (the thread running the pass): a load and a store, no lock
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    to_.store(to_.load(std::memory_order_relaxed) + dt, std::memory_order_relaxed);
+  }
+  part_timer(const part_timer&) = delete;
+  part_timer& operator=(const part_timer&) = delete;
+
+ private:
+  std::atomic<double>& to_;
+  std::chrono::steady_clock::time_point t0_;
 };
 
 // Work below these sizes stays on the calling thread: waking the team would cost more than it saves.
@@ -44,6 +67,7 @@ constexpr uint64_t min_elements_per_thread = 1 << 15;  // a row kernel's rows ×
 // order of sums does not depend on the rows (cpu_gemm.hpp), so a token decoded in a batch of any size matches
 // a full recompute of its context bit for bit in these layers.
 void linear(const cpu_context& c, const float* x, const cpu::gemm::weights& w, float* y, uint64_t rows, float beta) {
+  const part_timer timer(c.linear_s);
   // Column blocks stay multiples of 16 floats so every thread's GEMM runs whole vector tiles.
   const uint64_t blocks = (w.out + 15) / 16;
   // A decode step's few rows stream the weights: shared out by their bytes. More rows are shared by FLOPs.
@@ -133,7 +157,10 @@ class cpu_batch {
         },
         rows_ * W < min_elements_per_thread ? items_.size() : 1);
     attn_.resize(rows_ * Q);
-    c_.attention.run(qkv_.data(), attn_.data(), requests);
+    {
+      const part_timer timer(c_.attention_s);
+      c_.attention.run(qkv_.data(), attn_.data(), requests);
+    }
     linear(c_, attn_.data(), lw.wo, x_.data(), rows_, 1.0f);  // residual: x += attn · Wo^T
 
     gu_.resize(rows_ * 2 * I);
@@ -227,7 +254,8 @@ class cpu_backend : public compute_backend {
     return f;
   }
 
-  cpu_context context() const { return {d_, layers_, lm_head_, team_, attention_, gemm_}; }
+  cpu_context context() const { return {d_, layers_, lm_head_, team_, attention_, gemm_, linear_s_, attention_s_}; }
+  part_times parts() const override { return {linear_s_.load(), attention_s_.load()}; }
 
   dense_model d_;
   mutable cpu_team team_;
@@ -235,6 +263,7 @@ class cpu_backend : public compute_backend {
   cpu::gemm gemm_;
   std::vector<linear_layer> layers_;
   cpu::gemm::weights lm_head_;
+  mutable std::atomic<double> linear_s_{0}, attention_s_{0};  // parts()
   mutable std::once_flag fit_once_;
   mutable flops_fit fit_;
 };

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <random>
 #include <stdexcept>
 
@@ -251,6 +252,41 @@ TEST_CASE("cpu backend fit is measured and positive") {
   CHECK(f.seconds_per_flop > 0);
   CHECK(f.seconds(1e9) > f.seconds(1e6));
   CHECK(be->fit().seconds_per_flop == f.seconds_per_flop);  // cached, not re-measured
+}
+
+TEST_CASE("the cpu backend counts its passes' seconds in linear layers and in attention, within the pass") {
+  auto be = make_backend({backend_kind::cpu, "tiny"});
+  CHECK(be->parts().linear_s == 0);
+  CHECK(be->parts().attention_s == 0);
+  const model_spec& m = be->model();
+  std::vector<std::byte> kv(64 * uint64_t(m.kv_bytes_per_token_layer));
+  prefill_item item{1, 0, {}, true};
+  for (int32_t t = 0; t < 48; ++t) item.tokens.push_back(t + 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto pass = be->begin_prefill({item});
+  for (uint32_t l = 0; l < m.layers; ++l) pass->run_layer(l, {{}}, {kv.data()});
+  pass->finish();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto after_prefill = be->parts();
+  CHECK(after_prefill.linear_s > 0);
+  CHECK(after_prefill.attention_s > 0);
+  CHECK(after_prefill.linear_s + after_prefill.attention_s <= wall);  // both are timed inside the pass
+
+  // A decode step over the prefill's KV adds to both.
+  std::vector<std::byte> new_kv(m.layers * uint64_t(m.kv_bytes_per_token_layer));
+  std::vector<std::vector<std::byte>> layer_kv(m.layers, kv);
+  decode_item d;
+  d.token = 7;
+  d.position = 48;
+  for (uint32_t l = 0; l < m.layers; ++l) d.kv.push_back({kv_span{layer_kv[l].data(), 48}});
+  d.new_kv = new_kv.data();
+  std::vector<decode_item> items{d};
+  be->decode_step(items);
+  CHECK(be->parts().linear_s > after_prefill.linear_s);
+  CHECK(be->parts().attention_s > after_prefill.attention_s);
+
+  auto modeled = make_backend({backend_kind::modeled, "tiny"});
+  CHECK(modeled->parts().linear_s == 0);  // a backend that does not time its parts says zero
 }
 
 TEST_CASE("the reference agrees over several key blocks and query tiles, and decode after them") {
