@@ -248,7 +248,8 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
   }
   // A decode step reads every weight once and the KV of every request.
   const uint64_t weight_bytes = be->kind() == backend_kind::cuda ? 2 : sizeof(float);
-  res.decode_bytes = double(decode_weight_bytes(m, weight_bytes)) + double(o.decode_batch) * total * bpt * m.layers;
+  res.decode_kv_bytes = double(o.decode_batch) * total * bpt * m.layers;
+  res.decode_bytes = double(decode_weight_bytes(m, weight_bytes)) + res.decode_kv_bytes;
   decode_once();
   const auto parts_before = be->parts();
   double timed_s = 0;  // every timed step's seconds, for the parts' means
@@ -303,6 +304,7 @@ std::string compute_bench_result::to_json() const {
                       {"sgemm_gflop_per_s", sgemm_gflop_per_s},
                       {"prefill_vs_sgemm", prefill_vs_sgemm},
                       {"decode_bytes", decode_bytes},
+                      {"decode_kv_bytes", decode_kv_bytes},
                       {"memory_gb_per_s", memory_gb_per_s},
                       {"decode_vs_bandwidth", decode_vs_bandwidth},
                       {"decode_linear_s", decode_linear_s},

@@ -64,6 +64,15 @@ row("compute", "cpu prefill GFLOP/s vs sgemm (small, 4096+512)", c.get("gflop_pe
 row("compute", "cpu decode GB/s vs memory read bandwidth (batch 8)",
     c["decode_bytes"] / c["decode_step_s"] / 1e9 if c.get("decode_bytes") else None, c.get("memory_gb_per_s"),
     c.get("decode_vs_bandwidth"), 0.8)
+# Where decode's time goes (builds whose bench reports the parts): each part's bytes over its seconds, against
+# the same probe's median; no goal of their own.
+if c.get("decode_attention_s") and c.get("decode_kv_bytes") and c.get("memory_gb_per_s"):
+    kv_gbs = c["decode_kv_bytes"] / c["decode_attention_s"] / 1e9
+    w_gbs = (c["decode_bytes"] - c["decode_kv_bytes"]) / c["decode_linear_s"] / 1e9
+    row("compute", "  its attention: KV GB/s vs the same bandwidth", kv_gbs, c["memory_gb_per_s"],
+        kv_gbs / c["memory_gb_per_s"], None)
+    row("compute", "  its linear layers: weights GB/s vs the same bandwidth", w_gbs, c["memory_gb_per_s"],
+        w_gbs / c["memory_gb_per_s"], None)
 row("transport", "shm Layer Block writes GB/s vs memcpy (64 MiB span: in cache)", shm.get("gb_per_s"),
     shm.get("memcpy_gb_per_s"), shm.get("ratio_to_memcpy"), 0.9)
 if shm_dram:
