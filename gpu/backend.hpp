@@ -35,8 +35,8 @@ inline uint64_t span_tokens(const std::vector<kv_span>& spans) {
 
 // Finds keys of a request's spans by their position, moving forward only: at(pos), for positions that do not
 // decrease, is where key `pos` sits (its row in its span) and how many keys follow it in that span, counting it;
-// {nullptr, 0} past the last key. The decode attention asks for the rows of its next block of keys with it,
-// which in a decode engine's pages sit in another span (cpu_attention.cpp).
+// {nullptr, 0} past the last key. The decode attention walks its blocks' keys with one, and with another the rows
+// of its next block, which in a decode engine's pages sit in another span (cpu_attention.cpp).
 class span_cursor {
  public:
   struct place {
@@ -45,6 +45,7 @@ class span_cursor {
   };
   span_cursor(const std::vector<kv_span>& spans, uint64_t bytes_per_token)
       : spans_(spans), bpt_(bytes_per_token), keys_(span_tokens(spans)) {}
+  uint64_t keys() const { return keys_; }  // keys in all the spans
   place at(uint64_t pos) {
     if (pos >= keys_ || pos < pos_) return {};
     while (pos - pos_ >= spans_[span_].tokens - row_) {  // past this span (or it is empty)

@@ -205,24 +205,20 @@ void cpu_attention::direct(const float* qkv, float* attn, const attention_reques
     cpu::rows_ahead ahead;  // the rows rows_ahead_keys keys on, asked for while this piece is read
   };
   std::array<piece, direct_block> pieces;  // a block covers at most one piece per key
-  size_t span = 0;
-  uint32_t at = 0;  // keys of r.spans[span] already taken
-  const uint64_t keys = span_tokens(r.spans);
-  // A second walk over the spans, rows_ahead_keys keys ahead of the first. A decode engine's KV is a page per
-  // Full Block, so the next block's rows are usually in another span; asking only within the span (as before)
-  // left a paged step's attention with nothing asked ahead, 1.5× as long as over one buffer (docs/experiments.md).
-  span_cursor ahead(r.spans, bpt);
+  // Two walks over the spans by key position: the block's own keys, and the keys rows_ahead_keys on. A decode
+  // engine's KV is a page per Full Block, so the next block's rows are usually in another span; asking only within
+  // the span (as before) left a paged step's attention with nothing asked ahead, 1.5× as long as over one buffer
+  // (docs/experiments.md).
+  span_cursor here(r.spans, bpt), ahead(r.spans, bpt);
+  const uint64_t keys = here.keys();
   for (uint64_t j = 0; j < keys; j += direct_block) {
     const uint32_t nb = uint32_t(std::min<uint64_t>(direct_block, keys - j));
     size_t count = 0;
     for (uint32_t filled = 0; filled < nb;) {
-      while (r.spans[span].tokens == at) ++span, at = 0;  // spans used up, and empty ones
-      const kv_span& sp = r.spans[span];
-      const uint32_t take = std::min(nb - filled, sp.tokens - at);
-      const span_cursor::place next = ahead.at(j + cpu::rows_ahead_keys + filled);
-      pieces[count++] = {sp.data + at * bpt, take, filled, {next.row, next.rows}};
+      const span_cursor::place at = here.at(j + filled), next = ahead.at(j + cpu::rows_ahead_keys + filled);
+      const uint32_t take = std::min(nb - filled, at.rows);
+      pieces[count++] = {at.row, take, filled, {next.row, next.rows}};
       filled += take;
-      at += take;
     }
     for (size_t p = 0; p < count; ++p)
       cpu::bf16_scores(w.q.data(), heads, rq, uint32_t(hd), pieces[p].rows, pieces[p].tokens, bpt, g0 * hd, scale,

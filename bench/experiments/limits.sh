@@ -66,7 +66,7 @@ row("compute", "cpu decode GB/s vs memory read bandwidth (batch 8)",
     c.get("decode_vs_bandwidth"), 0.8)
 # Where decode's time goes (builds whose bench reports the parts): each part's bytes over its seconds, against
 # the same probe's median; no goal of their own.
-if c.get("decode_attention_s") and c.get("decode_kv_bytes") and c.get("memory_gb_per_s"):
+if c.get("decode_attention_s") and c.get("decode_linear_s") and c.get("decode_kv_bytes") and c.get("memory_gb_per_s"):
     kv_gbs = c["decode_kv_bytes"] / c["decode_attention_s"] / 1e9
     w_gbs = (c["decode_bytes"] - c["decode_kv_bytes"]) / c["decode_linear_s"] / 1e9
     row("compute", "  its attention: KV GB/s vs the same bandwidth", kv_gbs, c["memory_gb_per_s"],

@@ -14,6 +14,7 @@ TEST_CASE("span_cursor finds each key's row and the rows after it in its span, s
   std::vector<std::byte> a(16 * bpt), b(5 * bpt), c(3 * bpt);
   const std::vector<kv_span> spans{{a.data(), 16}, {nullptr, 0}, {b.data(), 5}, {c.data(), 3}, {nullptr, 0}};
   span_cursor cur(spans, bpt);
+  CHECK(cur.keys() == 24);
   auto row = [](const std::vector<std::byte>& v, uint64_t r) { return v.data() + r * bpt; };
 
   auto p = cur.at(0);
@@ -50,5 +51,6 @@ TEST_CASE("span_cursor over one buffer and over no keys") {
 
   const std::vector<kv_span> none{{nullptr, 0}};
   span_cursor empty(none, 4);
+  CHECK(empty.keys() == 0);
   CHECK(empty.at(0).row == nullptr);
 }
