@@ -92,7 +92,7 @@ class sgemm_probe {
 };
 
 // Bytes of weights a decode step reads: every layer's linear weights and the LM head, `weight_bytes` each
-// (fp32 on the cpu backend, bf16 on cuda).
+// (bf16 on cuda; fp32 where a backend does not say what it holds).
 uint64_t decode_weight_bytes(const model_spec& m, uint64_t weight_bytes) {
   const uint64_t H = m.hidden, Q = uint64_t(m.heads) * m.head_dim, KV = uint64_t(m.kv_heads) * m.head_dim,
                  I = m.intermediate;
@@ -247,9 +247,11 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
     prefill_ratio.push_back(flops / pt.back() / 1e9 / sg.back());
   }
   // A decode step reads every weight once and the KV of every request.
+  // The weights as the backend holds them (the cpu backend keeps bf16 weights in bf16, cpu_gemm.hpp).
   const uint64_t weight_bytes = be->kind() == backend_kind::cuda ? 2 : sizeof(float);
+  const uint64_t held = be->decode_weight_bytes();
   res.decode_kv_bytes = double(o.decode_batch) * total * bpt * m.layers;
-  res.decode_bytes = double(decode_weight_bytes(m, weight_bytes)) + res.decode_kv_bytes;
+  res.decode_bytes = double(held ? held : decode_weight_bytes(m, weight_bytes)) + res.decode_kv_bytes;
   decode_once();
   const auto parts_before = be->parts();
   double timed_s = 0;  // every timed step's seconds, for the parts' means

@@ -139,6 +139,9 @@ class compute_backend {
     double linear_s = 0, attention_s = 0;
   };
   virtual part_times parts() const { return {}; }
+  // Bytes of weights a decode step streams (every linear layer and the LM head, in the format this backend holds
+  // them: bf16 or fp32 on the cpu backend, cpu_gemm.hpp); 0 where a backend does not say.
+  virtual uint64_t decode_weight_bytes() const { return 0; }
 };
 
 struct backend_options {

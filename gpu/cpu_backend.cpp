@@ -71,7 +71,7 @@ void linear(const cpu_context& c, const float* x, const cpu::gemm::weights& w, f
   // Column blocks stay multiples of 16 floats so every thread's GEMM runs whole vector tiles.
   const uint64_t blocks = (w.out + 15) / 16;
   // A decode step's few rows stream the weights: shared out by their bytes. More rows are shared by FLOPs.
-  const uint64_t block_bytes = w.in * 16 * sizeof(float);
+  const uint64_t block_bytes = w.in * 16 * (w.bf16() ? sizeof(uint16_t) : sizeof(float));
   const uint64_t grain = rows <= max_streaming_rows ? (min_stream_bytes_per_thread + block_bytes - 1) / block_bytes
                                                     : min_flops_per_thread / (2 * rows * w.in * 16) + 1;
   c.team.split(
@@ -223,8 +223,10 @@ class cpu_backend : public compute_backend {
       layers_.push_back({gemm_.prepare(std::move(L.wqkv), Q + 2 * KV, H), gemm_.prepare(std::move(L.wo), H, Q),
                          gemm_.prepare(std::move(L.wgu), 2 * I, H), gemm_.prepare(std::move(L.wdown), H, I)});
     lm_head_ = gemm_.prepare(std::move(d_.lm_head), d_.spec.vocab, H);
-    spdlog::debug("cpu backend: linear layers on {}", gemm_.lanes() ? fmt::format("the {}-lane GEMM", gemm_.lanes())
-                                                                    : std::string("sgemm (no AVX2 and FMA here)"));
+    spdlog::debug(
+        "cpu backend: linear layers on {}, {} MB of weights in {}",
+        gemm_.lanes() ? fmt::format("the {}-lane GEMM", gemm_.lanes()) : std::string("sgemm (no AVX2 and FMA here)"),
+        decode_weight_bytes() >> 20, lm_head_.bf16() ? "bf16" : "fp32");
   }
   const model_spec& model() const override { return d_.spec; }
   backend_kind kind() const override { return backend_kind::cpu; }
@@ -256,6 +258,11 @@ class cpu_backend : public compute_backend {
 
   cpu_context context() const { return {d_, layers_, lm_head_, team_, attention_, gemm_, linear_s_, attention_s_}; }
   part_times parts() const override { return {linear_s_.load(), attention_s_.load()}; }
+  uint64_t decode_weight_bytes() const override {
+    uint64_t bytes = lm_head_.bytes();
+    for (const auto& l : layers_) bytes += l.wqkv.bytes() + l.wo.bytes() + l.wgu.bytes() + l.wdown.bytes();
+    return bytes;
+  }
 
   dense_model d_;
   mutable cpu_team team_;

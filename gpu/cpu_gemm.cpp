@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "gpu/bf16.hpp"
 #include "gpu/cpu_simd.hpp"
 
 #if defined(__x86_64__)
@@ -27,6 +28,12 @@ inline void vstore(float* p, vec v) { _mm512_storeu_ps(p, v); }
 inline vec vset1(float f) { return _mm512_set1_ps(f); }
 inline vec vfma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
 inline vec vadd(vec a, vec b) { return _mm512_add_ps(a, b); }
+inline vec vloadw(const float* p) { return vload(p); }
+inline vec vloadw(const uint16_t* p) {  // bf16 is the high half of an fp32
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  // The zero-masked forms: the plain ones start from an "undefined" vector that GCC 12 warns about.
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, h), 16));
+}
 #include "gpu/cpu_gemm_kernel.inc"
 }  // namespace avx512
 #pragma GCC pop_options
@@ -43,6 +50,11 @@ inline void vstore(float* p, vec v) { _mm256_storeu_ps(p, v); }
 inline vec vset1(float f) { return _mm256_set1_ps(f); }
 inline vec vfma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
 inline vec vadd(vec a, vec b) { return _mm256_add_ps(a, b); }
+inline vec vloadw(const float* p) { return vload(p); }
+inline vec vloadw(const uint16_t* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
 #include "gpu/cpu_gemm_kernel.inc"
 }  // namespace avx2
 #pragma GCC pop_options
@@ -69,6 +81,11 @@ uint64_t panel_columns(uint64_t in) { return std::max<uint64_t>(16, (uint64_t(51
 void run(uint64_t lanes, const float* x, uint64_t rows, const gemm::weights& w, uint64_t c0, uint64_t c1, float beta,
          float* y) {
 #if defined(__x86_64__)
+  if (w.bf16()) {
+    if (lanes == avx512::L) return avx512::run(x, rows, w.half.data(), w.out, w.in, c0, c1, beta, y);
+    if (lanes == avx2::L) return avx2::run(x, rows, w.half.data(), w.out, w.in, c0, c1, beta, y);
+    return;
+  }
   if (lanes == avx512::L) return avx512::run(x, rows, w.data.data(), w.out, w.in, c0, c1, beta, y);
   if (lanes == avx2::L) return avx2::run(x, rows, w.data.data(), w.out, w.in, c0, c1, beta, y);
 #endif
@@ -79,7 +96,7 @@ void run(uint64_t lanes, const float* x, uint64_t rows, const gemm::weights& w, 
 
 gemm::gemm(uint64_t lanes) : lanes_(lanes == 0 || lanes > kernel_lanes() ? kernel_lanes() : lanes) {}
 
-gemm::weights gemm::prepare(std::vector<float> w, uint64_t out, uint64_t in) const {
+gemm::weights gemm::prepare(std::vector<float> w, uint64_t out, uint64_t in, bool allow_bf16) const {
   if (w.size() != out * in)
     throw std::invalid_argument("weight matrix of " + std::to_string(w.size()) + " values, expected " +
                                 std::to_string(out) + " x " + std::to_string(in));
@@ -92,6 +109,13 @@ gemm::weights gemm::prepare(std::vector<float> w, uint64_t out, uint64_t in) con
   }
   const uint64_t L = lanes_, blocks = (out + L - 1) / L;
   p.packed = true;
+  const bool half = allow_bf16 && std::all_of(w.begin(), w.end(), [](float f) { return (bits_of(f) & 0xffffu) == 0; });
+  if (half) {
+    p.half.assign(blocks * in * L, 0);
+    for (uint64_t o = 0; o < out; ++o)
+      for (uint64_t k = 0; k < in; ++k) p.half[((o / L) * in + k) * L + o % L] = uint16_t(bits_of(w[o * in + k]) >> 16);
+    return p;
+  }
   p.data.assign(blocks * in * L, 0.0f);
   for (uint64_t o = 0; o < out; ++o)
     for (uint64_t k = 0; k < in; ++k) p.data[((o / L) * in + k) * L + o % L] = w[o * in + k];

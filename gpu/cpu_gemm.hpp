@@ -11,6 +11,10 @@
 // The weights are laid out once, when the model is loaded, as [out / lanes blocks][in][lanes]: one vector load
 // brings the same k of a block of outputs, and each block streams from memory in order (a decode step, a few
 // rows against every weight, reads each weight once; sgemm would first copy the whole matrix).
+//
+// A matrix whose every weight is a bf16 value (a bf16 checkpoint, the catalog's seeded weights) is kept in bf16
+// and widened as it is loaded: widening is exact, so every product is the same to the bit as over its fp32 copy,
+// and a decode step, which streams each weight once from memory, reads half the bytes.
 #include <cstdint>
 #include <vector>
 
@@ -32,11 +36,16 @@ class gemm {
   // A weight matrix w[out, in] (row-major) as multiply() reads it: laid out for the kernel where one runs,
   // else kept as it is for sgemm.
   struct weights {
-    std::vector<float, huge_page_allocator<float>> data;  // huge pages: a decode step streams it
+    std::vector<float, huge_page_allocator<float>> data;        // huge pages: a decode step streams it
+    std::vector<uint16_t, huge_page_allocator<uint16_t>> half;  // the packed weights in bf16; `data` then empty
     uint64_t out = 0, in = 0;
     bool packed = false;
+
+    bool bf16() const { return !half.empty(); }
+    uint64_t bytes() const { return data.size() * sizeof(float) + half.size() * sizeof(uint16_t); }
   };
-  weights prepare(std::vector<float> w, uint64_t out, uint64_t in) const;
+  // Packed in bf16 when every weight is exactly a bf16 value and `allow_bf16` (tests compare the two forms).
+  weights prepare(std::vector<float> w, uint64_t out, uint64_t in, bool allow_bf16 = true) const;
 
   // y[r, c] (row stride w.out) for rows [0, rows) and columns [c0, c1), c0 a multiple of 16. beta is 0 or 1.
   void multiply(const float* x, uint64_t rows, const weights& w, uint64_t c0, uint64_t c1, float beta, float* y) const;

@@ -6,8 +6,10 @@
 #include <cstring>
 #include <random>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
+#include "gpu/bf16.hpp"
 #include "gpu/cpu_gemm.hpp"
 
 using dualpath::gpu::cpu::gemm;
@@ -107,6 +109,44 @@ TEST_CASE("a row's product does not depend on its batch: a decode step's rows eq
     double worst = 0;
     for (uint64_t i = 0; i < ref.size(); ++i) worst = std::max(worst, double(std::fabs(all[i] - ref[i])));
     CHECK(worst < 1e-4);  // outputs of about unit size, 512 products each
+  }
+}
+
+TEST_CASE("weights that are all bf16 values stay in bf16, and their products are the fp32 form's to the bit") {
+  const auto ks = kernels();
+  if (ks.empty()) return;
+  constexpr uint64_t out = 200, many = 40;
+  for (const gemm& g : ks) {
+    CAPTURE(g.lanes());
+    for (uint64_t in : {512, 1539}) {
+      CAPTURE(in);
+      auto wv = random_values(out * in, 21, 0.05f);
+      for (auto& v : wv) v = dualpath::gpu::round_bf16(v);
+      const auto x = random_values(many * in, 22, 1.0f), y0 = random_values(many * out, 23, 1.0f);
+      const gemm::weights half = g.prepare(wv, out, in), full = g.prepare(wv, out, in, false);
+      REQUIRE(half.bf16());
+      CHECK(half.data.empty());
+      CHECK_FALSE(full.bf16());
+      CHECK(2 * half.bytes() == full.bytes());  // half the bytes a decode step streams
+      auto nudged = wv;
+      nudged[out * in / 2] = std::nextafter(nudged[out * in / 2], 1.0f);  // one weight that no bf16 holds
+      CHECK_FALSE(g.prepare(nudged, out, in).bf16());
+      // A few rows widen as they load (one sweep), many widen each panel once (beyond 14 rows on either kernel).
+      for (float beta : {0.0f, 1.0f})
+        for (uint64_t rows : {1, 2, 3, 7, 8, 9, 15, 40}) {
+          CAPTURE(rows);
+          CAPTURE(beta);
+          std::vector<float> a(y0.begin(), y0.begin() + rows * out), b = a;
+          for (const auto& [c0, c1] : {std::pair<uint64_t, uint64_t>{0, 16}, {16, 96}, {96, out}}) {
+            g.multiply(x.data(), rows, half, c0, c1, beta, a.data());
+            g.multiply(x.data(), rows, full, c0, c1, beta, b.data());
+          }
+          CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+          const float want = reference(&x[(rows - 1) * in], &wv[(out - 1) * in], in,
+                                       beta != 0.0f ? y0[(rows - 1) * out + out - 1] : 0.0f);
+          CHECK(std::memcmp(&a[(rows - 1) * out + out - 1], &want, 4) == 0);
+        }
+    }
   }
 }
 
