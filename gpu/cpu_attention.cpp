@@ -21,6 +21,16 @@ constexpr uint64_t key_block = 512;   // keys per score block: 128 rows x 2 head
 constexpr uint64_t direct_max_queries = 2;
 // Keys per block of that direct attention: 64 rows of KV stay in L2 between the key and the value sweep.
 constexpr uint64_t direct_block = 64;
+// A decode-sized request's keys are cut into at most this many chunks of at least chunk_min_keys (whole blocks),
+// each with a softmax of its own, merged in order at the end: so a step of fewer requests than threads still
+// gives every thread whole KV rows to stream. The cut depends on the request's keys alone, never on the batch or
+// the team, so a token decoded in a batch of any size on any number of threads has the same bits.
+constexpr uint64_t max_chunks = 16, chunk_min_keys = 512;
+
+uint64_t chunk_keys(uint64_t keys) {
+  const uint64_t even = (keys + max_chunks - 1) / max_chunks;
+  return std::max(chunk_min_keys, (even + direct_block - 1) / direct_block * direct_block);
+}
 // Prefill attention of fewer multiply-adds than this runs on the calling thread alone (waking the team costs
 // more). Decode attention streams its KV and is sized by bytes instead (cpu_team.hpp).
 constexpr uint64_t min_work_parallel = 1 << 21;
@@ -35,32 +45,48 @@ cpu_attention::cpu_attention(const model_spec& m, cpu_team& team)
     : m_(m), team_(team), scratch_(team.size()), tile_kernels_(cpu::tile_kernels_usable(m.head_dim)) {}
 
 void cpu_attention::run(const float* qkv, float* attn, const std::vector<attention_request>& requests) {
-  // Decode-sized requests, all in one run. A task reads whole KV rows where it can (the prefetcher's best case:
-  // at 8 requests and 4K tokens 0.65-0.67 of the bandwidth, against 0.50 reading two heads' slices of each row
-  // and 0.40 one head's): a task per request for as many requests as fill every thread equally, and the rest,
-  // fewer than the team, cut into runs of KV heads, as long a run as leaves a task for every thread.
-  std::vector<const attention_request*> small;
-  for (const auto& r : requests)
-    if (r.n > 0 && r.n <= direct_max_queries) small.push_back(&r);
-  struct task {
-    const attention_request* r;
-    uint32_t g0, heads;
-  };
-  std::vector<task> tasks;
-  const size_t team = team_.size(), whole = small.size() / team * team, rest = small.size() - whole;
-  for (size_t i = 0; i < whole; ++i) tasks.push_back({small[i], 0, m_.kv_heads});
-  if (rest > 0) {
-    uint32_t heads_each = std::max<uint32_t>(1, uint32_t(m_.kv_heads * rest / team));
-    while (m_.kv_heads % heads_each != 0) --heads_each;
-    for (size_t i = whole; i < small.size(); ++i)
-      for (uint32_t g0 = 0; g0 < m_.kv_heads; g0 += heads_each) tasks.push_back({small[i], g0, heads_each});
+  // Decode-sized requests, all in one run: their chunks (chunk_keys) in request order, cut into runs of whole
+  // chunks of about equal keys, a run a task, four a thread so that a slow thread is helped. A task reads whole
+  // KV rows, one after another (the prefetcher's best case: at 8 requests and 4K tokens 0.65-0.67 of the
+  // bandwidth, against 0.50 reading two heads' slices of each row and 0.40 one head's). Before the chunks, a
+  // step of fewer requests than threads split its last requests by KV heads: one request at 4.6K tokens took
+  // 1.75x as long as now, three 1.24x (docs/experiments.md).
+  small_.clear();
+  chunks_.clear();
+  uint64_t small_keys = 0;
+  for (const auto& r : requests) {
+    if (r.n == 0 || r.n > direct_max_queries) continue;
+    const uint64_t keys = r.cached + r.n, step = chunk_keys(keys);
+    small_.push_back({&r, chunks_.size(), 0, false});
+    for (uint64_t k0 = 0; k0 < keys; k0 += step) chunks_.push_back({small_.size() - 1, k0, std::min(keys, k0 + step)});
+    small_.back().chunks = chunks_.size() - small_.back().first;
+    small_keys += keys;
   }
-  uint64_t small_bytes = 0;  // KV read
-  for (const auto* r : small) small_bytes += (r->cached + r->n) * m_.kv_bytes_per_token_layer;
-  team_.run(
-      tasks.size(),
-      [&](size_t t, unsigned member) { direct(qkv, attn, *tasks[t].r, tasks[t].g0, tasks[t].heads, scratch_[member]); },
-      small_bytes >= min_stream_bytes_per_thread * team);
+  if (!small_.empty()) {
+    const uint64_t rows_all = uint64_t(m_.heads) * direct_max_queries;
+    part_o_.resize(chunks_.size() * rows_all * m_.head_dim);
+    part_max_.resize(chunks_.size() * rows_all);
+    part_sum_.resize(chunks_.size() * rows_all);
+    const uint64_t small_bytes = small_keys * m_.kv_bytes_per_token_layer;  // KV read
+    const bool parallel = small_bytes >= min_stream_bytes_per_thread * team_.size();
+    const uint64_t runs = parallel ? std::min<uint64_t>(chunks_.size(), 4 * team_.size()) : 1;
+    std::vector<size_t> cut{0};  // run t: chunks [cut[t], cut[t + 1])
+    uint64_t seen = 0;
+    for (size_t c = 0; c < chunks_.size(); ++c) {
+      if (cut.size() < runs && seen * runs >= cut.size() * small_keys) cut.push_back(c);
+      seen += chunks_[c].k1 - chunks_[c].k0;
+    }
+    cut.push_back(chunks_.size());
+    for (size_t t = 1; t + 1 < cut.size(); ++t) {  // a cut inside a request's chunks: merged after the runs
+      small_request& q = small_[chunks_[cut[t]].request];
+      if (cut[t] != q.first) q.split = true;
+    }
+    team_.run(
+        cut.size() - 1, [&](size_t t, unsigned member) { direct(qkv, attn, cut[t], cut[t + 1], scratch_[member]); },
+        parallel);
+    for (const auto& q : small_)
+      if (q.split) merge(q, attn);
+  }
   // The others one at a time (their fp32 K and V may be large): gather, then (KV head, tile) tasks, the
   // longest tiles (latest queries, most keys) first.
   for (const auto& r : requests) {
@@ -170,29 +196,16 @@ void cpu_attention::tile(const float* qkv, float* attn, const attention_request&
     }
 }
 
-// KV heads [g0, g0 + heads) of a few new tokens straight over the bf16 spans, a block of tokens at a time
-// through an online softmax: a block's keys, then at once its values, so each KV row is read in one sweep
-// (reading every key before any value made the hardware prefetcher fetch each row twice).
-void cpu_attention::direct(const float* qkv, float* attn, const attention_request& r, uint32_t g0, uint32_t heads,
-                           scratch& w) const {
+// Chunks [c0, c1) of the decode-sized requests, every KV head, straight over the bf16 spans, a block of keys at a
+// time through an online softmax: a block's keys, then at once its values, so each KV row is read in one sweep
+// (reading every key before any value made the hardware prefetcher fetch each row twice). Each chunk's softmax
+// starts afresh and ends unnormalized in the partials, for merge().
+void cpu_attention::direct(const float* qkv, float* attn, size_t c0, size_t c1, scratch& w) {
   const uint64_t hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, KV = uint64_t(m_.kv_heads) * hd, W = Q + 2 * KV,
-                 group = m_.heads / m_.kv_heads, n = r.n, rq = group * n, bpt = m_.kv_bytes_per_token_layer,
-                 all = heads * rq;
+                 group = m_.heads / m_.kv_heads, bpt = m_.kv_bytes_per_token_layer,
+                 rows_all = uint64_t(m_.heads) * direct_max_queries;
+  const uint32_t heads = m_.kv_heads;
   const float scale = 1.0f / std::sqrt(float(hd));
-  w.s.resize(all * direct_block);
-  w.valid.resize(all);
-  w.block_valid.resize(all);
-  w.max.assign(all, -INFINITY);
-  w.sum.assign(all, 0.0f);
-  w.rescale.resize(all);
-  w.o.assign(all * hd, 0.0f);
-  w.q.resize(all * hd);
-  // Query rows packed [KV head][head in group, token]; row validity is causal over the new tokens.
-  auto head_of = [&](uint64_t i) { return (g0 + i / rq) * group + (i % rq) / n; };
-  for (uint64_t i = 0; i < all; ++i) {
-    std::memcpy(&w.q[i * hd], &qkv[(r.row0 + i % n) * W + head_of(i) * hd], hd * sizeof(float));
-    w.valid[i] = uint32_t(r.cached + i % n + 1);
-  }
   // Blocks of direct_block keys by their position in the request, whichever spans hold them: a block's
   // scores come from each piece of a span it covers (at the piece's columns), then one softmax step, then the
   // values piece by piece in key order. The sums then do not depend on how the KV is cut into spans, so a
@@ -205,34 +218,97 @@ void cpu_attention::direct(const float* qkv, float* attn, const attention_reques
     cpu::rows_ahead ahead;  // the rows rows_ahead_keys keys on, asked for while this piece is read
   };
   std::array<piece, direct_block> pieces;  // a block covers at most one piece per key
-  // Two walks over the spans by key position: the block's own keys, and the keys rows_ahead_keys on. A decode
-  // engine's KV is a page per Full Block, so the next block's rows are usually in another span; asking only within
-  // the span (as before) left a paged step's attention with nothing asked ahead, 1.5× as long as over one buffer
-  // (docs/experiments.md).
-  span_cursor here(r.spans, bpt), ahead(r.spans, bpt);
-  const uint64_t keys = here.keys();
-  for (uint64_t j = 0; j < keys; j += direct_block) {
-    const uint32_t nb = uint32_t(std::min<uint64_t>(direct_block, keys - j));
-    size_t count = 0;
-    for (uint32_t filled = 0; filled < nb;) {
-      const span_cursor::place at = here.at(j + filled), next = ahead.at(j + cpu::rows_ahead_keys + filled);
-      const uint32_t take = std::min(nb - filled, at.rows);
-      pieces[count++] = {at.row, take, filled, {next.row, next.rows}};
-      filled += take;
+  for (size_t c = c0; c < c1;) {
+    const size_t index = chunks_[c].request;
+    const attention_request& r = *small_[index].r;
+    const uint64_t n = r.n, rq = group * n, all = heads * rq;
+    w.s.resize(all * direct_block);
+    w.valid.resize(all);
+    w.block_valid.resize(all);
+    w.rescale.resize(all);
+    w.max.resize(all);
+    w.sum.resize(all);
+    w.o.resize(all * hd);
+    w.q.resize(all * hd);
+    // Query rows packed [KV head][head in group, token]; row validity is causal over the new tokens.
+    for (uint64_t i = 0; i < all; ++i) {
+      std::memcpy(&w.q[i * hd], &qkv[(r.row0 + i % n) * W + head_of(i, n) * hd], hd * sizeof(float));
+      w.valid[i] = uint32_t(r.cached + i % n + 1);
     }
-    for (size_t p = 0; p < count; ++p)
-      cpu::bf16_scores(w.q.data(), heads, rq, uint32_t(hd), pieces[p].rows, pieces[p].tokens, bpt, g0 * hd, scale,
-                       w.s.data(), nb, pieces[p].column, pieces[p].ahead);
-    for (uint64_t i = 0; i < all; ++i) w.block_valid[i] = w.valid[i] > j ? uint32_t(w.valid[i] - j) : 0;
-    cpu::online_exp(w.s.data(), all, nb, w.block_valid.data(), w.max.data(), w.sum.data(), w.rescale.data());
-    for (uint64_t i = 0; i < all; ++i)
-      if (w.rescale[i] != 1.0f) scaled_row(&w.o[i * hd], w.rescale[i], hd, &w.o[i * hd]);
-    for (size_t p = 0; p < count; ++p)
-      cpu::bf16_weighted_values(w.s.data(), heads, rq, nb, pieces[p].column, pieces[p].rows, pieces[p].tokens, bpt,
-                                KV + g0 * hd, uint32_t(hd), w.o.data(), pieces[p].ahead);
+    // Two walks over the spans by key position: the block's own keys, and the keys rows_ahead_keys on, which go
+    // on from one chunk into the next of this run. A decode engine's KV is a page per Full Block, so the next
+    // block's rows are usually in another span; asking only within the span (as before) left a paged step's
+    // attention with nothing asked ahead, 1.5× as long as over one buffer (docs/experiments.md).
+    span_cursor here(r.spans, bpt), ahead(r.spans, bpt);
+    const uint64_t run_end = chunks_[c1 - 1].request == index ? chunks_[c1 - 1].k1 : here.keys();
+    for (; c < c1 && chunks_[c].request == index; ++c) {
+      const uint64_t k0 = chunks_[c].k0, k1 = chunks_[c].k1;
+      // The chunk's softmax runs in this thread's scratch and is copied to its partials at the end: run there,
+      // the two threads wrote the maxima and sums of neighbouring chunks in one cache line at every block.
+      float *o = w.o.data(), *max = w.max.data(), *sum = w.sum.data();
+      std::fill_n(max, all, -INFINITY);
+      std::fill_n(sum, all, 0.0f);
+      std::fill_n(o, all * hd, 0.0f);
+      for (uint64_t j = k0; j < k1; j += direct_block) {
+        const uint32_t nb = uint32_t(std::min<uint64_t>(direct_block, k1 - j));
+        size_t count = 0;
+        for (uint32_t filled = 0; filled < nb;) {
+          const uint64_t next_key = j + cpu::rows_ahead_keys + filled;
+          const span_cursor::place at = here.at(j + filled),
+                                   next = next_key < run_end ? ahead.at(next_key) : span_cursor::place{};
+          const uint32_t take = std::min(nb - filled, at.rows);
+          pieces[count++] = {at.row, take, filled, {next.row, next.rows}};
+          filled += take;
+        }
+        for (size_t p = 0; p < count; ++p)
+          cpu::bf16_scores(w.q.data(), heads, rq, uint32_t(hd), pieces[p].rows, pieces[p].tokens, bpt, 0, scale,
+                           w.s.data(), nb, pieces[p].column, pieces[p].ahead);
+        for (uint64_t i = 0; i < all; ++i) w.block_valid[i] = w.valid[i] > j ? uint32_t(w.valid[i] - j) : 0;
+        cpu::online_exp(w.s.data(), all, nb, w.block_valid.data(), max, sum, w.rescale.data());
+        for (uint64_t i = 0; i < all; ++i)
+          if (w.rescale[i] != 1.0f) scaled_row(&o[i * hd], w.rescale[i], hd, &o[i * hd]);
+        for (size_t p = 0; p < count; ++p)
+          cpu::bf16_weighted_values(w.s.data(), heads, rq, nb, pieces[p].column, pieces[p].rows, pieces[p].tokens, bpt,
+                                    KV, uint32_t(hd), o, pieces[p].ahead);
+      }
+      std::copy_n(o, all * hd, &part_o_[c * rows_all * hd]);
+      std::copy_n(max, all, &part_max_[c * rows_all]);
+      std::copy_n(sum, all, &part_sum_[c * rows_all]);
+    }
+    // A request whose chunks are all in this run is merged here; the others once every run is done.
+    if (!small_[index].split) merge(small_[index], attn);
   }
-  for (uint64_t i = 0; i < all; ++i)
-    scaled_row(&w.o[i * hd], 1.0f / w.sum[i], hd, &attn[(r.row0 + i % n) * Q + head_of(i) * hd]);
+}
+
+// One decode-sized request's chunks merged in their order: each row's largest max, each chunk's sum and values
+// scaled to it, summed, and the row normalized into attn. With one chunk the scale is exp(0) = 1: the bits of
+// a single online softmax.
+void cpu_attention::merge(const small_request& q, float* attn) const {
+  const attention_request& r = *q.r;
+  const uint64_t hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, n = r.n, all = uint64_t(m_.heads) * n,
+                 rows_all = uint64_t(m_.heads) * direct_max_queries;
+  std::vector<float> o(hd);
+  for (uint64_t i = 0; i < all; ++i) {
+    float top = -INFINITY;
+    for (size_t c = q.first; c < q.first + q.chunks; ++c) top = std::max(top, part_max_[c * rows_all + i]);
+    float sum = 0.0f;
+    std::fill(o.begin(), o.end(), 0.0f);
+    for (size_t c = q.first; c < q.first + q.chunks; ++c) {
+      const float m = part_max_[c * rows_all + i];
+      if (m == -INFINITY) continue;  // no key of this chunk is visible to the row
+      const float f = m == top ? 1.0f : std::exp(m - top);
+      sum += part_sum_[c * rows_all + i] * f;
+      const float* po = &part_o_[(c * rows_all + i) * hd];
+      for (uint64_t d = 0; d < hd; ++d) o[d] += po[d] * f;
+    }
+    scaled_row(o.data(), 1.0f / sum, hd, &attn[(r.row0 + i % n) * Q + head_of(i, n) * hd]);
+  }
+}
+
+// Query row i of a decode-sized request of n new tokens, packed [KV head][head in group, token]: its head.
+uint64_t cpu_attention::head_of(uint64_t i, uint64_t n) const {
+  const uint64_t group = m_.heads / m_.kv_heads, rq = group * n;
+  return (i / rq) * group + (i % rq) / n;
 }
 
 }  // namespace dualpath::gpu

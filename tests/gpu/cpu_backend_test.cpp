@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <random>
 #include <stdexcept>
 
@@ -371,6 +372,50 @@ TEST_CASE("a decode step's logits do not depend on how its KV is cut into spans,
       REQUIRE(logits[c].size() == logits[0].size());
       CHECK(logits[c] == logits[0]);
     }
+  }
+}
+
+TEST_CASE("a decode step's logits are the same bits alone, in a batch and on one thread, over several key chunks") {
+  // Decode attention cuts a request's keys into chunks by its length alone and merges them in order
+  // (gpu/cpu_attention.cpp), so the batch a token is decoded in, and how the team's tasks fall, change no bit:
+  // an engine's batch of 8 and a recompute's batch of 1 give the same token (docs/design.md §10).
+  const auto w = generate_weights(find_model("tiny"), 12);
+  auto be = cpu_for(w);
+  const auto& m = be->model();
+  const std::vector<size_t> lengths{1300, 600, 2000};  // 3, 2 and 4 chunks of 512 keys
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<one_buffer> kvs;
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    prompts.push_back(random_tokens(lengths[r], m.vocab, 90 + r));
+    kvs.push_back(prefill_one_buffer(*be, prompts.back()));
+  }
+  auto step = [&](compute_backend& b, const std::vector<size_t>& which) {
+    std::vector<std::vector<float>> logits(which.size());
+    std::vector<std::vector<std::byte>> fresh(which.size(),
+                                              std::vector<std::byte>(m.layers * m.kv_bytes_per_token_layer));
+    std::vector<decode_item> items;
+    for (size_t i = 0; i < which.size(); ++i) {
+      decode_item d;
+      d.token = kvs[which[i]].next;
+      d.position = uint32_t(lengths[which[i]]);
+      for (uint32_t l = 0; l < m.layers; ++l)
+        d.kv.push_back({kv_span{kvs[which[i]].layers[l].data(), uint32_t(lengths[which[i]])}});
+      d.new_kv = fresh[i].data();
+      d.logits = &logits[i];
+      items.push_back(d);
+    }
+    b.decode_step(items);
+    return logits;
+  };
+  const auto together = step(*be, {0, 1, 2});
+  setenv("DUALPATH_CPU_THREADS", "1", 1);
+  auto one_thread = cpu_for(w);
+  unsetenv("DUALPATH_CPU_THREADS");
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    CAPTURE(r);
+    REQUIRE(together[r].size() == m.vocab);
+    CHECK(step(*be, {r})[0] == together[r]);
+    CHECK(step(*one_thread, {r})[0] == together[r]);
   }
 }
 
