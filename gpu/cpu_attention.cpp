@@ -46,9 +46,10 @@ cpu_attention::cpu_attention(const model_spec& m, cpu_team& team)
 
 void cpu_attention::run(const float* qkv, float* attn, const std::vector<attention_request>& requests) {
   // Decode-sized requests, all in one run: their chunks (chunk_keys) in request order, cut into runs of whole
-  // chunks of about equal keys, a run a task, four a thread so that a slow thread is helped. A task reads whole
-  // KV rows, one after another (the prefetcher's best case: at 8 requests and 4K tokens 0.65-0.67 of the
-  // bandwidth, against 0.50 reading two heads' slices of each row and 0.40 one head's). Before the chunks, a
+  // chunks of about equal keys, a run a task, two a thread so that a slow thread is helped (four, each stream
+  // restarting more often, took 3-5% longer at one and three requests; one a thread the same as two). A task
+  // reads whole KV rows, one after another (the prefetcher's best case: at 8 requests and 4K tokens 0.65-0.67 of
+  // the bandwidth, against 0.50 reading two heads' slices of each row and 0.40 one head's). Before the chunks, a
   // step of fewer requests than threads split its last requests by KV heads: one request at 4.6K tokens took
   // 1.75x as long as now, three 1.24x (docs/experiments.md).
   small_.clear();
@@ -69,7 +70,7 @@ void cpu_attention::run(const float* qkv, float* attn, const std::vector<attenti
     part_sum_.resize(chunks_.size() * rows_all);
     const uint64_t small_bytes = small_keys * m_.kv_bytes_per_token_layer;  // KV read
     const bool parallel = small_bytes >= min_stream_bytes_per_thread * team_.size();
-    const uint64_t runs = parallel ? std::min<uint64_t>(chunks_.size(), 4 * team_.size()) : 1;
+    const uint64_t runs = parallel ? std::min<uint64_t>(chunks_.size(), 2 * team_.size()) : 1;
     std::vector<size_t> cut{0};  // run t: chunks [cut[t], cut[t + 1])
     uint64_t seen = 0;
     for (size_t c = 0; c < chunks_.size(); ++c) {
