@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <random>
 #include <stdexcept>
+#include <string>
 
 #include "core/status.hpp"
 #include "gpu/bf16.hpp"
@@ -408,9 +409,12 @@ TEST_CASE("a decode step's logits are the same bits alone, in a batch and on one
     return logits;
   };
   const auto together = step(*be, {0, 1, 2});
+  const char* cap = std::getenv("DUALPATH_CPU_THREADS");  // kept for the tests after this one
+  const std::string kept = cap ? cap : "";
   setenv("DUALPATH_CPU_THREADS", "1", 1);
   auto one_thread = cpu_for(w);
-  unsetenv("DUALPATH_CPU_THREADS");
+  if (cap) setenv("DUALPATH_CPU_THREADS", kept.c_str(), 1);
+  else unsetenv("DUALPATH_CPU_THREADS");
   for (size_t r = 0; r < lengths.size(); ++r) {
     CAPTURE(r);
     REQUIRE(together[r].size() == m.vocab);
