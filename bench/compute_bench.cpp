@@ -91,14 +91,6 @@ class sgemm_probe {
   double flops_ = 0;
 };
 
-// Bytes of weights a decode step reads: every layer's linear weights and the LM head, `weight_bytes` each
-// (bf16 on cuda; fp32 where a backend does not say what it holds).
-uint64_t decode_weight_bytes(const model_spec& m, uint64_t weight_bytes) {
-  const uint64_t H = m.hidden, Q = uint64_t(m.heads) * m.head_dim, KV = uint64_t(m.kv_heads) * m.head_dim,
-                 I = m.intermediate;
-  return (m.layers * (H * (Q + 2 * KV) + Q * H + H * 2 * I + I * H) + uint64_t(m.vocab) * H) * weight_bytes;
-}
-
 // Read bandwidth of this machine's memory with every core reading its share of a buffer far larger than
 // the caches: the roof of a memory-bound decode step.
 class bandwidth_probe {
@@ -246,12 +238,9 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
     sg.push_back(gemm_roof());
     prefill_ratio.push_back(flops / pt.back() / 1e9 / sg.back());
   }
-  // A decode step reads every weight once and the KV of every request.
-  // The weights as the backend holds them (the cpu backend keeps bf16 weights in bf16, cpu_gemm.hpp).
-  const uint64_t weight_bytes = be->kind() == backend_kind::cuda ? 2 : sizeof(float);
-  const uint64_t held = be->decode_weight_bytes();
+  // A decode step reads every weight once, as the backend holds them, and the KV of every request.
   res.decode_kv_bytes = double(o.decode_batch) * total * bpt * m.layers;
-  res.decode_bytes = double(held ? held : decode_weight_bytes(m, weight_bytes)) + res.decode_kv_bytes;
+  res.decode_bytes = double(be->decode_weight_bytes()) + res.decode_kv_bytes;
   decode_once();
   const auto parts_before = be->parts();
   double timed_s = 0;  // every timed step's seconds, for the parts' means

@@ -32,7 +32,7 @@ struct compute_bench_result {
   double sgemm_gflop_per_s = 0;     // cpu: OpenBLAS sgemm on [append x hidden] x the model's linear weights;
                                     // cuda: cuBLAS bf16 on the same shapes; 0 for modeled
   double prefill_vs_sgemm = 0;      // median over rounds of prefill GFLOP/s / the next GEMM round's
-  double decode_bytes = 0;          // weights (fp32 on cpu, bf16 on cuda) + the batch's KV one decode step reads
+  double decode_bytes = 0;          // weights as the backend holds them + the batch's KV one decode step reads
   double decode_kv_bytes = 0;       // the KV part of decode_bytes
   double memory_gb_per_s = 0;       // cpu: read bandwidth with every core reading (1 GiB); cuda: a 1-GiB
                                     // device-to-device copy, bytes read plus written

@@ -25,6 +25,12 @@ void check_model_path(const std::string& model) {
 }
 }  // namespace
 
+uint64_t linear_weight_count(const model_spec& m) {
+  const uint64_t H = m.hidden, Q = uint64_t(m.heads) * m.head_dim, KV = uint64_t(m.kv_heads) * m.head_dim,
+                 I = m.intermediate;
+  return m.layers * (H * (Q + 2 * KV) + Q * H + H * 2 * I + I * H) + uint64_t(m.vocab) * H;
+}
+
 std::shared_ptr<std::byte> compute_backend::resident_copy(const std::byte* host, uint64_t bytes) const {
   // Huge pages, as a node's arenas have them (host_buffer): a step streams every byte of the KV.
   std::shared_ptr<std::byte> copy(static_cast<std::byte*>(allocate_streamed(bytes)),

@@ -118,6 +118,9 @@ struct flops_fit {
   }
 };
 
+// Weights of a model's linear layers and its LM head: what a decode step reads once.
+uint64_t linear_weight_count(const model_spec& m);
+
 class compute_backend {
  public:
   virtual ~compute_backend() = default;
@@ -139,9 +142,9 @@ class compute_backend {
     double linear_s = 0, attention_s = 0;
   };
   virtual part_times parts() const { return {}; }
-  // Bytes of weights a decode step streams (every linear layer and the LM head, in the format this backend holds
-  // them: bf16 or fp32 on the cpu backend, cpu_gemm.hpp); 0 where a backend does not say.
-  virtual uint64_t decode_weight_bytes() const { return 0; }
+  // Bytes of weights a decode step streams: every linear layer and the LM head, in the format this backend holds
+  // them (bf16 on cuda; bf16 or fp32 per matrix on cpu, cpu_gemm.hpp); fp32 where a backend does not say.
+  virtual uint64_t decode_weight_bytes() const { return linear_weight_count(model()) * sizeof(float); }
 };
 
 struct backend_options {

@@ -282,18 +282,18 @@ void cpu_attention::direct(const float* qkv, float* attn, size_t c0, size_t c1, 
 }
 
 // One decode-sized request's chunks merged in their order: each row's largest max, each chunk's sum and values
-// scaled to it, summed, and the row normalized into attn. With one chunk the scale is exp(0) = 1: the bits of
-// a single online softmax.
+// scaled to it, summed into the row's place in attn and normalized there. With one chunk the scale is exp(0) = 1:
+// the bits of a single online softmax.
 void cpu_attention::merge(const small_request& q, float* attn) const {
   const attention_request& r = *q.r;
   const uint64_t hd = m_.head_dim, Q = uint64_t(m_.heads) * hd, n = r.n, all = uint64_t(m_.heads) * n,
                  rows_all = uint64_t(m_.heads) * direct_max_queries;
-  std::vector<float> o(hd);
   for (uint64_t i = 0; i < all; ++i) {
     float top = -INFINITY;
     for (size_t c = q.first; c < q.first + q.chunks; ++c) top = std::max(top, part_max_[c * rows_all + i]);
     float sum = 0.0f;
-    std::fill(o.begin(), o.end(), 0.0f);
+    float* o = &attn[(r.row0 + i % n) * Q + head_of(i, n) * hd];
+    std::fill_n(o, hd, 0.0f);
     for (size_t c = q.first; c < q.first + q.chunks; ++c) {
       const float m = part_max_[c * rows_all + i];
       if (m == -INFINITY) continue;  // no key of this chunk is visible to the row
@@ -302,7 +302,7 @@ void cpu_attention::merge(const small_request& q, float* attn) const {
       const float* po = &part_o_[(c * rows_all + i) * hd];
       for (uint64_t d = 0; d < hd; ++d) o[d] += po[d] * f;
     }
-    scaled_row(o.data(), 1.0f / sum, hd, &attn[(r.row0 + i % n) * Q + head_of(i, n) * hd]);
+    scaled_row(o, 1.0f / sum, hd, o);
   }
 }
 

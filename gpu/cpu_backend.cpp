@@ -71,7 +71,7 @@ void linear(const cpu_context& c, const float* x, const cpu::gemm::weights& w, f
   // Column blocks stay multiples of 16 floats so every thread's GEMM runs whole vector tiles.
   const uint64_t blocks = (w.out + 15) / 16;
   // A decode step's few rows stream the weights: shared out by their bytes. More rows are shared by FLOPs.
-  const uint64_t block_bytes = w.in * 16 * (w.bf16() ? sizeof(uint16_t) : sizeof(float));
+  const uint64_t block_bytes = w.in * 16 * w.element_bytes();
   const uint64_t grain = rows <= max_streaming_rows ? (min_stream_bytes_per_thread + block_bytes - 1) / block_bytes
                                                     : min_flops_per_thread / (2 * rows * w.in * 16) + 1;
   c.team.split(

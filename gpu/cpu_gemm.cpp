@@ -81,13 +81,12 @@ uint64_t panel_columns(uint64_t in) { return std::max<uint64_t>(16, (uint64_t(51
 void run(uint64_t lanes, const float* x, uint64_t rows, const gemm::weights& w, uint64_t c0, uint64_t c1, float beta,
          float* y) {
 #if defined(__x86_64__)
-  if (w.bf16()) {
-    if (lanes == avx512::L) return avx512::run(x, rows, w.half.data(), w.out, w.in, c0, c1, beta, y);
-    if (lanes == avx2::L) return avx2::run(x, rows, w.half.data(), w.out, w.in, c0, c1, beta, y);
-    return;
-  }
-  if (lanes == avx512::L) return avx512::run(x, rows, w.data.data(), w.out, w.in, c0, c1, beta, y);
-  if (lanes == avx2::L) return avx2::run(x, rows, w.data.data(), w.out, w.in, c0, c1, beta, y);
+  const auto with = [&](const auto* weights) {  // the packed weights in either form
+    if (lanes == avx512::L) return avx512::run(x, rows, weights, w.out, w.in, c0, c1, beta, y);
+    if (lanes == avx2::L) return avx2::run(x, rows, weights, w.out, w.in, c0, c1, beta, y);
+  };
+  if (w.bf16()) return with(w.half.data());
+  return with(w.data.data());
 #endif
   (void)lanes, (void)x, (void)rows, (void)w, (void)c0, (void)c1, (void)beta, (void)y;
 }
@@ -109,16 +108,15 @@ gemm::weights gemm::prepare(std::vector<float> w, uint64_t out, uint64_t in, boo
   }
   const uint64_t L = lanes_, blocks = (out + L - 1) / L;
   p.packed = true;
-  const bool half = allow_bf16 && std::all_of(w.begin(), w.end(), [](float f) { return (bits_of(f) & 0xffffu) == 0; });
-  if (half) {
-    p.half.assign(blocks * in * L, 0);
+  // [out / L blocks][in][L], each weight as `as` makes it.
+  const auto pack = [&](auto& dst, auto as) {
+    dst.assign(blocks * in * L, 0);
     for (uint64_t o = 0; o < out; ++o)
-      for (uint64_t k = 0; k < in; ++k) p.half[((o / L) * in + k) * L + o % L] = uint16_t(bits_of(w[o * in + k]) >> 16);
-    return p;
-  }
-  p.data.assign(blocks * in * L, 0.0f);
-  for (uint64_t o = 0; o < out; ++o)
-    for (uint64_t k = 0; k < in; ++k) p.data[((o / L) * in + k) * L + o % L] = w[o * in + k];
+      for (uint64_t k = 0; k < in; ++k) dst[((o / L) * in + k) * L + o % L] = as(w[o * in + k]);
+  };
+  if (allow_bf16 && std::all_of(w.begin(), w.end(), [](float f) { return (bits_of(f) & 0xffffu) == 0; }))
+    pack(p.half, [](float f) { return uint16_t(bits_of(f) >> 16); });
+  else pack(p.data, [](float f) { return f; });
   return p;
 }
 

@@ -42,7 +42,8 @@ class gemm {
     bool packed = false;
 
     bool bf16() const { return !half.empty(); }
-    uint64_t bytes() const { return data.size() * sizeof(float) + half.size() * sizeof(uint16_t); }
+    uint64_t element_bytes() const { return bf16() ? sizeof(uint16_t) : sizeof(float); }
+    uint64_t bytes() const { return (data.size() + half.size()) * element_bytes(); }
   };
   // Packed in bf16 when every weight is exactly a bf16 value and `allow_bf16` (tests compare the two forms).
   weights prepare(std::vector<float> w, uint64_t out, uint64_t in, bool allow_bf16 = true) const;

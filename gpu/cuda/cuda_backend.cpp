@@ -320,6 +320,7 @@ class cuda_backend : public compute_backend {
   }
 
   flops_fit fit() const override { return fit_; }
+  uint64_t decode_weight_bytes() const override { return linear_weight_count(dm_.spec) * sizeof(uint16_t); }
 
   std::shared_ptr<std::byte> resident_copy(const std::byte* host, uint64_t bytes) const override {
     CK(cudaSetDevice(dm_.device));

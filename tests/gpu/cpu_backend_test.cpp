@@ -68,6 +68,19 @@ one_buffer prefill_one_buffer(compute_backend& be, const std::vector<int32_t>& t
   return kv;
 }
 
+// A decode item feeding `token` after `position` tokens whose KV is in `kv` (per layer, its spans); the token's
+// new KV goes to `new_kv`, its logits to `logits` where given.
+decode_item decode_over(std::vector<std::vector<kv_span>> kv, int32_t token, uint32_t position, std::byte* new_kv,
+                        std::vector<float>* logits = nullptr) {
+  decode_item d;
+  d.token = token;
+  d.position = position;
+  d.kv = std::move(kv);
+  d.new_kv = new_kv;
+  d.logits = logits;
+  return d;
+}
+
 // Cuts of a 150-key context into spans: one span; pages of 16; uneven pieces with an empty one among them.
 const std::vector<std::vector<uint32_t>> span_cuts{
     {150}, {16, 16, 16, 16, 16, 16, 16, 16, 16, 6}, {5, 1, 0, 60, 63, 21}};
@@ -277,12 +290,9 @@ TEST_CASE("the cpu backend counts its passes' seconds in linear layers and in at
   // A decode step over the prefill's KV adds to both.
   std::vector<std::byte> new_kv(m.layers * uint64_t(m.kv_bytes_per_token_layer));
   std::vector<std::vector<std::byte>> layer_kv(m.layers, kv);
-  decode_item d;
-  d.token = 7;
-  d.position = 48;
-  for (uint32_t l = 0; l < m.layers; ++l) d.kv.push_back({kv_span{layer_kv[l].data(), 48}});
-  d.new_kv = new_kv.data();
-  std::vector<decode_item> items{d};
+  std::vector<std::vector<kv_span>> spans;
+  for (uint32_t l = 0; l < m.layers; ++l) spans.push_back({kv_span{layer_kv[l].data(), 48}});
+  std::vector<decode_item> items{decode_over(std::move(spans), 7, 48, new_kv.data())};
   be->decode_step(items);
   CHECK(be->parts().linear_s > after_prefill.linear_s);
   CHECK(be->parts().attention_s > after_prefill.attention_s);
@@ -358,14 +368,11 @@ TEST_CASE("a decode step's logits do not depend on how its KV is cut into spans,
     const auto& cuts = span_cuts;
     std::vector<std::vector<float>> logits(cuts.size());
     for (size_t c = 0; c < cuts.size(); ++c) {
-      decode_item d;
-      d.token = kv.next;
-      d.position = uint32_t(prompt.size());
-      for (uint32_t l = 0; l < m.layers; ++l) d.kv.push_back(cut_into_spans(kv.layers[l], cuts[c], bytes));
+      std::vector<std::vector<kv_span>> spans;
+      for (uint32_t l = 0; l < m.layers; ++l) spans.push_back(cut_into_spans(kv.layers[l], cuts[c], bytes));
       std::vector<std::byte> fresh(m.layers * bytes);
-      d.new_kv = fresh.data();
-      d.logits = &logits[c];
-      std::vector<decode_item> step{d};
+      std::vector<decode_item> step{
+          decode_over(std::move(spans), kv.next, uint32_t(prompt.size()), fresh.data(), &logits[c])};
       be->decode_step(step);
     }
     for (size_t c = 1; c < cuts.size(); ++c) {
@@ -396,14 +403,11 @@ TEST_CASE("a decode step's logits are the same bits alone, in a batch and on one
                                               std::vector<std::byte>(m.layers * m.kv_bytes_per_token_layer));
     std::vector<decode_item> items;
     for (size_t i = 0; i < which.size(); ++i) {
-      decode_item d;
-      d.token = kvs[which[i]].next;
-      d.position = uint32_t(lengths[which[i]]);
-      for (uint32_t l = 0; l < m.layers; ++l)
-        d.kv.push_back({kv_span{kvs[which[i]].layers[l].data(), uint32_t(lengths[which[i]])}});
-      d.new_kv = fresh[i].data();
-      d.logits = &logits[i];
-      items.push_back(d);
+      const one_buffer& kv = kvs[which[i]];
+      const uint32_t keys = uint32_t(lengths[which[i]]);
+      std::vector<std::vector<kv_span>> spans;
+      for (uint32_t l = 0; l < m.layers; ++l) spans.push_back({kv_span{kv.layers[l].data(), keys}});
+      items.push_back(decode_over(std::move(spans), kv.next, keys, fresh[i].data(), &logits[i]));
     }
     b.decode_step(items);
     return logits;
