@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -20,6 +21,7 @@
 #include "gpu/bf16.hpp"
 #include "gpu/cpu_team.hpp"
 #include "gpu/cuda_backend.hpp"
+#include "gpu/linear_shapes.hpp"
 
 // OpenBLAS's pthread build stops its worker threads with this (its own fork handler does); exported, though not
 // in cblas.h. Weak, so a BLAS without it links and runs (its threads then idle as that BLAS makes them).
@@ -44,10 +46,7 @@ double median(std::vector<double> v) {
 // sgemm over the linear layers of one transformer layer at M = rows (QKV, O, gate+up, down).
 class sgemm_probe {
  public:
-  sgemm_probe(const model_spec& m, uint32_t rows) : rows_(rows) {
-    const uint64_t H = m.hidden, Q = uint64_t(m.heads) * m.head_dim, KV = uint64_t(m.kv_heads) * m.head_dim,
-                   I = m.intermediate;
-    shapes_ = {{H, Q + 2 * KV}, {Q, H}, {H, 2 * I}, {I, H}};
+  sgemm_probe(const model_spec& m, uint32_t rows) : rows_(rows), shapes_(gpu::layer_linear_shapes(m)) {
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> u(-1, 1);
     for (const auto& s : shapes_) {
@@ -82,11 +81,8 @@ class sgemm_probe {
   }
 
  private:
-  struct shape {
-    uint64_t in, out;
-  };
   uint32_t rows_;
-  std::vector<shape> shapes_;
+  std::array<gpu::linear_shape, 4> shapes_;
   std::vector<std::vector<float>> x_, w_, y_;
   double flops_ = 0;
 };

@@ -9,6 +9,7 @@
 #include "gpu/cpu_backend.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/gpu_profile.hpp"
+#include "gpu/linear_shapes.hpp"
 #include "gpu/model_dir.hpp"
 #include "gpu/model_loader.hpp"
 #include "gpu/modeled_backend.hpp"
@@ -26,9 +27,9 @@ void check_model_path(const std::string& model) {
 }  // namespace
 
 uint64_t linear_weight_count(const model_spec& m) {
-  const uint64_t H = m.hidden, Q = uint64_t(m.heads) * m.head_dim, KV = uint64_t(m.kv_heads) * m.head_dim,
-                 I = m.intermediate;
-  return m.layers * (H * (Q + 2 * KV) + Q * H + H * 2 * I + I * H) + uint64_t(m.vocab) * H;
+  uint64_t per_layer = 0;
+  for (const auto& s : layer_linear_shapes(m)) per_layer += s.in * s.out;
+  return m.layers * per_layer + uint64_t(m.vocab) * m.hidden;
 }
 
 std::shared_ptr<std::byte> compute_backend::resident_copy(const std::byte* host, uint64_t bytes) const {
