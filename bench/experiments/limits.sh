@@ -20,6 +20,8 @@ trap 'rm -rf "$tmp"' EXIT
 step() { echo "limits: $*" >&2; }
 step "compute"
 "$bin" bench compute --repeats "$repeats" --json >"$tmp/compute.json"
+# One request alone (an agent served by itself, a server's common case): the weights' share of the bytes is larger.
+"$bin" bench compute --decode-batch 1 --repeats "$repeats" --json >"$tmp/compute_one.json"
 step "transport (shm, tcp)"
 "$bin" bench transport --provider shm --repeats "$repeats" --json >"$tmp/shm.json"
 # Blocks cycling through 1 GiB copy from DRAM, as a node's buffers of gigabytes do; 64 MiB stays in a large
@@ -50,6 +52,7 @@ def load(name):
     p = os.path.join(tmp, name)
     return json.load(open(p)) if os.path.exists(p) else {}
 c, shm, tcp, st = load("compute.json"), load("shm.json"), load("tcp.json"), load("storage.json")
+c1 = load("compute_one.json")
 shm_dram = load("shm_dram.json")
 pol, act, sim = load("policy.json"), load("actor.json"), load("sim.json")
 rows = []
@@ -73,6 +76,9 @@ if c.get("decode_attention_s") and c.get("decode_linear_s") and c.get("decode_kv
         kv_gbs / c["memory_gb_per_s"], None)
     row("compute", "  its linear layers: weights GB/s vs the same bandwidth", w_gbs, c["memory_gb_per_s"],
         w_gbs / c["memory_gb_per_s"], None)
+if c1.get("decode_bytes"):
+    row("compute", "cpu decode GB/s vs memory read bandwidth (batch 1)", c1["decode_bytes"] / c1["decode_step_s"] / 1e9,
+        c1.get("memory_gb_per_s"), c1.get("decode_vs_bandwidth"), None)
 row("transport", "shm Layer Block writes GB/s vs memcpy (64 MiB span: in cache)", shm.get("gb_per_s"),
     shm.get("memcpy_gb_per_s"), shm.get("ratio_to_memcpy"), 0.9)
 if shm_dram:
@@ -96,7 +102,7 @@ for r in sim.get("rows", []):
         row("runtime", "dualpath run JCT vs its lower bound, storage-bound", r["jct_run_s"],
             r["jct_run_s"] / r["jct_over_bound_run"], r["jct_over_bound_run"], 1.05, higher_is_better=False)
 json.dump({"repeats": int(os.environ.get("REPEATS", "3")), "rows": rows, "raw": {
-    "compute": c, "shm": shm, "shm_dram": shm_dram, "tcp": tcp, "storage": st, "policy": pol, "actor": act, "sim": sim}},
+    "compute": c, "compute_one": c1, "shm": shm, "shm_dram": shm_dram, "tcp": tcp, "storage": st, "policy": pol, "actor": act, "sim": sim}},
     open(out, "w"), indent=2)
 fmt = lambda x: "—" if x is None else (f"{x:.3g}" if isinstance(x, float) else str(x))
 print("| layer | measure | value | limit | ratio | goal | met |")
