@@ -25,12 +25,12 @@ constexpr uint32_t value_block = 64;
 // Both passes ask for the rows rows_ahead_keys tokens on (the caller's next block of 64, which the caller names:
 // in a decode engine's pages it is in another span) into L2 while they work on rows already in cache, so that
 // the next block's keys and values are there when needed. They ask in address order, in step with their reading:
-// as the key pass reads each head's slice of its rows and then the value pass, each token's share of that
-// reading asks for the same share of the rows ahead, so whole rows are asked for one after another, about one
-// line for each line read, and the memory serves one stream. Asking each pass's own slices of the rows ahead
-// (the key pass the first half of each row, the value pass the second: two strided streams over the same rows)
-// left the memory's time and the arithmetic's adding up on a CPU without AVX-512: the attention of a decode step
-// read its KV at 6.8 GB/s on one thread, 11 this way (docs/experiments.md).
+// as the key pass reads each head's slice of its rows and then the value pass, each token's share of a pass's
+// reading asks for the same share of that pass's part of the rows ahead (stream_ahead: the parts in proportion to
+// the passes' time), so whole rows are asked for one after another and the memory serves one stream. Asking each
+// pass's own slices of the rows ahead (the key pass the first half of each row, the value pass the second: two
+// strided streams over the same rows) left the memory's time and the arithmetic's adding up on a CPU without
+// AVX-512: the attention of a decode step read its KV at 6.8 GB/s on one thread, 11 this way (docs/experiments.md).
 
 // The line at p, into L2. An instruction the compiler must emit: GCC 12 deleted whole loops of nothing but
 // __builtin_prefetch in some shapes of this code (a member function, the pointer copied to a local), so the
@@ -60,25 +60,34 @@ struct stream_ask {
 };
 
 // The rows ahead of a call over `tokens` rows whose rows hold kv_heads keys and values of hd bf16 elements each
-// (and perhaps more), as a scale from the bytes the two passes read to the bytes of the rows ahead.
+// (and perhaps more): the key pass's reading (the first half of the bytes both passes read) asks for the first
+// key_percent of the rows ahead, the value pass's for the rest. The asking should keep an even pace in time, not
+// in bytes: asked faster than the memory serves one core, the prefetches fill its miss buffers and hold up the
+// loads of the rows in use. So each pass asks in proportion to its time, which each width's kernels measure for
+// themselves (docs/experiments.md, "Limits").
 class stream_ahead {
  public:
-  stream_ahead(rows_ahead ahead, uint64_t stride, uint32_t tokens, uint32_t kv_heads, uint32_t hd)
+  stream_ahead(rows_ahead ahead, uint64_t stride, uint32_t tokens, uint32_t kv_heads, uint32_t hd, uint32_t key_percent)
       : rows_(reinterpret_cast<const char*>(ahead.rows)),
         end_(std::min<uint64_t>(ahead.count, rows_ahead_keys) * stride),
         read_(uint64_t(tokens) * kv_heads * hd * 4),
-        scale_(read_ ? (uint64_t(tokens) * stride << 16) / read_ : 0) {}
+        bytes_(uint64_t(tokens) * stride),
+        key_bytes_(bytes_ * key_percent / 100) {}
   uint64_t read() const { return read_; }  // bytes both passes read from the call's rows
   // The call that reads bytes [first, first + n·step) of the passes' reading, `step` a token.
   stream_ask call(uint64_t first, uint64_t step) const {
-    if (!rows_ || end_ == 0) return {};
-    const uint64_t from = (first * scale_) >> 16;
-    return {rows_, (from + 63) / 64 * 64, from, end_, (step * scale_) >> 16};
+    const uint64_t half = read_ / 2;
+    if (!rows_ || end_ == 0 || half == 0) return {};
+    const bool keys = first < half;
+    const uint64_t base = keys ? 0 : key_bytes_, span = keys ? key_bytes_ : bytes_ - key_bytes_;
+    const uint64_t from = base + (keys ? first : first - half) * span / half;
+    return {rows_, (from + 63) / 64 * 64, from, end_, step * span / half};
   }
 
  private:
   const char* rows_;
-  uint64_t end_, read_, scale_;  // scale_: bytes of rows for a byte read, in 1/65536
+  uint64_t end_, read_;
+  uint64_t bytes_, key_bytes_;  // bytes of the rows ahead, and those the key pass asks for
 };
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
