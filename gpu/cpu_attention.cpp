@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "gpu/cpu_bf16_rows.hpp"
 #include "gpu/cpu_kernels.hpp"
 #include "gpu/cpu_tile.hpp"
 
@@ -42,7 +43,11 @@ void scaled_row(const float* in, float scale, uint64_t n, float* out) {
 }  // namespace
 
 cpu_attention::cpu_attention(const model_spec& m, cpu_team& team)
-    : m_(m), team_(team), scratch_(team.size()), tile_kernels_(cpu::tile_kernels_usable(m.head_dim)) {}
+    : m_(m),
+      team_(team),
+      scratch_(team.size()),
+      tile_kernels_(cpu::tile_kernels_usable(m.head_dim)),
+      ask_split_(cpu::bf16_ask_split(m.head_dim)) {}
 
 void cpu_attention::run(const float* qkv, float* attn, const std::vector<attention_request>& requests) {
   // Decode-sized requests, all in one run: their chunks (chunk_keys) in request order, cut into runs of whole
@@ -265,7 +270,13 @@ void cpu_attention::direct(const float* qkv, float* attn, size_t c0, size_t c1, 
           cpu::bf16_scores(w.q.data(), heads, rq, uint32_t(hd), pieces[p].rows, pieces[p].tokens, bpt, 0, scale,
                            w.s.data(), nb, pieces[p].column, pieces[p].ahead);
         for (uint64_t i = 0; i < all; ++i) w.block_valid[i] = w.valid[i] > j ? uint32_t(w.valid[i] - j) : 0;
-        cpu::online_exp(w.s.data(), all, nb, w.block_valid.data(), max, sum, w.rescale.data());
+        // A row at a time, so that the softmax asks its share of the next block's rows as it goes.
+        cpu::rows::softmax_asks asks(ask_split_, bpt, all);
+        for (size_t p = 0; p < count; ++p) asks.add(pieces[p].ahead, pieces[p].tokens);
+        for (uint64_t i = 0; i < all; ++i) {
+          cpu::online_exp(w.s.data() + i * nb, 1, nb, &w.block_valid[i], max + i, sum + i, &w.rescale[i]);
+          asks.row();
+        }
         for (uint64_t i = 0; i < all; ++i)
           if (w.rescale[i] != 1.0f) scaled_row(&o[i * hd], w.rescale[i], hd, &o[i * hd]);
         for (size_t p = 0; p < count; ++p)

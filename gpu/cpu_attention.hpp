@@ -7,6 +7,7 @@
 
 #include "core/model_catalog.hpp"
 #include "gpu/backend.hpp"
+#include "gpu/cpu_kernels.hpp"
 #include "gpu/cpu_team.hpp"
 
 namespace dualpath::gpu {
@@ -54,7 +55,8 @@ class cpu_attention {
   std::vector<chunk> chunks_;
   // Each chunk's softmax before normalization, rows [head][token] up to direct_max_queries tokens: values, max, sum.
   std::vector<float> part_o_, part_max_, part_sum_;
-  const bool tile_kernels_;  // the tile kernels run here (cpu_tile.hpp)
+  const bool tile_kernels_;         // the tile kernels run here (cpu_tile.hpp)
+  const cpu::ask_split ask_split_;  // how the decode passes and the softmax between them ask for rows ahead
   // fp32 K and V of the request being tiled, per KV head: K key_stride_ keys each (ctx rounded up to the
   // kernels' key group), as [key][dimension] for sgemm or in the tile kernels' key groups; V [ctx][dimension].
   std::vector<float> kf_, vf_;

@@ -15,11 +15,11 @@ namespace {
 
 using namespace rows;
 
-// The key pass's share of the time of both passes, in percent, where the rows ahead are asked for (stream_ahead):
-// over KV in L1 on Zen 2 the key pass takes 30.7 cycles a token and head and the value pass 17.3. Asked 50/50 by
-// bytes, the value pass asked nearly twice as fast as the key pass; 60/40 made the attention of 8 requests × 4.6K
-// tokens 4-8% faster from DRAM (55 or 65 less so; docs/experiments.md, "Limits").
-constexpr uint32_t key_ask_percent = 60;
+// Over KV in L1 on Zen 2 the key pass takes 30.7 cycles a token and head, the softmax 7 and the value pass 17.3.
+// Asked half in each pass, by bytes, the value pass asked nearly twice as fast as the key pass and the softmax
+// nothing; asked 45 / 20 / 35 the attention of 8 requests × 4.6K tokens read its KV from DRAM 8-10% faster
+// (60 / 0 / 40: 4-8%; docs/experiments.md, "Limits").
+constexpr ask_split split{45, 20};
 
 // Eight bf16 values as floats (bf16 is the high half of an fp32).
 DUALPATH_AVX2 inline __m256 widen8(const uint16_t* p) {
@@ -82,7 +82,7 @@ DUALPATH_AVX2 void scores(const float* qg, uint32_t kv_heads, uint64_t rq, const
                           uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0,
                           rows_ahead ahead) {
   // The key slice is widened once for two query rows (a decode token of a group of two).
-  walk_keys<2>(kv_heads, rq, tokens, kv_heads * HD, stream_ahead(ahead, stride, tokens, kv_heads, HD, key_ask_percent),
+  walk_keys<2>(kv_heads, rq, tokens, kv_heads * HD, stream_ahead(ahead, stride, tokens, kv_heads, HD, split),
                [&](auto rc, uint32_t g, uint64_t r0, uint32_t t0, uint32_t n, uint32_t near, const stream_ask& far) {
                  score_rows<HD, rc.value>(qg, rq, g, r0, base, stride, off, t0, n, scale, s, ctx, j0, near, tokens,
                                           far);
@@ -121,13 +121,19 @@ DUALPATH_AVX2 void values(const float* s, uint32_t kv_heads, uint64_t rq, uint64
                           const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, float* og,
                           rows_ahead ahead) {
   constexpr int CB = 4;  // two rows: 8 accumulators, 4 widened values, 12 of the 16 registers
-  walk_values<2>(kv_heads, rq, tokens, HD, 8 * CB, stream_ahead(ahead, stride, tokens, kv_heads, HD, key_ask_percent),
+  walk_values<2>(kv_heads, rq, tokens, HD, 8 * CB, stream_ahead(ahead, stride, tokens, kv_heads, HD, split),
                  [&](auto rc, uint32_t g, uint64_t r0, uint32_t c0, uint32_t t0, uint32_t t1, const stream_ask& far) {
                    value_rows<HD, rc.value, CB>(s, rq, ctx, j0, base, stride, off, g, r0, c0, t0, t1, og, far);
                  });
 }
 
 }  // namespace
+
+bool bf16_ask_split_avx2(uint32_t hd, ask_split& out) {
+  if (!has_avx2_fma() || !for_head_width(hd, [](auto) {})) return false;
+  out = split;
+  return true;
+}
 
 bool bf16_scores_avx2(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base,
                       uint32_t tokens, uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0,
@@ -150,6 +156,8 @@ bool bf16_weighted_values_avx2(const float* s, uint32_t kv_heads, uint64_t rq, u
 #else
 
 namespace dualpath::gpu::cpu {
+
+bool bf16_ask_split_avx2(uint32_t, ask_split&) { return false; }
 
 bool bf16_scores_avx2(const float*, uint32_t, uint64_t, uint32_t, const std::byte*, uint32_t, uint64_t, uint64_t, float,
                       float*, uint64_t, uint64_t, rows_ahead) {

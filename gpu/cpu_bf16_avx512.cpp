@@ -15,9 +15,9 @@ namespace {
 
 using namespace rows;
 
-// The key pass's share of the rows ahead (stream_ahead), in percent: by bytes, as measured on the AVX-512 VMs when
-// the asking was split over the two passes; the AVX2 kernels' share is by their time (cpu_bf16_avx2.cpp).
-constexpr uint32_t key_ask_percent = 50;
+// Half of the rows ahead asked in each pass, by bytes, as measured on the AVX-512 VMs when the asking was split
+// over the two passes; their passes' times were not measured (the AVX2 kernels' split follows theirs).
+constexpr ask_split split{50, 0};
 
 // Sixteen bf16 values as floats (bf16 is the high half of an fp32).
 DUALPATH_AVX512 inline __m512 widen16(const uint16_t* p) {
@@ -83,7 +83,7 @@ DUALPATH_AVX512 void scores(const float* qg, uint32_t kv_heads, uint64_t rq, con
                             uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0,
                             rows_ahead ahead) {
   constexpr int R = HD == 128 ? 1 : 2;  // query rows in registers beside a key and 8·R sums
-  walk_keys<R>(kv_heads, rq, tokens, kv_heads * HD, stream_ahead(ahead, stride, tokens, kv_heads, HD, key_ask_percent),
+  walk_keys<R>(kv_heads, rq, tokens, kv_heads * HD, stream_ahead(ahead, stride, tokens, kv_heads, HD, split),
                [&](auto rc, uint32_t g, uint64_t r0, uint32_t t0, uint32_t n, uint32_t near, const stream_ask& far) {
                  score_rows<HD, rc.value>(qg, rq, g, r0, base, stride, off, t0, n, scale, s, ctx, j0, near, tokens,
                                           far);
@@ -123,13 +123,19 @@ DUALPATH_AVX512 void values(const float* s, uint32_t kv_heads, uint64_t rq, uint
                             const std::byte* base, uint32_t tokens, uint64_t stride, uint64_t off, float* og,
                             rows_ahead ahead) {
   // Two rows of a whole head in registers: one block of all HD dimensions.
-  walk_values<2>(kv_heads, rq, tokens, HD, HD, stream_ahead(ahead, stride, tokens, kv_heads, HD, key_ask_percent),
+  walk_values<2>(kv_heads, rq, tokens, HD, HD, stream_ahead(ahead, stride, tokens, kv_heads, HD, split),
                  [&](auto rc, uint32_t g, uint64_t r0, uint32_t, uint32_t t0, uint32_t t1, const stream_ask& far) {
                    value_rows<HD, rc.value>(s, rq, ctx, j0, base, stride, off, g, r0, t0, t1, og, far);
                  });
 }
 
 }  // namespace
+
+bool bf16_ask_split_avx512(uint32_t hd, ask_split& out) {
+  if (!has_avx512f() || !for_head_width(hd, [](auto) {})) return false;
+  out = split;
+  return true;
+}
 
 bool bf16_scores_avx512(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base,
                         uint32_t tokens, uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx,
@@ -152,6 +158,8 @@ bool bf16_weighted_values_avx512(const float* s, uint32_t kv_heads, uint64_t rq,
 #else
 
 namespace dualpath::gpu::cpu {
+
+bool bf16_ask_split_avx512(uint32_t, ask_split&) { return false; }
 
 bool bf16_scores_avx512(const float*, uint32_t, uint64_t, uint32_t, const std::byte*, uint32_t, uint64_t, uint64_t,
                         float, float*, uint64_t, uint64_t, rows_ahead) {

@@ -15,6 +15,9 @@
 
 namespace dualpath::gpu::cpu {
 
+// The kernels' ask_split, where they take heads of width hd on this CPU.
+bool bf16_ask_split_avx512(uint32_t hd, ask_split& split);
+
 bool bf16_scores_avx512(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base,
                         uint32_t tokens, uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx,
                         uint64_t j0, rows_ahead ahead);

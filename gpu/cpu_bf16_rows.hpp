@@ -3,6 +3,7 @@
 // ask for them ahead of time. Both widths read the same rows in the same order, so they share the distances
 // and the split of the asking below (docs/design.md §10, cpu backend; docs/experiments.md, "Limits").
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -26,8 +27,9 @@ constexpr uint32_t value_block = 64;
 // in a decode engine's pages it is in another span) into L2 while they work on rows already in cache, so that
 // the next block's keys and values are there when needed. They ask in address order, in step with their reading:
 // as the key pass reads each head's slice of its rows and then the value pass, each token's share of a pass's
-// reading asks for the same share of that pass's part of the rows ahead (stream_ahead: the parts in proportion to
-// the passes' time), so whole rows are asked for one after another and the memory serves one stream. Asking each
+// reading asks for the same share of that pass's part of the rows ahead (the softmax between them asks its own
+// part: stream_ahead and softmax_asks), so whole rows are asked for one after another and the memory serves one
+// stream. Asking each
 // pass's own slices of the rows ahead (the key pass the first half of each row, the value pass the second: two
 // strided streams over the same rows) left the memory's time and the arithmetic's adding up on a CPU without
 // AVX-512: the attention of a decode step read its KV at 6.8 GB/s on one thread, 11 this way (docs/experiments.md).
@@ -61,25 +63,27 @@ struct stream_ask {
 
 // The rows ahead of a call over `tokens` rows whose rows hold kv_heads keys and values of hd bf16 elements each
 // (and perhaps more): the key pass's reading (the first half of the bytes both passes read) asks for the first
-// key_percent of the rows ahead, the value pass's for the rest. The asking should keep an even pace in time, not
-// in bytes: asked faster than the memory serves one core, the prefetches fill its miss buffers and hold up the
-// loads of the rows in use. So each pass asks in proportion to its time, which each width's kernels measure for
-// themselves (docs/experiments.md, "Limits").
+// split.key_percent of the rows ahead, the value pass's for the part after the softmax's (softmax_asks). The
+// shares follow the phases' time, not their bytes: asked in step with the bytes read, the value pass (about
+// half the key pass's time for as many bytes) asked nearly twice as fast as the key pass, and nothing was asked
+// while the softmax ran between them; with the asking spread over the three by time, the attention of a decode
+// step read its KV from DRAM 8-10% faster on Zen 2 (docs/experiments.md, "Limits").
 class stream_ahead {
  public:
-  stream_ahead(rows_ahead ahead, uint64_t stride, uint32_t tokens, uint32_t kv_heads, uint32_t hd, uint32_t key_percent)
+  stream_ahead(rows_ahead ahead, uint64_t stride, uint32_t tokens, uint32_t kv_heads, uint32_t hd, ask_split split)
       : rows_(reinterpret_cast<const char*>(ahead.rows)),
         end_(std::min<uint64_t>(ahead.count, rows_ahead_keys) * stride),
         read_(uint64_t(tokens) * kv_heads * hd * 4),
         bytes_(uint64_t(tokens) * stride),
-        key_bytes_(bytes_ * key_percent / 100) {}
+        key_end_(bytes_ * split.key_percent / 100),
+        value_from_(bytes_ * (split.key_percent + split.softmax_percent) / 100) {}
   uint64_t read() const { return read_; }  // bytes both passes read from the call's rows
   // The call that reads bytes [first, first + n·step) of the passes' reading, `step` a token.
   stream_ask call(uint64_t first, uint64_t step) const {
     const uint64_t half = read_ / 2;
     if (!rows_ || end_ == 0 || half == 0) return {};
     const bool keys = first < half;
-    const uint64_t base = keys ? 0 : key_bytes_, span = keys ? key_bytes_ : bytes_ - key_bytes_;
+    const uint64_t base = keys ? 0 : value_from_, span = keys ? key_end_ : bytes_ - value_from_;
     const uint64_t from = base + (keys ? first : first - half) * span / half;
     return {rows_, (from + 63) / 64 * 64, from, end_, step * span / half};
   }
@@ -87,7 +91,48 @@ class stream_ahead {
  private:
   const char* rows_;
   uint64_t end_, read_;
-  uint64_t bytes_, key_bytes_;  // bytes of the rows ahead, and those the key pass asks for
+  uint64_t bytes_;                 // bytes of as many rows ahead as the call reads
+  uint64_t key_end_, value_from_;  // the key pass asks [0, key_end_), the value pass [value_from_, bytes_)
+};
+
+// The softmax's share of the rows ahead of one block, [key_percent, key_percent + softmax_percent) of each
+// piece's: add() each piece of the block (a span of `tokens` rows and its rows ahead), then row() once for each
+// of the `rows` rows of scores as the softmax takes them, each asking its share of the lines.
+class softmax_asks {
+ public:
+  softmax_asks(ask_split split, uint64_t stride, uint64_t rows) : split_(split), stride_(stride), rows_(rows) {}
+  void add(rows_ahead ahead, uint32_t tokens) {
+    if (!ahead.rows || split_.softmax_percent == 0 || count_ == ranges_.size()) return;
+    const uint64_t bytes = uint64_t(tokens) * stride_, end = std::min<uint64_t>(ahead.count, rows_ahead_keys) * stride_;
+    const uint64_t from = (bytes * split_.key_percent / 100 + 63) / 64 * 64,
+                   to = std::min(end, bytes * (split_.key_percent + split_.softmax_percent) / 100);
+    if (to <= from) return;
+    ranges_[count_++] = {reinterpret_cast<const char*>(ahead.rows) + from, to - from};
+    lines_ += (to - from + 63) / 64;
+  }
+  void row() {
+    for (uint64_t k = 0; k < (lines_ + rows_ - 1) / rows_ && next_ < count_;) {
+      range& r = ranges_[next_];
+      if (r.bytes == 0) {
+        ++next_;
+        continue;
+      }
+      ask_line(r.at);
+      r.at += 64;
+      r.bytes = r.bytes > 64 ? r.bytes - 64 : 0;
+      ++k;
+    }
+  }
+
+ private:
+  struct range {
+    const char* at;
+    uint64_t bytes;
+  };
+  ask_split split_;
+  uint64_t stride_, rows_, lines_ = 0;
+  std::array<range, rows_ahead_keys> ranges_{};  // a block has at most one piece a key
+  size_t count_ = 0, next_ = 0;
 };
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)

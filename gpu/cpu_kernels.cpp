@@ -251,6 +251,12 @@ void f32_to_bf16(const float* in, uint16_t* out, uint64_t n) {
   for (uint64_t i = 0; i < n; ++i) out[i] = float_to_bf16(in[i]);
 }
 
+ask_split bf16_ask_split(uint32_t hd) {
+  ask_split split;
+  if (bf16_ask_split_avx512(hd, split) || bf16_ask_split_avx2(hd, split)) return split;
+  return {};
+}
+
 DUALPATH_MULTIVERSION
 void bf16_scores(const float* qg, uint32_t kv_heads, uint64_t rq, uint32_t hd, const std::byte* base, uint32_t tokens,
                  uint64_t stride, uint64_t off, float scale, float* s, uint64_t ctx, uint64_t j0, rows_ahead ahead) {

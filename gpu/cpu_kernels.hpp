@@ -48,6 +48,17 @@ struct rows_ahead {
   uint32_t count = 0;
 };
 
+// How a block's passes share the asking for the rows ahead, in percent of those rows: the key pass asks the
+// first key_percent, the softmax between the passes the next softmax_percent, the value pass the rest. Each
+// width's kernels measure their own (cpu_bf16_rows.hpp says why the shares follow time, not bytes).
+struct ask_split {
+  uint32_t key_percent = 50;
+  uint32_t softmax_percent = 0;
+};
+// The split of the kernels that run bf16_scores and bf16_weighted_values for heads of width hd on this CPU (the
+// portable passes ask for nothing ahead).
+ask_split bf16_ask_split(uint32_t hd);
+
 // Decode-style attention straight over bf16 KV rows (no fp32 gather), one pass over each row for all KV heads.
 // `base` points at `tokens` KV rows of `stride` bytes; at element offset `off` each row holds kv_heads
 // consecutive hd-wide keys (or values). Query rows are packed [kv_heads][rq][hd] (rq rows per KV head);
