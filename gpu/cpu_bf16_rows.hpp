@@ -100,7 +100,8 @@ class stream_ahead {
 // of the `rows` rows of scores as the softmax takes them, each asking its share of the lines.
 class softmax_asks {
  public:
-  softmax_asks(ask_split split, uint64_t stride, uint64_t rows) : split_(split), stride_(stride), rows_(rows) {}
+  softmax_asks(ask_split split, uint64_t stride, uint64_t rows)
+      : split_(split), stride_(stride), rows_(std::max<uint64_t>(rows, 1)) {}
   void add(rows_ahead ahead, uint32_t tokens) {
     if (!ahead.rows || split_.softmax_percent == 0 || count_ == ranges_.size()) return;
     const uint64_t bytes = uint64_t(tokens) * stride_, end = std::min<uint64_t>(ahead.count, rows_ahead_keys) * stride_;
@@ -110,17 +111,16 @@ class softmax_asks {
     ranges_[count_++] = {reinterpret_cast<const char*>(ahead.rows) + from, to - from};
     lines_ += (to - from + 63) / 64;
   }
+  uint64_t lines() const { return lines_; }  // lines the softmax asks for, over all its rows
+  bool done() const { return next_ == count_; }
   void row() {
-    for (uint64_t k = 0; k < (lines_ + rows_ - 1) / rows_ && next_ < count_;) {
-      range& r = ranges_[next_];
-      if (r.bytes == 0) {
-        ++next_;
-        continue;
-      }
+    const uint64_t share = (lines_ + rows_ - 1) / rows_;
+    for (uint64_t k = 0; k < share && next_ < count_; ++k) {
+      range& r = ranges_[next_];  // never empty: add() keeps only ranges with bytes
       ask_line(r.at);
       r.at += 64;
       r.bytes = r.bytes > 64 ? r.bytes - 64 : 0;
-      ++k;
+      if (r.bytes == 0) ++next_;
     }
   }
 
