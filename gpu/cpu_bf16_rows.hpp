@@ -1,7 +1,8 @@
 #pragma once
 // How the decode attention's vector kernels (cpu_bf16_avx512.cpp, cpu_bf16_avx2.cpp) walk bf16 KV rows and
 // ask for them ahead of time. Both widths read the same rows in the same order, so they share the distances
-// and the split of the asking below (docs/design.md §10, cpu backend; docs/experiments.md, "Limits").
+// and the way of asking below, each width with its own ask_split (docs/design.md §10, cpu backend;
+// docs/experiments.md, "Limits").
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -29,10 +30,10 @@ constexpr uint32_t value_block = 64;
 // as the key pass reads each head's slice of its rows and then the value pass, each token's share of a pass's
 // reading asks for the same share of that pass's part of the rows ahead (the softmax between them asks its own
 // part: stream_ahead and softmax_asks), so whole rows are asked for one after another and the memory serves one
-// stream. Asking each
-// pass's own slices of the rows ahead (the key pass the first half of each row, the value pass the second: two
-// strided streams over the same rows) left the memory's time and the arithmetic's adding up on a CPU without
-// AVX-512: the attention of a decode step read its KV at 6.8 GB/s on one thread, 11 this way (docs/experiments.md).
+// stream. Asking each pass's own slices of the rows ahead (the key pass the first half of each row, the value
+// pass the second: two strided streams over the same rows) left the memory's time and the arithmetic's adding up
+// on a CPU without AVX-512: the attention of a decode step read its KV at 6.8 GB/s on one thread, 11 this way
+// (docs/experiments.md).
 
 // The line at p, into L2. An instruction the compiler must emit: GCC 12 deleted whole loops of nothing but
 // __builtin_prefetch in some shapes of this code (a member function, the pointer copied to a local), so the
