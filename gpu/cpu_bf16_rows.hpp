@@ -132,7 +132,7 @@ class softmax_asks {
   };
   ask_split split_;
   uint64_t stride_, rows_, lines_ = 0;
-  std::array<range, rows_ahead_keys> ranges_{};  // a block has at most one piece a key
+  std::array<range, rows_ahead_keys> ranges_;  // a block has at most one piece a key; [0, count_) set
   size_t count_ = 0, next_ = 0;
 };
 
