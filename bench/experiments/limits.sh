@@ -102,7 +102,8 @@ for r in sim.get("rows", []):
         row("runtime", "dualpath run JCT vs its lower bound, storage-bound", r["jct_run_s"],
             r["jct_run_s"] / r["jct_over_bound_run"], r["jct_over_bound_run"], 1.05, higher_is_better=False)
 json.dump({"repeats": int(os.environ.get("REPEATS", "3")), "rows": rows, "raw": {
-    "compute": c, "compute_one": c1, "shm": shm, "shm_dram": shm_dram, "tcp": tcp, "storage": st, "policy": pol, "actor": act, "sim": sim}},
+    "compute": c, "compute_one": c1, "shm": shm, "shm_dram": shm_dram, "tcp": tcp, "storage": st, "policy": pol,
+    "actor": act, "sim": sim}},
     open(out, "w"), indent=2)
 fmt = lambda x: "—" if x is None else (f"{x:.3g}" if isinstance(x, float) else str(x))
 print("| layer | measure | value | limit | ratio | goal | met |")
