@@ -62,6 +62,20 @@ struct stream_ask {
   }
 };
 
+// Where each phase's part of `bytes` of rows ahead lies: the key pass asks [0, key_end), the softmax
+// [key_end, value_from), the value pass [value_from, bytes).
+struct ask_parts {
+  uint64_t key_end, value_from;
+  ask_parts(uint64_t bytes, ask_split split)
+      : key_end(bytes * split.key_percent / 100),
+        value_from(bytes * (split.key_percent + split.softmax_percent) / 100) {}
+};
+
+// Bytes of the rows ahead that exist: fewer than a block's where the request ends within its next block.
+inline uint64_t ahead_bytes(rows_ahead ahead, uint64_t stride) {
+  return std::min<uint64_t>(ahead.count, rows_ahead_keys) * stride;
+}
+
 // The rows ahead of a call over `tokens` rows whose rows hold kv_heads keys and values of hd bf16 elements each
 // (and perhaps more): the key pass's reading (the first half of the bytes both passes read) asks for the first
 // split.key_percent of the rows ahead, the value pass's for the part after the softmax's (softmax_asks). The
@@ -73,18 +87,17 @@ class stream_ahead {
  public:
   stream_ahead(rows_ahead ahead, uint64_t stride, uint32_t tokens, uint32_t kv_heads, uint32_t hd, ask_split split)
       : rows_(reinterpret_cast<const char*>(ahead.rows)),
-        end_(std::min<uint64_t>(ahead.count, rows_ahead_keys) * stride),
+        end_(ahead_bytes(ahead, stride)),
         read_(uint64_t(tokens) * kv_heads * hd * 4),
         bytes_(uint64_t(tokens) * stride),
-        key_end_(bytes_ * split.key_percent / 100),
-        value_from_(bytes_ * (split.key_percent + split.softmax_percent) / 100) {}
+        parts_(bytes_, split) {}
   uint64_t read() const { return read_; }  // bytes both passes read from the call's rows
   // The call that reads bytes [first, first + n·step) of the passes' reading, `step` a token.
   stream_ask call(uint64_t first, uint64_t step) const {
     const uint64_t half = read_ / 2;
     if (!rows_ || end_ == 0 || half == 0) return {};
     const bool keys = first < half;
-    const uint64_t base = keys ? 0 : value_from_, span = keys ? key_end_ : bytes_ - value_from_;
+    const uint64_t base = keys ? 0 : parts_.value_from, span = keys ? parts_.key_end : bytes_ - parts_.value_from;
     const uint64_t from = base + (keys ? first : first - half) * span / half;
     return {rows_, (from + 63) / 64 * 64, from, end_, step * span / half};
   }
@@ -92,22 +105,21 @@ class stream_ahead {
  private:
   const char* rows_;
   uint64_t end_, read_;
-  uint64_t bytes_;                 // bytes of as many rows ahead as the call reads
-  uint64_t key_end_, value_from_;  // the key pass asks [0, key_end_), the value pass [value_from_, bytes_)
+  uint64_t bytes_;   // bytes of as many rows ahead as the call reads
+  ask_parts parts_;  // of bytes_
 };
 
-// The softmax's share of the rows ahead of one block, [key_percent, key_percent + softmax_percent) of each
-// piece's: add() each piece of the block (a span of `tokens` rows and its rows ahead), then row() once for each
-// of the `rows` rows of scores as the softmax takes them, each asking its share of the lines.
+// The softmax's part (ask_parts) of the rows ahead of one block: add() each piece of the block (a span of
+// `tokens` rows and its rows ahead), then row() once for each of the `rows` rows of scores as the softmax takes
+// them, each asking its share of the lines.
 class softmax_asks {
  public:
   softmax_asks(ask_split split, uint64_t stride, uint64_t rows)
       : split_(split), stride_(stride), rows_(std::max<uint64_t>(rows, 1)) {}
   void add(rows_ahead ahead, uint32_t tokens) {
     if (!ahead.rows || split_.softmax_percent == 0 || count_ == ranges_.size()) return;
-    const uint64_t bytes = uint64_t(tokens) * stride_, end = std::min<uint64_t>(ahead.count, rows_ahead_keys) * stride_;
-    const uint64_t from = (bytes * split_.key_percent / 100 + 63) / 64 * 64,
-                   to = std::min(end, bytes * (split_.key_percent + split_.softmax_percent) / 100);
+    const ask_parts parts(uint64_t(tokens) * stride_, split_);
+    const uint64_t from = (parts.key_end + 63) / 64 * 64, to = std::min(parts.value_from, ahead_bytes(ahead, stride_));
     if (to <= from) return;
     ranges_[count_++] = {reinterpret_cast<const char*>(ahead.rows) + from, to - from};
     lines_ += (to - from + 63) / 64;

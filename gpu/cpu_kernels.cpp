@@ -252,9 +252,9 @@ void f32_to_bf16(const float* in, uint16_t* out, uint64_t n) {
 }
 
 ask_split bf16_ask_split(uint32_t hd) {
-  ask_split split;
-  if (bf16_ask_split_avx512(hd, split) || bf16_ask_split_avx2(hd, split)) return split;
-  return {};
+  ask_split split;  // the default where neither vector width takes hd
+  if (!bf16_ask_split_avx512(hd, split)) bf16_ask_split_avx2(hd, split);
+  return split;
 }
 
 DUALPATH_MULTIVERSION
