@@ -46,6 +46,10 @@ inline void ask_line(const char* p) {
 #endif
 }
 
+// The first line boundary at or after `byte` of the rows ahead. A phase's part is asked as the whole lines that
+// start inside it, so the parts of the key pass, the softmax and the value pass never ask a line twice.
+inline uint64_t line_at_or_after(uint64_t byte) { return (byte + 63) / 64 * 64; }
+
 // What one kernel call asks for, a token at a time: its i-th token() asks for the lines of the rows ahead that
 // start in bytes [from + i·step, from + (i + 1)·step), those before `end`. A cursor, so that a token's asking is
 // an add, a compare and its prefetches: each token's range computed afresh (a multiply and a rounding per token
@@ -99,7 +103,7 @@ class stream_ahead {
     const bool keys = first < half;
     const uint64_t base = keys ? 0 : parts_.value_from, span = keys ? parts_.key_end : bytes_ - parts_.value_from;
     const uint64_t from = base + (keys ? first : first - half) * span / half;
-    return {rows_, (from + 63) / 64 * 64, from, end_, step * span / half};
+    return {rows_, line_at_or_after(from), from, end_, step * span / half};
   }
 
  private:
@@ -119,10 +123,10 @@ class softmax_asks {
   void add(rows_ahead ahead, uint32_t tokens) {
     if (!ahead.rows || split_.softmax_percent == 0 || count_ == ranges_.size()) return;
     const ask_parts parts(uint64_t(tokens) * stride_, split_);
-    const uint64_t from = (parts.key_end + 63) / 64 * 64, to = std::min(parts.value_from, ahead_bytes(ahead, stride_));
+    const uint64_t from = line_at_or_after(parts.key_end), to = std::min(parts.value_from, ahead_bytes(ahead, stride_));
     if (to <= from) return;
     ranges_[count_++] = {reinterpret_cast<const char*>(ahead.rows) + from, to - from};
-    lines_ += (to - from + 63) / 64;
+    lines_ += line_at_or_after(to - from) / 64;
   }
   uint64_t lines() const { return lines_; }  // lines the softmax asks for, over all its rows
   bool done() const { return next_ == count_; }
