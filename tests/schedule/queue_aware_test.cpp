@@ -2,6 +2,8 @@
 // more than its share of the prefill load.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "schedule/policy.hpp"
 #include "tests/schedule/helpers.hpp"
 
@@ -103,4 +105,28 @@ TEST_CASE("queue_aware: a busy group's share counts the waiting turns, so a queu
   std::deque<request_info> waiting;
   CHECK(two_groups_fetch(1000, 8, waiting) == std::pair<size_t, size_t>{5, 3});
   CHECK(waiting.empty());
+}
+
+// §7.8: at an offline start every first turn arrives at once; a busy prefill engine takes first turns only up to
+// half its share of them, so the engines' first passes do not all end together.
+TEST_CASE("queue_aware: first turns go to busy prefill engines in two waves") {
+  auto fetch = [](std::initializer_list<uint64_t> pe_toks, uint32_t hit_blocks, std::deque<request_info>& waiting) {
+    cluster_snapshot snap;
+    add_node(snap, 1, role::prefill, 0, pe_toks);
+    add_node(snap, 5, role::decode, 0, {0, 0});
+    for (uint64_t i = 0; i < 8; ++i) waiting.push_back(make_request(i, 100, 1000, 1000, hit_blocks, hit_blocks * 1000));
+    return make_policy("balanced_rq")->assign(snap, 1, waiting, loose());
+  };
+  std::deque<request_info> first;
+  const auto wave = fetch({0, 0}, 0, first);
+  // 800 first-turn tokens over two engines: each takes up to 200 (two turns), the other four wait.
+  CHECK(wave.size() == 4);
+  CHECK(first.size() == 4);
+  CHECK(std::count_if(wave.begin(), wave.end(), [](const assignment& a) { return a.pe == 100; }) == 2);
+  // Turns with hits are not a start's burst: the group takes all of them.
+  std::deque<request_info> later;
+  CHECK(fetch({0, 0}, 10, later).size() == 8);
+  // With one prefill engine a wave would only add a pass.
+  std::deque<request_info> alone;
+  CHECK(fetch({0}, 0, alone).size() == 8);
 }
