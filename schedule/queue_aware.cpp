@@ -38,10 +38,14 @@ class queue_aware_policy final : public group_policy {
       for (const auto& e : n->engines) group_tok += e.tok, ++group_engines;
     // The outstanding prefill work: what the prefill engines hold and what waits. Taking a request moves its
     // tokens from one to the other, so the total, and the share below, stay as they are for the whole call.
-    uint64_t outstanding = pe_tok;
-    for (const auto& w : waiting) outstanding += w.append_tokens;
+    // One walk of the queue gives both the waiting work and the part of it that is first turns (no hits).
+    uint64_t outstanding = pe_tok, first_tok = 0;
+    for (const auto& w : waiting) {
+      outstanding += w.append_tokens;
+      if (w.hit_blocks == 0) first_tok += w.append_tokens;
+    }
     const double share = params.z_slack * double(outstanding) / double(pe_engines);
-    const double wave = first_wave(waiting, pe_tok, pe_engines);
+    const double wave = first_wave(first_tok, pe_tok, pe_engines);
     while (!waiting.empty()) {
       const request_info& r = waiting.front();
       const prefill_choice pe = select_prefill(group, params);
@@ -93,17 +97,14 @@ class queue_aware_policy final : public group_policy {
   }
 
   // The load up to which a busy prefill engine takes first turns (no hits): half its share of the first turns
-  // waiting and the prefill engines' load. At an offline start every agent's first turn arrives at once; each
+  // waiting (`first_tok`) and the prefill engines' load. At an offline start every agent's first turn arrives at once; each
   // engine taking its whole share ends its first pass with the others', and the decode engines and the decode
   // nodes' write-backs idle until then and take every first turn at once. In two waves the first decodes and
   // persists while the second computes (the arena's geomean 0.864 → 0.857 of round robin; docs/experiments.md).
   // With one prefill engine a wave only adds a pass, so the rule needs two or more (no limit: infinity).
-  static double first_wave(const std::deque<request_info>& waiting, uint64_t pe_tok, uint64_t pe_engines) {
+  static double first_wave(uint64_t first_tok, uint64_t pe_tok, uint64_t pe_engines) {
     if (pe_engines < 2) return std::numeric_limits<double>::infinity();
-    uint64_t first = 0;
-    for (const auto& w : waiting)
-      if (w.hit_blocks == 0) first += w.append_tokens;
-    return double(first + pe_tok) / (2.0 * double(pe_engines));
+    return double(first_tok + pe_tok) / (2.0 * double(pe_engines));
   }
 
   // When the request's read would end (bytes queued ahead of its last byte), divided as set_split divides it:
