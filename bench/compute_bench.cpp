@@ -237,6 +237,16 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
   // A decode step reads every weight once, as the backend holds them, and the KV of every request.
   res.decode_kv_bytes = double(o.decode_batch) * total * bpt * m.layers;
   res.decode_bytes = double(be->decode_weight_bytes()) + res.decode_kv_bytes;
+  res.decode_linear_flops = 2.0 * m.active_params * o.decode_batch;
+  res.decode_attention_flops = double(o.decode_batch) * attention_flops_per_token(m, total);
+  const double gemm_gflop_per_s = median(sg);
+  // The step's roofline seconds at bandwidth `gb_per_s`: each part bound by its bytes or its FLOPs.
+  auto roof_s = [&](double gb_per_s) {
+    const double bw = gb_per_s * 1e9, gemm = gemm_gflop_per_s * 1e9;
+    return std::max(res.decode_kv_bytes / bw, res.decode_attention_flops / gemm) +
+           std::max((res.decode_bytes - res.decode_kv_bytes) / bw, res.decode_linear_flops / gemm);
+  };
+  std::vector<double> roof_ratio;
   decode_once();
   const auto parts_before = be->parts();
   double timed_s = 0;  // every timed step's seconds, for the parts' means
@@ -254,6 +264,7 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
     if (!memory_roof) continue;
     bw.push_back(memory_roof());
     decode_ratio.push_back(res.decode_bytes / dt.back() / 1e9 / bw.back());
+    if (gemm_gflop_per_s > 0) roof_ratio.push_back(roof_s(bw.back()) / dt.back());
   }
   // Where a step's time goes, as the backend counts it: means over the timed steps (the probe rounds between
   // them are not counted).
@@ -272,6 +283,7 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
   res.prefill_vs_sgemm = median(prefill_ratio);
   res.memory_gb_per_s = median(bw);
   res.decode_vs_bandwidth = median(decode_ratio);
+  res.decode_vs_roof = median(roof_ratio);
   const auto fit = be->fit();
   res.fit_gflop_per_s = fit.seconds_per_flop > 0 ? 1e-9 / fit.seconds_per_flop : 0;
   return res;
@@ -294,6 +306,9 @@ std::string compute_bench_result::to_json() const {
                       {"decode_kv_bytes", decode_kv_bytes},
                       {"memory_gb_per_s", memory_gb_per_s},
                       {"decode_vs_bandwidth", decode_vs_bandwidth},
+                      {"decode_linear_flops", decode_linear_flops},
+                      {"decode_attention_flops", decode_attention_flops},
+                      {"decode_vs_roof", decode_vs_roof},
                       {"decode_linear_s", decode_linear_s},
                       {"decode_attention_s", decode_attention_s},
                       {"decode_other_s", decode_other_s},
@@ -319,6 +334,9 @@ std::string compute_bench_result::to_text() const {
   if (memory_gb_per_s > 0)
     out += fmt::format("memory    {:10.1f} GB/s {}  (decode reads {:.0f} MB a step: {:.2f}x the bandwidth)\n",
                        memory_gb_per_s, gpu ? "device copy" : "read", decode_bytes / 1e6, decode_vs_bandwidth);
+  if (decode_vs_roof > 0)
+    out += fmt::format("roofline  {:10.2f}x  (decode step against its parts' roofs: bytes/bandwidth or FLOPs/{})\n",
+                       decode_vs_roof, gpu ? "cuBLAS" : "sgemm");
   out += fmt::format("fit       {:10.1f} GFLOP/s marginal (the batcher's FLOPs->time curve)\n", fit_gflop_per_s);
   return out;
 }

@@ -67,6 +67,10 @@ row("compute", "cpu prefill GFLOP/s vs sgemm (small, 4096+512)", c.get("gflop_pe
 row("compute", "cpu decode GB/s vs memory read bandwidth (batch 8)",
     c["decode_bytes"] / c["decode_step_s"] / 1e9 if c.get("decode_bytes") else None, c.get("memory_gb_per_s"),
     c.get("decode_vs_bandwidth"), 0.8)
+# The same step against its roofline (builds that report it): each part bound by its bytes over the bandwidth or
+# its FLOPs over sgemm, whichever is longer; at batch 8 the bf16 linear layers are bound by arithmetic on AVX2.
+if c.get("decode_vs_roof"):
+    row("compute", "  the same step vs its roofline (bytes or FLOPs, each part)", None, None, c["decode_vs_roof"], None)
 # Where decode's time goes (builds whose bench reports the parts): each part's bytes over its seconds, against
 # the same probe's median; no goal of their own.
 if c.get("decode_attention_s") and c.get("decode_linear_s") and c.get("decode_kv_bytes") and c.get("memory_gb_per_s"):
