@@ -236,7 +236,8 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
   }
   // A decode step reads every weight once, as the backend holds them, and the KV of every request.
   res.decode_kv_bytes = double(o.decode_batch) * total * bpt * m.layers;
-  res.decode_bytes = double(be->decode_weight_bytes()) + res.decode_kv_bytes;
+  const double weight_bytes = double(be->decode_weight_bytes());
+  res.decode_bytes = weight_bytes + res.decode_kv_bytes;
   res.decode_linear_flops = 2.0 * m.active_params * o.decode_batch;
   res.decode_attention_flops = double(o.decode_batch) * attention_flops_per_token(m, total);
   const double gemm_gflop_per_s = median(sg);
@@ -244,7 +245,7 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
   auto roof_s = [&](double gb_per_s) {
     const double bw = gb_per_s * 1e9, gemm = gemm_gflop_per_s * 1e9;
     return std::max(res.decode_kv_bytes / bw, res.decode_attention_flops / gemm) +
-           std::max((res.decode_bytes - res.decode_kv_bytes) / bw, res.decode_linear_flops / gemm);
+           std::max(weight_bytes / bw, res.decode_linear_flops / gemm);
   };
   std::vector<double> roof_ratio;
   decode_once();

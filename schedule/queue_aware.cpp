@@ -55,8 +55,10 @@ class queue_aware_policy final : public group_policy {
       // that fetched first take the last turns of a run while other prefill nodes idled. A share of the
       // engines' load alone (without the waiting turns) let a busy group take only 5% over the mean per fetch,
       // so while turns queued, passes ran small and the queue waited for engines to go idle (§7.8).
-      if (pe.engine->tok > 0 && double(group_tok + r.append_tokens) / double(group_engines) > share) break;
-      if (r.hit_blocks == 0 && pe.engine->tok > 0 && double(pe.engine->tok + r.append_tokens) > wave) break;
+      // Both limits bind a busy engine only: an idle one always takes the head.
+      const bool busy = pe.engine->tok > 0;
+      if (busy && double(group_tok + r.append_tokens) / double(group_engines) > share) break;
+      if (busy && r.hit_blocks == 0 && double(pe.engine->tok + r.append_tokens) > wave) break;
       group_tok += r.append_tokens;
       const double z = params.z_slack * double(tok + r.len) / double(engines);
       const choice de = choose_decode(*pe.node, r, z);
@@ -97,9 +99,9 @@ class queue_aware_policy final : public group_policy {
   }
 
   // The load up to which a busy prefill engine takes first turns (no hits): half its share of the first turns
-  // waiting (`first_tok`) and the prefill engines' load. At an offline start every agent's first turn arrives at once; each
-  // engine taking its whole share ends its first pass with the others', and the decode engines and the decode
-  // nodes' write-backs idle until then and take every first turn at once. In two waves the first decodes and
+  // waiting (`first_tok`) and the prefill engines' load. At an offline start every agent's first turn arrives at
+  // once; each engine taking its whole share ends its first pass with the others', and the decode engines and the
+  // decode nodes' write-backs idle until then and take every first turn at once. In two waves the first decodes and
   // persists while the second computes (the arena's geomean 0.864 → 0.857 of round robin; docs/experiments.md).
   // With one prefill engine a wave only adds a pass, so the rule needs two or more (no limit: infinity).
   static double first_wave(uint64_t first_tok, uint64_t pe_tok, uint64_t pe_engines) {
