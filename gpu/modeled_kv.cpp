@@ -2,7 +2,8 @@
 // position, token). Every Layer Block that arrives is checked against it, so on a run of the modeled backend
 // these bytes are generated twice per block (once written, once expected) and are a visible share of the CPU.
 // Word k of a stream is mix(seed + (k + 1)·γ), independent of the words before it, so eight are computed at
-// once where the CPU has AVX-512 (64-bit multiplies), and a check compares as it generates, with no buffer.
+// once where the CPU has AVX-512 (64-bit multiplies), four where it has AVX2, and a check compares as it
+// generates, with no buffer.
 #include <algorithm>
 #include <cstring>
 
@@ -66,17 +67,71 @@ DUALPATH_AVX512 uint32_t match_chunks(uint64_t seed, const std::byte* data, uint
     if (_mm512_cmpneq_epi64_mask(_mm512_loadu_si512(data + i), words8(seed, i / 8)) != 0) break;
   return i;
 }
+
+// Without AVX-512 (no 64-bit multiply in a vector), four words at once under AVX2: each 64-bit product from
+// three 32 × 32 → 64 multiplies, a·b = lo(a)·lo(b) + ((hi(a)·lo(b) + lo(a)·hi(b)) << 32) mod 2^64. The scalar
+// words, two 64-bit multiplies each, checked at 3.5-4.5 GB/s on a Zen 3 core and were a sixth of the busy CPU
+// of a modeled run there (docs/experiments.md).
+bool have_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
+
+#define DUALPATH_AVX2 __attribute__((target("avx2")))
+
+DUALPATH_AVX2 __m256i mul64(__m256i a, uint64_t b) {
+  const __m256i lo = _mm256_set1_epi64x(int64_t(b & 0xffffffffu)), hi = _mm256_set1_epi64x(int64_t(b >> 32));
+  const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), lo), _mm256_mul_epu32(a, hi));
+  return _mm256_add_epi64(_mm256_mul_epu32(a, lo), _mm256_slli_epi64(cross, 32));
+}
+
+// Words k .. k+3 of the stream, as one vector.
+DUALPATH_AVX2 __m256i words4(uint64_t seed, uint64_t k) {
+  const __m256i lane =
+      _mm256_set_epi64x(int64_t(4 * golden), int64_t(3 * golden), int64_t(2 * golden), int64_t(golden));
+  __m256i z = _mm256_add_epi64(_mm256_set1_epi64x(int64_t(seed + k * golden)), lane);
+  z = mul64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), mul1);
+  z = mul64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), mul2);
+  return _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
+}
+
+// As fill_chunks and match_chunks, in 32-byte chunks.
+DUALPATH_AVX2 uint32_t fill_chunks4(uint64_t seed, std::byte* dst, uint32_t bytes) {
+  uint32_t i = 0;
+  for (; i + 32 <= bytes; i += 32) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), words4(seed, i / 8));
+  return i;
+}
+
+DUALPATH_AVX2 uint32_t match_chunks4(uint64_t seed, const std::byte* data, uint32_t bytes) {
+  uint32_t i = 0;
+  for (; i + 32 <= bytes; i += 32) {
+    const __m256i got = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i));
+    if (_mm256_movemask_epi8(_mm256_cmpeq_epi64(got, words4(seed, i / 8))) != -1) break;
+  }
+  return i;
+}
+
+// The widest chunks this CPU computes: bytes done, as fill_chunks and match_chunks.
+uint32_t fill_wide(uint64_t seed, std::byte* dst, uint32_t bytes) {
+  if (have_avx512()) return fill_chunks(seed, dst, bytes);
+  return have_avx2() ? fill_chunks4(seed, dst, bytes) : 0;
+}
+
+uint32_t match_wide(uint64_t seed, const std::byte* data, uint32_t bytes, uint32_t& chunk) {
+  if (have_avx512()) return chunk = 64, match_chunks(seed, data, bytes);
+  if (have_avx2()) return chunk = 32, match_chunks4(seed, data, bytes);
+  return chunk = 8, 0;
+}
 #else
-bool have_avx512() { return false; }
-uint32_t fill_chunks(uint64_t, std::byte*, uint32_t) { return 0; }
-uint32_t match_chunks(uint64_t, const std::byte*, uint32_t) { return 0; }
+uint32_t fill_wide(uint64_t, std::byte*, uint32_t) { return 0; }
+uint32_t match_wide(uint64_t, const std::byte*, uint32_t, uint32_t& chunk) { return chunk = 8, 0; }
 #endif
 
 }  // namespace
 
 void modeled_kv_fill(uint32_t layer, uint32_t position, int32_t token, std::byte* dst, uint32_t bytes) {
   const uint64_t seed = stream_seed(layer, position, token);
-  uint32_t i = have_avx512() ? fill_chunks(seed, dst, bytes) : 0;
+  uint32_t i = fill_wide(seed, dst, bytes);
   // Whole words by a copy of constant size (inlined: a copy of min(8, rest) bytes is a library call per word,
   // which on a CPU without AVX-512 was the larger part of a modeled run's checking).
   for (; i + 8 <= bytes; i += 8) {
@@ -91,16 +146,13 @@ void modeled_kv_fill(uint32_t layer, uint32_t position, int32_t token, std::byte
 
 bool modeled_kv_matches(uint32_t layer, uint32_t first_position, const int32_t* tokens, uint32_t count,
                         const std::byte* data, uint32_t bytes) {
-  const bool wide = have_avx512();
   for (uint32_t t = 0; t < count; ++t) {
     const uint64_t seed = stream_seed(layer, first_position + t, tokens[t]);
     const std::byte* row = data + uint64_t(t) * bytes;
-    uint32_t i = 0;
-    if (wide) {
-      i = match_chunks(seed, row, bytes);
-      if (i + 64 <= bytes) return false;  // a whole chunk differed
-    }
-    for (; i + 8 <= bytes; i += 8) {  // whole words as integers, as modeled_kv_fill writes them
+    uint32_t chunk = 8;
+    uint32_t i = match_wide(seed, row, bytes, chunk);
+    if (i + chunk <= bytes && chunk > 8) return false;  // a whole chunk differed
+    for (; i + 8 <= bytes; i += 8) {                    // whole words as integers, as modeled_kv_fill writes them
       uint64_t got;
       std::memcpy(&got, row + i, 8);
       if (got != word(seed, i / 8)) return false;

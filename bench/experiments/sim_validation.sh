@@ -6,12 +6,15 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bin="${DUALPATH_BIN:-$here/../../build/apps/dualpath}"
+bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"  # the run below starts elsewhere
 out="${1:-sim_validation.result.json}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 policies=basic,layerwise,dualpath_nosched,dualpath,oracle
-"$bin" run --cluster "$here/storage_bound.toml" --trace "$here/storage_bound.jsonl" --compare "$policies" \
-  --quiet --report "$tmp/run.json"
+# In the temporary directory: the cluster file's block store (a relative `dualpath-data/...`, about 3 GB after
+# the five policies) is made there and goes with it, not left where the script was started.
+(cd "$tmp" && "$bin" run --cluster "$here/storage_bound.toml" --trace "$here/storage_bound.jsonl" \
+  --compare "$policies" --quiet --report "$tmp/run.json")
 "$bin" sim --cluster "$here/storage_bound.toml" --trace "$here/storage_bound.jsonl" --compare "$policies" \
   --quiet --report "$tmp/sim.json"
 python3 - "$tmp/run.json" "$tmp/sim.json" "$out" <<'PY'
