@@ -162,13 +162,16 @@ struct backend_options {
 std::unique_ptr<compute_backend> make_backend(const backend_options& options);
 
 // Modeled KV: deterministic bytes for (layer, position, token id) so anything downstream can verify a
-// Layer Block without the model. Writes exactly bytes_per_token_layer bytes.
-void modeled_kv_fill(uint32_t layer, uint32_t position, int32_t token, std::byte* dst, uint32_t bytes_per_token_layer);
+// Layer Block without the model. Writes exactly bytes_per_token_layer bytes. `words`: how many 8-byte words
+// are computed at once, 0 the most this CPU can (8 with AVX-512, 4 with AVX2, else 1); 4 or 1 ask for a
+// narrower form (tests compare every form on one machine). Every form writes the same bytes.
+void modeled_kv_fill(uint32_t layer, uint32_t position, int32_t token, std::byte* dst, uint32_t bytes_per_token_layer,
+                     uint32_t words = 0);
 
 // True when `data` holds exactly the modeled KV of `count` tokens of `layer` whose first is at `first_position`
-// (token ids `tokens[0..count)`): how a receiver verifies a Layer Block of the modeled backend.
+// (token ids `tokens[0..count)`): how a receiver verifies a Layer Block of the modeled backend. `words` as above.
 bool modeled_kv_matches(uint32_t layer, uint32_t first_position, const int32_t* tokens, uint32_t count,
-                        const std::byte* data, uint32_t bytes_per_token_layer);
+                        const std::byte* data, uint32_t bytes_per_token_layer, uint32_t words = 0);
 
 // Modeled next token: a deterministic function of the last token and its position.
 int32_t modeled_next_token(int32_t last_token, uint32_t position, uint32_t vocab);

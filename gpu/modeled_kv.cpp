@@ -111,27 +111,34 @@ DUALPATH_AVX2 uint32_t match_chunks4(uint64_t seed, const std::byte* data, uint3
   return i;
 }
 
-// The widest chunks this CPU computes: bytes done, as fill_chunks and match_chunks.
-uint32_t fill_wide(uint64_t seed, std::byte* dst, uint32_t bytes) {
-  if (have_avx512()) return fill_chunks(seed, dst, bytes);
-  return have_avx2() ? fill_chunks4(seed, dst, bytes) : 0;
+// Words a chunk takes (8, 4 or 1): `asked`, or the widest this CPU computes where it asks for none or for more.
+uint32_t chunk_words(uint32_t asked) {
+  const uint32_t widest = have_avx512() ? 8 : have_avx2() ? 4 : 1;
+  if (asked == 0 || asked >= widest) return widest;
+  return asked >= 4 ? 4 : 1;
 }
 
-uint32_t match_wide(uint64_t seed, const std::byte* data, uint32_t bytes, uint32_t& chunk) {
-  if (have_avx512()) return chunk = 64, match_chunks(seed, data, bytes);
-  if (have_avx2()) return chunk = 32, match_chunks4(seed, data, bytes);
-  return chunk = 8, 0;
+// Bytes done in chunks of `words` words, as fill_chunks and match_chunks (none for one word a chunk).
+uint32_t fill_wide(uint64_t seed, std::byte* dst, uint32_t bytes, uint32_t words) {
+  if (words == 8) return fill_chunks(seed, dst, bytes);
+  return words == 4 ? fill_chunks4(seed, dst, bytes) : 0;
+}
+
+uint32_t match_wide(uint64_t seed, const std::byte* data, uint32_t bytes, uint32_t words) {
+  if (words == 8) return match_chunks(seed, data, bytes);
+  return words == 4 ? match_chunks4(seed, data, bytes) : 0;
 }
 #else
-uint32_t fill_wide(uint64_t, std::byte*, uint32_t) { return 0; }
-uint32_t match_wide(uint64_t, const std::byte*, uint32_t, uint32_t& chunk) { return chunk = 8, 0; }
+uint32_t chunk_words(uint32_t) { return 1; }
+uint32_t fill_wide(uint64_t, std::byte*, uint32_t, uint32_t) { return 0; }
+uint32_t match_wide(uint64_t, const std::byte*, uint32_t, uint32_t) { return 0; }
 #endif
 
 }  // namespace
 
-void modeled_kv_fill(uint32_t layer, uint32_t position, int32_t token, std::byte* dst, uint32_t bytes) {
+void modeled_kv_fill(uint32_t layer, uint32_t position, int32_t token, std::byte* dst, uint32_t bytes, uint32_t words) {
   const uint64_t seed = stream_seed(layer, position, token);
-  uint32_t i = fill_wide(seed, dst, bytes);
+  uint32_t i = fill_wide(seed, dst, bytes, chunk_words(words));
   // Whole words by a copy of constant size (inlined: a copy of min(8, rest) bytes is a library call per word,
   // which on a CPU without AVX-512 was the larger part of a modeled run's checking).
   for (; i + 8 <= bytes; i += 8) {
@@ -145,14 +152,14 @@ void modeled_kv_fill(uint32_t layer, uint32_t position, int32_t token, std::byte
 }
 
 bool modeled_kv_matches(uint32_t layer, uint32_t first_position, const int32_t* tokens, uint32_t count,
-                        const std::byte* data, uint32_t bytes) {
+                        const std::byte* data, uint32_t bytes, uint32_t words) {
+  const uint32_t w = chunk_words(words), chunk = 8 * w;
   for (uint32_t t = 0; t < count; ++t) {
     const uint64_t seed = stream_seed(layer, first_position + t, tokens[t]);
     const std::byte* row = data + uint64_t(t) * bytes;
-    uint32_t chunk = 8;
-    uint32_t i = match_wide(seed, row, bytes, chunk);
-    if (i + chunk <= bytes && chunk > 8) return false;  // a whole chunk differed
-    for (; i + 8 <= bytes; i += 8) {                    // whole words as integers, as modeled_kv_fill writes them
+    uint32_t i = match_wide(seed, row, bytes, w);
+    if (w > 1 && i + chunk <= bytes) return false;  // a whole chunk differed
+    for (; i + 8 <= bytes; i += 8) {                // whole words as integers, as modeled_kv_fill writes them
       uint64_t got;
       std::memcpy(&got, row + i, 8);
       if (got != word(seed, i / 8)) return false;

@@ -54,26 +54,33 @@ static std::vector<std::byte> stream_by_definition(uint32_t layer, uint32_t posi
   return out;
 }
 
-TEST_CASE("modeled KV: eight words at a time equal the stream word by word, and a check finds any changed byte") {
-  for (uint32_t bytes : {1u, 7u, 8u, 9u, 63u, 64u, 65u, 127u, 128u, 200u, 656u, 1152u}) {
-    CAPTURE(bytes);
-    std::vector<std::byte> got(bytes);
-    modeled_kv_fill(5, 1234, -3, got.data(), bytes);
-    CHECK(got == stream_by_definition(5, 1234, -3, bytes));
-    // Three tokens of a block, each checked: every byte of every token matters.
-    const int32_t tokens[] = {11, 12, 13};
-    std::vector<std::byte> block(3 * uint64_t(bytes));
-    for (uint32_t t = 0; t < 3; ++t) modeled_kv_fill(2, 40 + t, tokens[t], block.data() + t * uint64_t(bytes), bytes);
-    CHECK(modeled_kv_matches(2, 40, tokens, 3, block.data(), bytes));
-    CHECK_FALSE(modeled_kv_matches(3, 40, tokens, 3, block.data(), bytes));  // another layer
-    CHECK_FALSE(modeled_kv_matches(2, 41, tokens, 3, block.data(), bytes));  // shifted positions
-    uint32_t caught = 0;
-    for (uint64_t at = 0; at < block.size(); ++at) {
-      block[at] ^= std::byte{0x10};
-      caught += !modeled_kv_matches(2, 40, tokens, 3, block.data(), bytes);
-      block[at] ^= std::byte{0x10};
+TEST_CASE(
+    "modeled KV: every form (8, 4 or 1 words at a time) equals the stream word by word, and a check finds any changed "
+    "byte") {
+  // 0 is the widest form this CPU runs; 4 and 1 the narrower ones (a width the CPU lacks falls to one it has).
+  for (uint32_t words : {0u, 4u, 1u}) {
+    for (uint32_t bytes : {1u, 7u, 8u, 9u, 31u, 32u, 33u, 63u, 64u, 65u, 127u, 128u, 200u, 656u, 1152u}) {
+      CAPTURE(words);
+      CAPTURE(bytes);
+      std::vector<std::byte> got(bytes);
+      modeled_kv_fill(5, 1234, -3, got.data(), bytes, words);
+      CHECK(got == stream_by_definition(5, 1234, -3, bytes));
+      // Three tokens of a block, each checked: every byte of every token matters.
+      const int32_t tokens[] = {11, 12, 13};
+      std::vector<std::byte> block(3 * uint64_t(bytes));
+      for (uint32_t t = 0; t < 3; ++t)
+        modeled_kv_fill(2, 40 + t, tokens[t], block.data() + t * uint64_t(bytes), bytes, words);
+      CHECK(modeled_kv_matches(2, 40, tokens, 3, block.data(), bytes, words));
+      CHECK_FALSE(modeled_kv_matches(3, 40, tokens, 3, block.data(), bytes, words));  // another layer
+      CHECK_FALSE(modeled_kv_matches(2, 41, tokens, 3, block.data(), bytes, words));  // shifted positions
+      uint32_t caught = 0;
+      for (uint64_t at = 0; at < block.size(); ++at) {
+        block[at] ^= std::byte{0x10};
+        caught += !modeled_kv_matches(2, 40, tokens, 3, block.data(), bytes, words);
+        block[at] ^= std::byte{0x10};
+      }
+      CHECK(caught == block.size());
     }
-    CHECK(caught == block.size());
   }
 }
 
