@@ -46,10 +46,12 @@ void prefill_state::fetch_layer() {
               if (!fetch_returned(seq, n) || --*remaining > 0) return;
               pass->fetched[layer] = true;
               pass->fetches_out--;
-              verify_staged(layer);
               forward_layer(layer, runtime::forward_part::hit);  // beside the layer's compute, not after it
               fetch_layer();
               advance();
+              // Checked while the layer computes, not before it starts (a check reads the staged KV, as the
+              // compute does; it only counts what differs, and the slot is reused after the compute answers).
+              if (pass && !pass->aborted()) verify_staged(layer);
             },
             [this, seq = p.seq, n = n](caf::error& err) {
               if (fetch_returned(seq, n)) abort_pass("hit KV transfer failed: " + describe(err), kind_of(err));
