@@ -51,7 +51,7 @@ void prefill_state::fetch_layer() {
               advance();
               // Checked while the layer computes, not before it starts (a check reads the staged KV, as the
               // compute does; it only counts what differs, and the slot is reused after the compute answers).
-              if (pass && !pass->aborted()) verify_staged(layer);
+              verify_staged(layer);
             },
             [this, seq = p.seq, n = n](caf::error& err) {
               if (fetch_returned(seq, n)) abort_pass("hit KV transfer failed: " + describe(err), kind_of(err));
@@ -59,9 +59,10 @@ void prefill_state::fetch_layer() {
   }
 }
 
-// Modeled backend: every hit Layer Block is checked on arrival in HBM against the bytes its tokens imply.
+// Modeled backend: every hit Layer Block is checked on arrival in HBM against the bytes its tokens imply
+// (nothing once the pass is aborted: its staging may be given back), as the other moves guard themselves.
 void prefill_state::verify_staged(uint32_t layer) {
-  if (view().config.backend != backend_kind::modeled) return;
+  if (!pass || pass->aborted() || view().config.backend != backend_kind::modeled) return;
   const auto& g = geo();
   for (size_t k = 0; k < pass->entries.size(); ++k) {
     auto& r = *pass->entries[k].req;

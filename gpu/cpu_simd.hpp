@@ -1,7 +1,7 @@
 #pragma once
 // What the cpu backend's vector kernels share whatever their width (cpu_gemm.cpp, cpu_bf16_avx*.cpp,
-// cpu_tile_avx*.cpp): which instruction sets this CPU has, the head widths the attention kernels are built
-// for, and how their loops over registers are written (docs/design.md §10, cpu backend).
+// cpu_tile_avx*.cpp; the modeled KV's words too): which instruction sets this CPU has, the head widths the
+// attention kernels are built for, and how their loops over registers are written (docs/design.md §10).
 #include <cstdint>
 #include <type_traits>
 
@@ -14,7 +14,9 @@
 namespace dualpath::gpu::cpu {
 
 inline bool has_avx512f() { return __builtin_cpu_supports("avx512f"); }
-inline bool has_avx2_fma() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+inline bool has_avx512dq() { return __builtin_cpu_supports("avx512dq"); }  // 64-bit multiplies (modeled_kv.cpp)
+inline bool has_avx2() { return __builtin_cpu_supports("avx2"); }
+inline bool has_avx2_fma() { return has_avx2() && __builtin_cpu_supports("fma"); }
 
 // Calls f(std::integral_constant<int, hd>) for the head widths the attention kernels are built for (32, 64,
 // 128); false, calling nothing, for any other.

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "gpu/backend.hpp"
+#include "gpu/cpu_simd.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -34,11 +35,6 @@ uint64_t stream_seed(uint32_t layer, uint32_t position, int32_t token) {
 uint64_t word(uint64_t seed, uint64_t k) { return mix(seed + (k + 1) * golden); }
 
 #if defined(__x86_64__)
-bool have_avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-  return yes;
-}
-
 #define DUALPATH_AVX512 __attribute__((target("avx512f,avx512dq")))
 
 // Words k .. k+7 of the stream, as one vector (GCC's vector extension: the multiplies become vpmullq).
@@ -72,11 +68,6 @@ DUALPATH_AVX512 uint32_t match_chunks(uint64_t seed, const std::byte* data, uint
 // three 32 × 32 → 64 multiplies, a·b = lo(a)·lo(b) + ((hi(a)·lo(b) + lo(a)·hi(b)) << 32) mod 2^64. The scalar
 // words, two 64-bit multiplies each, checked at 3.5-4.5 GB/s on a Zen 3 core and were a sixth of the busy CPU
 // of a modeled run there (docs/experiments.md).
-bool have_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
-  return yes;
-}
-
 #define DUALPATH_AVX2 __attribute__((target("avx2")))
 
 DUALPATH_AVX2 __m256i mul64(__m256i a, uint64_t b) {
@@ -113,7 +104,7 @@ DUALPATH_AVX2 uint32_t match_chunks4(uint64_t seed, const std::byte* data, uint3
 
 // Words a chunk takes (8, 4 or 1): `asked`, or the widest this CPU computes where it asks for none or for more.
 uint32_t chunk_words(uint32_t asked) {
-  const uint32_t widest = have_avx512() ? 8 : have_avx2() ? 4 : 1;
+  static const uint32_t widest = cpu::has_avx512f() && cpu::has_avx512dq() ? 8 : cpu::has_avx2() ? 4 : 1;
   if (asked == 0 || asked >= widest) return widest;
   return asked >= 4 ? 4 : 1;
 }
