@@ -18,8 +18,8 @@ void prefill_state::fetch_layer() {
   if (p.fetched_next >= geo().layers) return;
   if (abort_if_stale()) return;
   const uint32_t layer = p.fetched_next;
-  // Its staging slot is free once layer - depth is computed and its hit forward (if any) landed.
-  if (layer >= p.computed + p.staging.depth || p.slot_busy[layer % p.staging.depth]) return;
+  // Its staging slot is free once layer - depth is computed (the hit forward reads the PE buffer, not the slot).
+  if (layer >= p.computed + p.staging.depth) return;
   // At most prefetch_layers fetches on their way, in layer order, even where every layer has its slot
   // (`basic`): fetches in flight share the links, so with all of them posted at once layer 0 landed with
   // about the last one (3 ms of a 40-ms pass on the scaled 64K ablation) and the pass waited for it.
@@ -77,10 +77,10 @@ void prefill_state::verify_staged(uint32_t layer) {
   }
 }
 
-// Part of layer `layer` to the DE buffers: the PE-path hit KV of first passes as soon as it is staged (it
-// needs no compute, so it travels while the layer computes), the new KV once computed. The staging slot is
-// read by the layer's compute and its hit forward only: it is reused once both are done, while the new KV
-// (in the request's own HBM) may still be on its way.
+// Part of layer `layer` to the DE buffers: the PE-path hit KV of first passes once the layer is staged (it
+// needs no compute, so it travels while the layer computes), the new KV once computed. The hit KV goes from
+// the PE buffer slots its read filled, the new KV from the request's own HBM: neither reads the staging
+// slot, which is reused as soon as its layer is computed.
 void prefill_state::forward_layer(uint32_t layer, runtime::forward_part part) {
   if (!pass || pass->aborted()) return;  // an aborted pass (perhaps settled already) does nothing more
   auto& p = *pass;
@@ -88,23 +88,17 @@ void prefill_state::forward_layer(uint32_t layer, runtime::forward_part part) {
   std::vector<runtime::forward_entry> entries;
   for (auto& e : p.entries)
     entries.push_back({&e.req->src, e.cached, e.bsz, e.req->prompt(), e.req->new_kv->offset, e.forward_hit});
-  auto by_de = runtime::plan_forward(geo(), slots(), entries, p.staging, layer, part);
+  auto by_de = runtime::plan_forward(geo(), slots(), entries, layer, part);
   if (by_de.empty()) return;
-  const bool reads_staging = part == runtime::forward_part::hit;
-  const uint32_t slot = layer % p.staging.depth;
-  if (reads_staging) ++p.slot_busy[slot];
   ++p.forwards_pending;
   auto remaining = std::make_shared<size_t>(by_de.size());
   for (auto& [de, ops] : by_de) {
     ++p.in_flight;
     self->request(view().traffic_queue(node()), data_plane_timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
         .then(
-            [this, slot, reads_staging, remaining](uint64_t) {
+            [this, remaining](uint64_t) {
               if (!returned() || --*remaining > 0) return;
               pass->forwards_pending--;
-              if (reads_staging) pass->slot_busy[slot]--;
-              // Refill every free staging slot: an earlier forward may have landed out of order.
-              for (uint32_t i = 0; i < pass->staging.depth; ++i) fetch_layer();
               advance();
             },
             [this](caf::error& err) {

@@ -52,7 +52,6 @@ void prefill_state::try_pass() {
   }
   const auto& g = geo();
   p->fetched.assign(g.layers, false);
-  p->slot_busy.assign(p->staging.depth, 0);
   p->job = std::make_shared<prefill_job>();
   const int64_t start = now_ns();
   const auto fit = setup.backend->fit();
@@ -193,6 +192,7 @@ void prefill_state::layer_computed(uint32_t layer) {
   pass->computed = layer + 1;
   pass->enter(pass->computed == geo().layers ? pass_phase::draining : pass_phase::waiting_kv, now_ns());
   forward_layer(layer, runtime::forward_part::new_kv);
+  fetch_layer();  // its staging slot is free now: the layer `depth` ahead goes into it
   advance();
 }
 

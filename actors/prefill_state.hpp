@@ -50,8 +50,8 @@ struct pass_entry {
 //   draining   --finish_pass()-->     finishing    every layer's forward has landed
 //   finishing  --(finish answered)-->  the pass ends: hand-off, the next pass
 //   any        --abort_pass()-->      aborted      settled (its memory freed) once nothing is in flight
-// Fetches run beside the phases: layer l is fetched once its staging slot is free (layer l - depth computed
-// and forwarded), so up to `depth` layers are staged ahead of compute.
+// Fetches run beside the phases: layer l is fetched once its staging slot is free (layer l - depth computed),
+// so up to `depth` layers are staged ahead of compute.
 enum class pass_phase { admitting, waiting_kv, computing, draining, finishing, aborted };
 // The timeline's phases are the first five, in this order (core/pass_timeline.hpp).
 static_assert(size_t(pass_phase::finishing) == size_t(pass_timeline::phase::finish) &&
@@ -69,7 +69,6 @@ struct pass_state {
   std::vector<bool> fetched;
   uint32_t computed = 0;  // layers computed
   uint32_t forwards_pending = 0;
-  std::vector<uint32_t> slot_busy;  // per staging slot: hit forwards still reading it
   // Requests of this pass still unanswered (copies, compute). An aborted pass keeps its HBM and its
   // requests' buffer slots until this is zero, so no late copy or kernel writes into memory that was
   // handed to another request.

@@ -48,8 +48,7 @@ std::map<uint32_t, std::vector<copy_op>> plan_fetch(const kv_geometry& g, const 
 }
 
 std::map<uint32_t, std::vector<copy_op>> plan_forward(const kv_geometry& g, const slot_layout& slots,
-                                                      const std::vector<forward_entry>& entries,
-                                                      const staging_layout& staging, uint32_t layer,
+                                                      const std::vector<forward_entry>& entries, uint32_t layer,
                                                       forward_part part) {
   std::map<uint32_t, std::vector<copy_op>> by_de;
   for (size_t k = 0; k < entries.size(); ++k) {
@@ -57,10 +56,13 @@ std::map<uint32_t, std::vector<copy_op>> plan_forward(const kv_geometry& g, cons
     const kv_sources& r = *e.src;
     if (part == forward_part::hit) {
       if (!e.forward_hit) continue;
-      // PE path: the DE buffer has not seen these hit blocks yet. (DE path: they were read there.)
+      // PE path: the DE buffer has not seen these hit blocks yet. (DE path: they were read there.) They go
+      // from the PE buffer slot the read filled, not from the staging slot, so the staging slot is free as
+      // soon as its layer is computed (docs/design.md §4, step 5).
       for (uint32_t b = 0; b < std::min(r.valid, r.pe_blocks); ++b)
-        by_de[r.de].push_back({r.pe, region_kind::hbm, staging.offset(g, layer, k, b), r.de, region_kind::buffer,
-                               slots.offset(r.de_slots.at(b)) + layer * g.layer_bytes(), g.layer_bytes()});
+        by_de[r.de].push_back({r.pe, region_kind::buffer, slots.offset(r.pe_slots.at(b)) + layer * g.layer_bytes(),
+                               r.de, region_kind::buffer, slots.offset(r.de_slots.at(b)) + layer * g.layer_bytes(),
+                               g.layer_bytes()});
       continue;
     }
     auto& ops = by_de[r.de];

@@ -72,12 +72,12 @@ struct forward_entry {
 // new KV exists only once the layer is computed (docs/design.md §4, the early hit forward).
 enum class forward_part : uint8_t { hit, new_kv };
 
-// Layer `layer` into each request's DE buffer: the hit KV read on the PE side (first pass only) or the new
-// KV of the tokens this pass computed. Grouped by destination DE engine (none without copies); all posted
+// Layer `layer` into each request's DE buffer: the hit KV read on the PE side (first pass only), from the PE
+// buffer slots that hold it, or the new KV of the tokens this pass computed, from the PE's HBM. Grouped by destination DE engine (none without copies); all posted
 // from the PE's CNIC.
 std::map<uint32_t, std::vector<copy_op>> plan_forward(const kv_geometry& g, const slot_layout& slots,
-                                                      const std::vector<forward_entry>& entries,
-                                                      const staging_layout& staging, uint32_t layer, forward_part part);
+                                                      const std::vector<forward_entry>& entries, uint32_t layer,
+                                                      forward_part part);
 
 // Decode side: the whole request from its DE buffer slots into its HBM pages (block b to the page at
 // `hbm_pages[b]`, [layer][token][bytes]), one Full Block per slot, through the DE's own CNIC (loopback).

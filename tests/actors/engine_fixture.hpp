@@ -219,20 +219,16 @@ struct engine_fixture {
 
   // ---- reading the copies back ----
   enum class copy_kind { fetch, hit_forward, forward, hbm_load, other };
-  // fetch: a buffer slot into the PE's HBM (staging); hit_forward: staged hit KV into the DE buffer, whole
-  // Layer Blocks; forward: new KV from PE HBM into the DE buffer; hbm_load: the DE buffer into the DE's HBM.
-  // (The tests' prompts never compute exactly one whole block alone, which would read as a hit forward.)
+  // fetch: a buffer slot into the PE's HBM (staging); hit_forward: PE-path hit KV from the PE buffer into the
+  // DE buffer; forward: new KV from PE HBM into the DE buffer; hbm_load: the DE buffer into the DE's HBM.
   copy_kind kind_of(const copy_batch& b) const {
     const auto& op = b.ops.at(0);
     if (op.src_kind == runtime::region_kind::buffer && op.dst_kind == runtime::region_kind::hbm)
       return op.dst_engine == pe_id ? copy_kind::fetch : copy_kind::hbm_load;
-    if (op.src_kind == runtime::region_kind::hbm && op.dst_kind == runtime::region_kind::buffer) {
-      const bool whole_blocks = std::all_of(b.ops.begin(), b.ops.end(), [&](const runtime::copy_op& o) {
-        return o.length == geo.layer_bytes() &&
-               (o.dst_offset - view->slots.payload_offset) % view->slots.stride % geo.layer_bytes() == 0;
-      });
-      return whole_blocks ? copy_kind::hit_forward : copy_kind::forward;
-    }
+    if (op.src_kind == runtime::region_kind::buffer && op.dst_kind == runtime::region_kind::buffer)
+      return copy_kind::hit_forward;
+    if (op.src_kind == runtime::region_kind::hbm && op.dst_kind == runtime::region_kind::buffer)
+      return copy_kind::forward;
     return copy_kind::other;
   }
   // The layer a fetch reads or a forward writes, from its buffer offset inside a slot.
@@ -264,20 +260,19 @@ struct engine_fixture {
   }
 
   // One pass on `node` with `depth` staging slots: the fetch of layer L reuses the slot of layer L - depth,
-  // so it may only be posted after that layer's hit forward (the one copy reading the slot) was answered.
+  // so it may only be posted once that layer was computed. A layer's new-KV forward is posted as its compute
+  // answers, so that forward must come before the fetch (the tests' passes all compute new tokens).
   void check_staging_reuse(uint32_t node, uint32_t depth) const {
     const auto& c = tq_s[node]->copies;
     for (size_t i = 0; i < c.size(); ++i) {
       if (kind_of(c[i].batch) != copy_kind::fetch || layer_of(c[i].batch) < depth) continue;
       const uint32_t layer = layer_of(c[i].batch);
-      bool freed = true;
-      for (auto& f : c) {
-        if (kind_of(f.batch) != copy_kind::hit_forward || layer_of(f.batch) != layer - depth) continue;
-        if (f.posted > c[i].posted) continue;  // a later pass's
-        freed = freed && f.done && f.answered < c[i].posted;
+      bool computed = false;  // looking back to this pass's first fetch (layer 0), posted as the pass began
+      for (size_t j = i; j-- > 0 && !computed;) {
+        if (kind_of(c[j].batch) == copy_kind::fetch && layer_of(c[j].batch) == 0) break;
+        computed = kind_of(c[j].batch) == copy_kind::forward && layer_of(c[j].batch) == layer - depth;
       }
-      CHECK_MESSAGE(freed,
-                    "layer " << layer << " fetched before the hit forward of layer " << layer - depth << " landed");
+      CHECK_MESSAGE(computed, "layer " << layer << " fetched before layer " << layer - depth << " was computed");
     }
   }
 

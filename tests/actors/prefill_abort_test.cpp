@@ -78,14 +78,17 @@ TEST_CASE_FIXTURE(engine_fixture, "the next pass starts only once the aborted pa
   CHECK(contains(rec->results[0].error, "KV forwarding to the DE failed"));
   CHECK(contains(rec->results[0].error, "DE buffer unreachable"));
 
-  // Request 2 waits while request 1's forwards are still out: they read from HBM the new pass would get.
+  // Request 2 waits while request 1's copies are still out: its forwards read from HBM the new pass would get,
+  // its fetches of layers 2 and 3 (posted as layers 0 and 1 were computed) write into it.
   assign(2, 40, 2);
-  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1});
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2, 3});
   answer_copy(0, find_copy(0, kind::hit_forward, 0));
   answer_copy(0, find_copy(0, kind::hit_forward, 1));
-  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1});
-  answer_copy(0, find_copy(0, kind::forward, 1));  // the old pass's last copy lands now: request 2's pass starts
-  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 0, 1});
+  answer_fetches({2, 3});
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2, 3});
+  CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1});  // an aborted pass computes nothing more
+  answer_copy(0, find_copy(0, kind::forward, 1));         // the old pass's last copy lands now: request 2's pass starts
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2, 3, 0, 1});
   CHECK(in_flight(0, kind::fetch) == 2);
 
   answer_copy(0, find_copy(0, kind::fetch, 0, 1));

@@ -40,16 +40,21 @@ TEST_CASE_FIXTURE(engine_fixture,
   CHECK(layers_posted(0, kind::hit_forward) == std::vector<uint32_t>{1});
   answer_copy(0, find_copy(0, kind::fetch, 0));
   CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1});
-  // Each computed layer's new KV is forwarded; the staging slots stay busy until their hit forwards
-  // landed, so no third fetch yet.
+  // Each computed layer's new KV is forwarded, and its staging slot takes the layer two on at once: neither
+  // forward reads the staging slot, so the slot does not wait for them to land.
   CHECK(layers_posted(0, kind::hit_forward) == std::vector<uint32_t>{1, 0});
   CHECK(layers_posted(0, kind::forward) == std::vector<uint32_t>{0, 1});
-  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1});
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2, 3});
+  CHECK(in_flight(0, kind::hit_forward) == 2);
+  CHECK(in_flight(0, kind::forward) == 2);
   {
-    // First pass of a PE-path request: the two hit blocks into DE slots 10 and 11 as soon as staged, the
-    // new tokens [32, 40) into slot 12 once computed.
+    // First pass of a PE-path request: the two hit blocks from their PE slots 3 and 4 into DE slots 10 and
+    // 11 once staged, the new tokens [32, 40) into slot 12 once computed.
     const auto& h0 = tq_s[0]->copies[find_copy(0, kind::hit_forward, 0)].batch;
     REQUIRE(h0.ops.size() == 2);
+    CHECK(slot_of(h0.ops[0].src_offset) == 3);
+    CHECK(slot_of(h0.ops[1].src_offset) == 4);
+    CHECK(h0.ops[0].length == geo.layer_bytes());
     CHECK(slot_of(h0.ops[0].dst_offset) == 10);
     CHECK(slot_of(h0.ops[1].dst_offset) == 11);
     const auto& f0 = tq_s[0]->copies[find_copy(0, kind::forward, 0)].batch;
@@ -60,16 +65,12 @@ TEST_CASE_FIXTURE(engine_fixture,
     CHECK(f0.ops[0].dst_engine == de_id);
   }
 
-  // Layer 0's hit forward lands: staging slot 0 is free (layer 0 is computed) and takes layer 2, while
-  // layer 0's new KV, which lives in the request's own HBM, is still on its way.
+  // The hit forwards landing changes nothing for the staging: no fetch more, layer 2 is not here yet.
   answer_copy(0, find_copy(0, kind::hit_forward, 0));
-  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2});
-  CHECK(in_flight(0, kind::forward) == 2);
-  CHECK(in_flight(0, kind::fetch) == 1);
-  CHECK(pe_cs->layers().size() == 2);  // layer 2 is not here yet
   answer_copy(0, find_copy(0, kind::hit_forward, 1));
   CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2, 3});
   CHECK(in_flight(0, kind::fetch) == 2);
+  CHECK(pe_cs->layers().size() == 2);
 
   answer_copy(0, find_copy(0, kind::fetch, 2));
   answer_copy(0, find_copy(0, kind::fetch, 3));
@@ -77,10 +78,11 @@ TEST_CASE_FIXTURE(engine_fixture,
   // The KV of the last layers is still on its way: no finish, no hand-off.
   CHECK(pe_cs->count(work::finish) == 0);
   CHECK(rec->handoffs.empty());
-  for (uint32_t l : {0, 1, 2, 3}) answer_copy(0, find_copy(0, kind::forward, l));
+  for (uint32_t l : {0, 1, 2}) answer_copy(0, find_copy(0, kind::forward, l));
   answer_copy(0, find_copy(0, kind::hit_forward, 2));
-  CHECK(pe_cs->count(work::finish) == 0);
   answer_copy(0, find_copy(0, kind::hit_forward, 3));
+  CHECK(pe_cs->count(work::finish) == 0);
+  answer_copy(0, find_copy(0, kind::forward, 3));
 
   REQUIRE(pe_cs->calls.size() == 6);
   CHECK(pe_cs->calls.back().kind == work::finish);
@@ -118,19 +120,22 @@ TEST_CASE_FIXTURE(engine_fixture, "prefill of a request without hits computes ev
   CHECK(last_report(pe_id).free_hbm == big_hbm);
 }
 
-TEST_CASE_FIXTURE(engine_fixture, "forwards finishing out of order refill both staging slots, in layer order") {
+TEST_CASE_FIXTURE(engine_fixture, "hit forwards still on their way hold no staging slot: the next layers are fetched") {
   start_holding_copies();
   assign(1, 40, 2);
   answer_fetches({0, 1});
   REQUIRE(layers_posted(0, kind::hit_forward) == std::vector<uint32_t>{0, 1});
-
-  // Layer 1's hit forward lands first: its slot is free, but layer 2 goes into slot 0, still busy.
-  answer_copy(0, find_copy(0, kind::hit_forward, 1));
-  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1});
-  // Layer 0's lands: both slots are free, so layers 2 and 3 are both fetched now.
-  answer_copy(0, find_copy(0, kind::hit_forward, 0));
+  // Both layers computed, their hit and new-KV forwards all unanswered: layers 2 and 3 are fetched into
+  // their slots, in layer order, at most prefetch_layers at once.
+  CHECK(in_flight(0, kind::hit_forward) == 2);
+  CHECK(in_flight(0, kind::forward) == 2);
   CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2, 3});
   CHECK(in_flight(0, kind::fetch) == 2);
+  answer_copy(0, find_copy(0, kind::fetch, 3));  // layer 3 first: it waits for layer 2, computed in order
+  CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1});
+  answer_copy(0, find_copy(0, kind::fetch, 2));
+  CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 2, 3});
+  CHECK(rec->handoffs.empty());  // the forwards have not landed: no hand-off
 
   drain(0);
   CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 2, 3});
@@ -145,11 +150,13 @@ TEST_CASE_FIXTURE(engine_fixture, "a staged layer still computing keeps its slot
   assign(1, 40, 2);
   answer_fetches({0, 1});
   REQUIRE(pe_cs->layers() == std::vector<uint32_t>{0});
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1});  // both slots hold uncomputed layers
   answer_compute(pe_worker, pe_cs, 1);  // layer 0 done: its forward goes out, layer 1 computes from slot 1
   REQUIRE(pe_cs->layers() == std::vector<uint32_t>{0, 1});
+  // Slot 0 is free again and takes layer 2; slot 1 still holds layer 1, so layer 3 must wait.
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2});
   answer_copy(0, find_copy(0, kind::hit_forward, 0));
   answer_copy(0, find_copy(0, kind::hit_forward, 1));
-  // Slot 0 is free again and takes layer 2; slot 1 still holds layer 1, so layer 3 must wait.
   CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2});
 
   for (int i = 0; i < 20 && rec->handoffs.empty(); ++i) {

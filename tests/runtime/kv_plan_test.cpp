@@ -71,18 +71,18 @@ TEST_CASE("fetch: PE-path blocks via the PE's own CNIC from its buffer, DE-path 
 
 TEST_CASE("forward: the first pass sends PE-path hit blocks too, apart; new KV is cut at block boundaries") {
   const auto src = sources(2, 1);  // block 0 via the PE, block 1 via the DE
-  const auto staging = plan_staging(g, {2}, 2);
   // Prompt of 70 tokens, 32 hit: this pass computes [32, 56), the new KV starts at HBM offset 9000.
   forward_entry e{&src, 32, 24, 70, 9000, true};
-  const auto hits = plan_forward(g, slots, {e}, staging, 2, forward_part::hit);
+  const auto hits = plan_forward(g, slots, {e}, 2, forward_part::hit);
   REQUIRE(hits.size() == 1);
   REQUIRE(hits.at(5).size() == 1);  // block 0 only: block 1 was read into the DE buffer already
   const auto& hit = hits.at(5)[0];
-  CHECK(hit.src_kind == region_kind::hbm);  // hit block 0 from staging to its DE slot
-  CHECK(hit.src_offset == staging.offset(g, 2, 0, 0));
+  CHECK(hit.via == 1);                         // posted by the PE
+  CHECK(hit.src_kind == region_kind::buffer);  // hit block 0 from its PE buffer slot to its DE slot
+  CHECK(hit.src_offset == slots.offset(10) + 2 * 128);
   CHECK(hit.dst_offset == slots.offset(20) + 2 * 128);
   CHECK(hit.length == 128);
-  auto by_de = plan_forward(g, slots, {e}, staging, 2, forward_part::new_kv);
+  auto by_de = plan_forward(g, slots, {e}, 2, forward_part::new_kv);
   REQUIRE(by_de.size() == 1);
   const auto& ops = by_de.at(5);
   REQUIRE(ops.size() == 2);
@@ -94,8 +94,8 @@ TEST_CASE("forward: the first pass sends PE-path hit blocks too, apart; new KV i
   CHECK(ops[1].dst_offset == slots.offset(23) + g.offset_in_block(2, 0));
   CHECK(ops[1].length == 8 * 8);
   e.forward_hit = false;  // a later pass of a chunked prefill: no hit KV to send
-  CHECK(plan_forward(g, slots, {e}, staging, 2, forward_part::hit).empty());
-  CHECK(plan_forward(g, slots, {e}, staging, 2, forward_part::new_kv).at(5).size() == 2);
+  CHECK(plan_forward(g, slots, {e}, 2, forward_part::hit).empty());
+  CHECK(plan_forward(g, slots, {e}, 2, forward_part::new_kv).at(5).size() == 2);
 }
 
 TEST_CASE("decode load: one Full Block per DE slot into the request's HBM page of that block") {
