@@ -241,11 +241,15 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
   res.decode_linear_flops = 2.0 * m.active_params * o.decode_batch;
   res.decode_attention_flops = double(o.decode_batch) * attention_flops_per_token(m, total);
   const double gemm_gflop_per_s = median(sg);
-  // The step's roofline seconds at bandwidth `gb_per_s`: each part bound by its bytes or its FLOPs.
+  // The step's seconds at bandwidth `gb_per_s` if it only read its bytes, and its roofline seconds: each part
+  // bound by its bytes or its FLOPs. The roofline is at least the bytes' time; the max keeps that so in floating
+  // point too (the parts' sum may round an ulp below the whole's quotient), so every round's roofline ratio is at
+  // least its bandwidth ratio.
+  auto bytes_s = [&](double gb_per_s) { return res.decode_bytes / (gb_per_s * 1e9); };
   auto roof_s = [&](double gb_per_s) {
     const double bw = gb_per_s * 1e9, gemm = gemm_gflop_per_s * 1e9;
-    return std::max(res.decode_kv_bytes / bw, res.decode_attention_flops / gemm) +
-           std::max(weight_bytes / bw, res.decode_linear_flops / gemm);
+    return std::max(bytes_s(gb_per_s), std::max(res.decode_kv_bytes / bw, res.decode_attention_flops / gemm) +
+                                           std::max(weight_bytes / bw, res.decode_linear_flops / gemm));
   };
   std::vector<double> roof_ratio;
   decode_once();
@@ -264,7 +268,7 @@ compute_bench_result run_compute_bench(const compute_bench_options& o) {
     dt.push_back(median(steps));
     if (!memory_roof) continue;
     bw.push_back(memory_roof());
-    decode_ratio.push_back(res.decode_bytes / dt.back() / 1e9 / bw.back());
+    decode_ratio.push_back(bytes_s(bw.back()) / dt.back());
     if (gemm_gflop_per_s > 0) roof_ratio.push_back(roof_s(bw.back()) / dt.back());
   }
   // Where a step's time goes, as the backend counts it: means over the timed steps (the probe rounds between
