@@ -6,6 +6,15 @@
 
 namespace dualpath::runtime {
 
+namespace {
+
+// Where Layer Block `layer` of the Full Block in buffer slot `slot` starts, inside the node's buffer region.
+uint64_t layer_in_slot(const kv_geometry& g, const slot_layout& slots, uint32_t slot, uint32_t layer) {
+  return slots.offset(slot) + g.offset_in_block(layer, 0);
+}
+
+}  // namespace
+
 staging_layout plan_staging(const kv_geometry& g, const std::vector<uint32_t>& valid_blocks, uint32_t depth) {
   staging_layout s;
   s.depth = std::max<uint32_t>(1, std::min(depth, g.layers));
@@ -36,7 +45,7 @@ std::map<uint32_t, std::vector<copy_op>> plan_fetch(const kv_geometry& g, const 
       copy_op op;
       op.via = from_pe ? r.pe : r.de;
       op.src_kind = region_kind::buffer;
-      op.src_offset = slots.offset(from_pe ? r.pe_slots.at(b) : r.de_slots.at(b)) + layer * g.layer_bytes();
+      op.src_offset = layer_in_slot(g, slots, from_pe ? r.pe_slots.at(b) : r.de_slots.at(b), layer);
       op.dst_engine = r.pe;
       op.dst_kind = region_kind::hbm;
       op.dst_offset = staging.offset(g, layer, k, b);
@@ -60,9 +69,8 @@ std::map<uint32_t, std::vector<copy_op>> plan_forward(const kv_geometry& g, cons
       // from the PE buffer slot the read filled, not from the staging slot, so the staging slot is free as
       // soon as its layer is computed (docs/design.md §4, step 5).
       for (uint32_t b = 0; b < std::min(r.valid, r.pe_blocks); ++b)
-        by_de[r.de].push_back({r.pe, region_kind::buffer, slots.offset(r.pe_slots.at(b)) + layer * g.layer_bytes(),
-                               r.de, region_kind::buffer, slots.offset(r.de_slots.at(b)) + layer * g.layer_bytes(),
-                               g.layer_bytes()});
+        by_de[r.de].push_back({r.pe, region_kind::buffer, layer_in_slot(g, slots, r.pe_slots.at(b), layer), r.de,
+                               region_kind::buffer, layer_in_slot(g, slots, r.de_slots.at(b), layer), g.layer_bytes()});
       continue;
     }
     auto& ops = by_de[r.de];

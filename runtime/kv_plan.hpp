@@ -68,13 +68,14 @@ struct forward_entry {
   bool forward_hit = false;      // also send its PE-path hit blocks (the first pass of the request)
 };
 
-// Which part of a layer a forward carries: the PE-path hit KV can leave as soon as it is staged, while the
-// new KV exists only once the layer is computed (docs/design.md §4, the early hit forward).
+// Which part of a layer a forward carries: the PE-path hit KV needs no compute (the engine sends it as the layer
+// is staged, so it travels beside the layer's compute), while the new KV exists only once the layer is computed
+// (docs/design.md §4, the early hit forward).
 enum class forward_part : uint8_t { hit, new_kv };
 
 // Layer `layer` into each request's DE buffer: the hit KV read on the PE side (first pass only), from the PE
-// buffer slots that hold it, or the new KV of the tokens this pass computed, from the PE's HBM. Grouped by destination DE engine (none without copies); all posted
-// from the PE's CNIC.
+// buffer slots that hold it, or the new KV of the tokens this pass computed, from the PE's HBM. Grouped by
+// destination DE engine (none without copies); all posted from the PE's CNIC.
 std::map<uint32_t, std::vector<copy_op>> plan_forward(const kv_geometry& g, const slot_layout& slots,
                                                       const std::vector<forward_entry>& entries, uint32_t layer,
                                                       forward_part part);
