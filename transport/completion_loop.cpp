@@ -27,7 +27,7 @@ void completion_loop::drain() {
     fi_cq_err_entry err{};
     {
       // Released before the completions are handled: they may post again (fabric_options::provider_lock).
-      const auto serial = port_.hold_call_lock();
+      const auto serial = port_.hold_own_region();
       n = fi_cq_read(port_.cq(), entries, batch);
       if (n == -FI_EAVAIL && fi_cq_readerr(port_.cq(), &err, 0) != 1) return;
     }

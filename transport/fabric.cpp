@@ -118,7 +118,10 @@ fabric_port::fabric_port(const fabric_options& opts) : opts_(opts), serial_(next
     throw;
   }
   // shm alone guards peers with spin locks (fabric_options::provider_lock).
-  if (opts_.provider_lock && std::strstr(provider_name(), "shm") != nullptr) call_lock_ = opts_.provider_lock.get();
+  if (opts_.provider_lock && std::strstr(provider_name(), "shm") != nullptr) {
+    call_lock_ = opts_.provider_lock.get();
+    own_slot_ = call_lock_slot(address());
+  }
 }
 
 void fabric_port::open() {
@@ -231,7 +234,7 @@ uint32_t fabric_port::connect(const address_bytes& peer) {
                     peer.size(), provider_name()));
   }
   const auto index = static_cast<uint32_t>(peers_.size());
-  peers_.push_back(peer_state{peer, addr, {}, local_flag()});
+  peers_.push_back(peer_state{peer, addr, {}, local_flag(), call_lock_slot(peer)});
   peer_index_.emplace(peer, index);
   return index;
 }
@@ -285,9 +288,10 @@ post_result fabric_port::post(const slice& s) {
   }
   auto& c = contexts_[s.id];
   c.slice = s.id;
-  const fi_addr_t dest = peers_.at(s.peer).fi_addr;
+  const auto& peer = peers_.at(s.peer);
+  const fi_addr_t dest = peer.fi_addr;
   ssize_t rc;
-  const auto serial = hold_call_lock();
+  const held_call serial(call_lock_, peer.lock_slot);
   if (!s.is_write) {
     rc = fi_read(ep_, s.local, s.length, s.desc, dest, s.remote_addr, s.key, &c.ctx);
   } else if (s.carries_data) {

@@ -52,6 +52,7 @@ struct peer_state {
   fi_addr_t fi_addr = FI_ADDR_UNSPEC;
   std::string dead_reason;                         // non-empty: transfers to it fail at once
   std::shared_ptr<std::atomic<bool>> local_alive;  // set when the peer is an endpoint of this process
+  uint32_t lock_slot = 0;                          // its region's call lock (call_lock_slot)
 };
 
 // The fabric objects of one endpoint: opened once, then used to register memory, reach peers and post
@@ -69,10 +70,9 @@ class fabric_port {
   const char* provider_name() const { return core_->info->fabric_attr->prov_name; }
   // tcp and sockets carry every slice to a peer in one byte stream (see fabric_options::kv_guard_bytes).
   bool stream_provider() const;
-  // Held around each provider call (fabric_options::provider_lock); owns nothing where there is no lock.
-  std::unique_lock<call_lock> hold_call_lock() const {
-    return call_lock_ ? std::unique_lock<call_lock>(*call_lock_) : std::unique_lock<call_lock>();
-  }
+  // Held around each provider call (fabric_options::provider_lock): a post takes its peer's region's lock,
+  // a completion read this endpoint's own. Holds nothing where there is no lock.
+  held_call hold_own_region() const { return held_call(call_lock_, own_slot_); }
   size_t cq_data_size() const { return cq_data_size_; }
   fid_cq* cq() const { return cq_; }
 
@@ -101,6 +101,7 @@ class fabric_port {
 
   fabric_options opts_;
   call_lock* call_lock_ = nullptr;
+  uint32_t own_slot_ = 0;
   uint64_t serial_;
   std::shared_ptr<fabric_core> core_ = std::make_shared<fabric_core>();
   fid_ep* ep_ = nullptr;

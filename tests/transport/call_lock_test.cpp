@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <set>
+#include <vector>
 #include <string>
 #include <thread>
 
@@ -46,24 +48,28 @@ bool byte_within(int fd, std::chrono::milliseconds limit) {
 
 }  // namespace
 
-TEST_CASE("host call lock: another process waits while this one holds it, and takes it after") {
+TEST_CASE("host call lock: another process waits for a slot this one holds, not for the others") {
   const std::string name = lock_name("excl");
   auto held = open_host_call_lock(name, true);
-  held->lock();
+  held->lock(5);
   int fds[2];
   REQUIRE(pipe(fds) == 0);
   const pid_t child = fork();
   REQUIRE(child >= 0);
-  if (child == 0) {  // opens the launcher's lock as a node process does, takes it, says so
+  if (child == 0) {  // opens the launcher's lock as a node process does, takes slots 6 and 5, says so each time
     auto mine = open_host_call_lock(name, false);
-    mine->lock();
     const char c = 1;
-    const bool said = write(fds[1], &c, 1) == 1;
-    mine->unlock();
+    bool said = true;
+    for (uint32_t slot : {6u, 5u}) {
+      mine->lock(slot);
+      said = said && write(fds[1], &c, 1) == 1;
+      mine->unlock(slot);
+    }
     _exit(said ? 0 : 1);
   }
-  CHECK_FALSE(byte_within(fds[0], 300ms));  // held here: the child waits
-  held->unlock();
+  CHECK(byte_within(fds[0], 10s));          // slot 6 is free
+  CHECK_FALSE(byte_within(fds[0], 300ms));  // slot 5 is held here: the child waits
+  held->unlock(5);
   CHECK(byte_within(fds[0], 10s));
   CHECK(wait_child(child, 10s) == 0);
   close(fds[0]);
@@ -78,7 +84,7 @@ TEST_CASE("host call lock: a holder killed while holding it does not leave it he
   REQUIRE(holder >= 0);
   if (holder == 0) {
     auto mine = open_host_call_lock(name, false);  // mapped until the process ends, as a node's is
-    mine->lock();
+    mine->lock(call_lock::slots - 1);
     _exit(0);  // dies holding it
   }
   REQUIRE(wait_child(holder, 10s) == 0);
@@ -86,10 +92,10 @@ TEST_CASE("host call lock: a holder killed while holding it does not leave it he
   const pid_t taker = fork();
   REQUIRE(taker >= 0);
   if (taker == 0) {
-    lock->lock();
-    lock->unlock();
-    lock->lock();  // and it is an ordinary lock again
-    lock->unlock();
+    lock->lock(call_lock::slots - 1);
+    lock->unlock(call_lock::slots - 1);
+    lock->lock(call_lock::slots - 1);  // and it is an ordinary lock again
+    lock->unlock(call_lock::slots - 1);
     _exit(0);
   }
   CHECK(wait_child(taker, 10s) == 0);
@@ -104,21 +110,32 @@ TEST_CASE("host call lock: bad or missing names are refused, naming them") {
   remove_host_call_lock(gone);  // removing what is not there is no error
 }
 
-TEST_CASE("process call lock: excludes between threads") {
+TEST_CASE("process call lock: a slot excludes between threads") {
   auto lock = make_process_call_lock();
   int counter = 0;
   std::thread a([&] {
     for (int i = 0; i < 100000; ++i) {
-      lock->lock();
+      const held_call h(lock.get(), 3);
       ++counter;
-      lock->unlock();
     }
   });
   for (int i = 0; i < 100000; ++i) {
-    lock->lock();
+    const held_call h(lock.get(), 3);
     ++counter;
-    lock->unlock();
   }
   a.join();
   CHECK(counter == 200000);
+}
+
+TEST_CASE("call lock slots: one address always has the same slot, and addresses spread over the slots") {
+  std::vector<uint8_t> address(64);
+  std::set<uint32_t> seen;
+  for (uint32_t i = 0; i < 256; ++i) {
+    for (size_t k = 0; k < address.size(); ++k) address[k] = uint8_t(i * 31 + k);
+    const uint32_t slot = call_lock_slot(address);
+    CHECK(slot < call_lock::slots);
+    CHECK(call_lock_slot(address) == slot);
+    seen.insert(slot);
+  }
+  CHECK(seen.size() > call_lock::slots / 2);  // 256 addresses leave few of the 64 slots unused
 }
