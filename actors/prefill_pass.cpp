@@ -52,6 +52,7 @@ void prefill_state::try_pass() {
   }
   const auto& g = geo();
   p->fetched.assign(g.layers, false);
+  p->sent_ns.assign(g.layers, 0);
   p->job = std::make_shared<prefill_job>();
   const int64_t start = now_ns();
   const auto fit = setup.backend->fit();
@@ -134,13 +135,13 @@ void prefill_state::advance() {
   if (!pass) return;
   switch (pass->phase) {
     case pass_phase::waiting_kv:
-      if (pass->fetched[pass->computed]) compute_layer();
+    case pass_phase::computing:  // the worker may take the next layer before this one answers
+      send_layers();
       return;
     case pass_phase::draining:
       if (pass->forwards_pending == 0) finish_pass();
       return;
     case pass_phase::admitting:  // the worker's or the EP group's answer moves it on (admitted)
-    case pass_phase::computing:  // the layer's answer does (layer_computed)
     case pass_phase::finishing:  // the finish answer ends the pass
     case pass_phase::aborted:    // settle() frees it once nothing is in flight
       return;
@@ -153,10 +154,23 @@ void prefill_state::admitted() {
   advance();
 }
 
-void prefill_state::compute_layer() {
+// A GPU's stream starts a layer's kernels the moment the previous layer's end; here the worker is an actor,
+// so a layer handed over only once the previous one answered would wait a round trip through the engine
+// (two messages, on cores that the nodes' copies share). So a layer whose hit KV is staged goes to the worker
+// while the layer before it still computes, and the worker starts it as soon as it is free. One ahead is
+// enough to close the gap; the staging slots bound it anyway (layer l + 1's KV lands while l computes only
+// when depth >= 2). Under ep_sync every layer ends at the group's barrier, so layers go one at a time.
+void prefill_state::send_layers() {
+  auto& p = *pass;
+  const uint32_t ahead = setup.ep_group ? 1 : 2;
+  while (p.sent < geo().layers && p.sent < p.computed + ahead && p.fetched[p.sent]) compute_layer(p.sent);
+  const pass_phase now = p.sent > p.computed ? pass_phase::computing : pass_phase::waiting_kv;
+  if (p.phase != now) p.enter(now, now_ns());
+}
+
+void prefill_state::compute_layer(uint32_t layer) {
   auto& p = *pass;
   const auto& g = geo();
-  const uint32_t layer = p.computed;
   auto in = std::make_shared<layer_inputs>();
   in->layer = layer;
   for (size_t k = 0; k < p.entries.size(); ++k) {
@@ -172,14 +186,17 @@ void prefill_state::compute_layer() {
     in->cached.push_back(std::move(spans));
     in->new_kv.push_back(layer_base + (e.cached - hit_tokens) * g.bytes_per_token_layer);
   }
-  p.layer_sent_ns = now_ns();
-  p.enter(pass_phase::computing, p.layer_sent_ns);
+  p.sent = layer + 1;
+  p.sent_ns[layer] = now_ns();
   ++p.in_flight;
-  self->request(setup.worker, compute_timeout(p.layer_expected_s), atom::layer_v, p.job, in)
+  // The deadline counts from the send, so a layer sent ahead is allowed the one before it too.
+  self->request(setup.worker, compute_timeout(2 * p.layer_expected_s), atom::layer_v, p.job, in)
       .then(
           [this, layer](uint32_t) {
             if (!returned()) return;
-            const int64_t took = now_ns() - pass->layer_sent_ns;
+            // The worker's own time on this layer: from when it was sent or the layer before it answered.
+            const int64_t t = now_ns(), took = t - std::max(pass->sent_ns[layer], pass->layer_done_ns);
+            pass->layer_done_ns = t;
             pass->compute_ns += took;
             ep_barrier(layer, double(took) / 1e9);
           },
@@ -190,7 +207,7 @@ void prefill_state::compute_layer() {
 
 void prefill_state::layer_computed(uint32_t layer) {
   pass->computed = layer + 1;
-  pass->enter(pass->computed == geo().layers ? pass_phase::draining : pass_phase::waiting_kv, now_ns());
+  if (pass->computed == geo().layers) pass->enter(pass_phase::draining, now_ns());
   forward_layer(layer, runtime::forward_part::new_kv);
   fetch_layer();  // its staging slot is free now: the layer `depth` ahead goes into it
   advance();

@@ -45,8 +45,8 @@ struct pass_entry {
 
 // A pass's phases and the one function that enters each (prefill_pass.cpp):
 //   admitting  --admitted()-->        waiting_kv   the worker took the job and, under ep_sync, the EP round began
-//   waiting_kv --compute_layer()-->   computing    the next layer's hit KV is staged
-//   computing  --layer_computed()-->  waiting_kv   or draining after the last layer
+//   waiting_kv --send_layers()-->     computing    the next layer's hit KV is staged: the worker has a layer
+//   computing  --layer_computed()-->  waiting_kv   the worker has no layer left (or draining after the last)
 //   draining   --finish_pass()-->     finishing    every layer's forward has landed
 //   finishing  --(finish answered)-->  the pass ends: hand-off, the next pass
 //   any        --abort_pass()-->      aborted      settled (its memory freed) once nothing is in flight
@@ -68,6 +68,7 @@ struct pass_state {
   uint32_t fetches_out = 0;   // layers whose fetch is on its way (at most prefetch_layers)
   std::vector<bool> fetched;
   uint32_t computed = 0;  // layers computed
+  uint32_t sent = 0;      // layers handed to the worker: `computed` and at most one more (send_layers)
   uint32_t forwards_pending = 0;
   // Requests of this pass still unanswered (copies, compute). An aborted pass keeps its HBM and its
   // requests' buffer slots until this is zero, so no late copy or kernel writes into memory that was
@@ -91,7 +92,8 @@ struct pass_state {
     phase = next;
     phase_since = now;
   }
-  int64_t layer_sent_ns = 0;
+  std::vector<int64_t> sent_ns;  // when each layer was handed to the worker
+  int64_t layer_done_ns = 0;     // when the worker's last layer answered (the next one computes from then on)
   // `ep_sync` (docs/design.md §7.6): no layer is computed before the pass's EP round started (admitting), and
   // each layer ends when every member of the round computed it.
   double ep_deadline_s = 0;  // the round's layer deadline, as the EP group answered the join
@@ -141,7 +143,10 @@ struct prefill_state : engine_base {
   // Moves the pass on where its phase waits on nothing but staged KV (waiting_kv) or landed forwards (draining).
   void advance();
   void admitted();
-  void compute_layer();
+  // Hands the worker every layer whose KV is staged while it holds at most one other (send_layers), then
+  // sets the phase from what the worker holds.
+  void send_layers();
+  void compute_layer(uint32_t layer);
   void layer_computed(uint32_t layer);
   void forward_layer(uint32_t layer, runtime::forward_part part);
   void record_timeline(pass_state& p, int64_t t);

@@ -54,7 +54,8 @@ TEST_CASE_FIXTURE(engine_fixture, "a failed layer fails the turn with the kernel
   CHECK(rec->results[0].request == 1);
   CHECK(contains(rec->results[0].error, "layer 0 failed"));
   CHECK(contains(rec->results[0].error, "injected kernel fault"));
-  CHECK(pe_cs->layers() == std::vector<uint32_t>{0});
+  // Layer 1 was staged and handed over while layer 0 computed; nothing after the failure.
+  CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1});
   CHECK(pe_cs->count(work::finish) == 0);
   CHECK(layers_posted(0, kind::forward).empty());
   CHECK(rec->handoffs.empty());

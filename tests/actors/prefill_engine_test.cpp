@@ -149,14 +149,18 @@ TEST_CASE_FIXTURE(engine_fixture, "a staged layer still computing keeps its slot
   pe_cs->layer = answer::hold;
   assign(1, 40, 2);
   answer_fetches({0, 1});
-  REQUIRE(pe_cs->layers() == std::vector<uint32_t>{0});
-  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1});  // both slots hold uncomputed layers
-  answer_compute(pe_worker, pe_cs, 1);  // layer 0 done: its forward goes out, layer 1 computes from slot 1
+  // Both layers staged: layer 1 goes to the worker while layer 0 computes (one layer ahead, no more).
   REQUIRE(pe_cs->layers() == std::vector<uint32_t>{0, 1});
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1});  // both slots hold uncomputed layers
+  answer_compute(pe_worker, pe_cs, 1);                                  // layer 0 done: its forward goes out
   // Slot 0 is free again and takes layer 2; slot 1 still holds layer 1, so layer 3 must wait.
   CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2});
   answer_copy(0, find_copy(0, kind::hit_forward, 0));
   answer_copy(0, find_copy(0, kind::hit_forward, 1));
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2});
+  // Layer 2 staged while layer 1 still computes: handed over at once, one ahead again.
+  answer_copy(0, find_copy(0, kind::fetch, 2));
+  CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 2});
   CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2});
 
   for (int i = 0; i < 20 && rec->handoffs.empty(); ++i) {
