@@ -154,7 +154,7 @@ void prefill_state::admitted() {
   advance();
 }
 
-// A GPU's stream starts a layer's kernels the moment the previous layer's end; here the worker is an actor,
+// A GPU's stream starts a layer's kernels the moment the previous layer's are done; here the worker is an actor,
 // so a layer handed over only once the previous one answered would wait a round trip through the engine
 // (two messages, on cores that the nodes' copies share). So a layer whose hit KV is staged goes to the worker
 // while the layer before it still computes, and the worker starts it as soon as it is free. One ahead is

@@ -44,10 +44,10 @@ struct fabric_options {
   uint64_t kv_guard_bytes = 0;                  // 0 = 32 KiB on stream providers, off elsewhere; UINT64_MAX = off
   std::chrono::microseconds model_guard{2000};  // how long after model traffic the guard stays on
   std::chrono::milliseconds timeout{5000};      // a posted slice not completed by then fails its transfer
-  // Endpoints that share this lock make their provider calls (post, completion reads) one at a time: the
-  // nodes emulated inside one process, or node processes on one host (transport/call_lock.hpp, docs/design.md
-  // §13). Only shm takes it; a stream provider's socket calls would only queue behind each other. Null: no
-  // lock.
+  // Endpoints that share these locks make their provider calls one at a time per shm region: a post waits
+  // for other calls on its peer's region, a completion read for those on its own (the nodes emulated inside
+  // one process, or node processes on one host; transport/call_lock.hpp, docs/design.md §13). Only shm takes
+  // them; a stream provider's socket calls would only queue behind each other. Null: no lock.
   std::shared_ptr<call_lock> provider_lock;
 };
 
