@@ -32,8 +32,8 @@ void setup(CLI::App& root) {
   cmd->add_option("--metrics-port", a->metrics_port,
                   "Serve this node's Prometheus metrics on http://127.0.0.1:PORT/metrics (0: any free port, printed)");
   cmd->add_option("--host-lock", a->host_lock,
-                  "Take these host-wide locks, one per shm region (a POSIX shared memory name, given by the "
-                  "launcher), around shm provider calls");
+                  "Take this host-wide lock (a POSIX shared memory name, given by the launcher) around shm provider "
+                  "calls");
   cmd->callback([a] {
     if (a->timeout_ms <= 0) throw dualpath::user_error("node: --timeout-ms must be positive");
     const auto [host, port] = dualpath::cluster::parse_host_port(a->registry, "node --registry");

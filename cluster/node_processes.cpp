@@ -112,8 +112,8 @@ void node_processes::spawn_nodes(const std::string& program, const std::string& 
   envp.reserve(env_text.size() + 1);
   for (auto& e : env_text) envp.push_back(e.data());
   envp.push_back(nullptr);
-  // Its nodes share this host: their shm provider calls take host-wide region locks, as embedded nodes take
-  // in-process ones, so that none spins on a spin lock another's preempted thread holds (docs/design.md §13).
+  // Its nodes share this host: their shm provider calls take one host-wide lock, as embedded nodes take one
+  // in-process lock, so that none spins on a spin lock another's preempted thread holds (docs/design.md §13).
   // Only a speed-up: where no shared memory can be made (a container without /dev/shm) they run without it.
   host_lock_ = host_call_lock_name(getpid());
   if (!transport::try_host_call_lock(host_lock_, true)) host_lock_.clear();

@@ -147,8 +147,8 @@ inline std::string host_call_lock_name(int launcher_pid) { return "/dualpath-cal
 // `secret` is the cluster's (core/secret.hpp); a registry that refuses it ends the process with user_error.
 // With `metrics_port`, it serves its own node's Prometheus metrics on 127.0.0.1 (0: any free port, printed):
 // its SNIC, CNIC and write-back counters, updated 4 times a second (docs/design.md §15).
-// With `host_lock` (the launcher's, transport/call_lock.hpp), its shm provider calls take those host-wide
-// region locks, as the embedded nodes take in-process ones (docs/design.md §13).
+// With `host_lock` (the launcher's, transport/call_lock.hpp), its shm provider calls take that host-wide lock,
+// as the embedded nodes take one in-process lock (docs/design.md §13).
 void run_node_process(const std::string& host, uint16_t port, uint32_t node, std::chrono::milliseconds timeout,
                       const std::string& secret, std::optional<uint16_t> metrics_port = std::nullopt,
                       const std::string& host_lock = "");

@@ -14,7 +14,6 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
-#include <stdexcept>
 #include <string>
 
 #include "core/status.hpp"
@@ -22,8 +21,6 @@
 namespace dualpath::transport {
 
 namespace {
-
-constexpr size_t host_bytes = sizeof(pthread_mutex_t) * call_lock::slots;
 
 class process_lock final : public call_lock {
  public:
@@ -34,26 +31,23 @@ class process_lock final : public call_lock {
   std::array<std::mutex, slots> m_;
 };
 
+// One mutex for every region (see open_host_call_lock).
 class host_lock final : public call_lock {
  public:
   explicit host_lock(pthread_mutex_t* m) : m_(m) {}
-  ~host_lock() override { munmap(m_, host_bytes); }
+  ~host_lock() override { munmap(m_, sizeof(pthread_mutex_t)); }
   host_lock(const host_lock&) = delete;
   host_lock& operator=(const host_lock&) = delete;
 
-  void lock(uint32_t slot) override {
-    const int rc = pthread_mutex_lock(at(slot));
+  void lock(uint32_t) override {
+    const int rc = pthread_mutex_lock(m_);
     // Its holder died inside a provider call. The provider's own state is the provider's; the lock is only
     // ours, so it is made consistent and taken.
-    if (rc == EOWNERDEAD) pthread_mutex_consistent(at(slot));
+    if (rc == EOWNERDEAD) pthread_mutex_consistent(m_);
   }
-  void unlock(uint32_t slot) override { pthread_mutex_unlock(at(slot)); }
+  void unlock(uint32_t) override { pthread_mutex_unlock(m_); }
 
  private:
-  pthread_mutex_t* at(uint32_t slot) const {
-    if (slot >= slots) throw std::out_of_range("host call lock: slot " + std::to_string(slot));
-    return m_ + slot;
-  }
   pthread_mutex_t* m_;
 };
 
@@ -74,17 +68,17 @@ std::shared_ptr<call_lock> open_host_call_lock(const std::string& name, bool cre
     throw user_error(fmt::format("host call lock '{}': the name must be '/' and a word without '/'", name));
   const int fd = shm_open(name.c_str(), create ? O_RDWR | O_CREAT : O_RDWR, 0600);
   if (fd < 0) fail(name, create ? "cannot create it" : "cannot open it", errno);
-  if (create && ftruncate(fd, off_t(host_bytes)) != 0) {
+  if (create && ftruncate(fd, sizeof(pthread_mutex_t)) != 0) {
     const int err = errno;
     close(fd);
     fail(name, "cannot size it", err);
   }
   struct stat st {};
-  if (fstat(fd, &st) != 0 || st.st_size < off_t(host_bytes)) {
+  if (fstat(fd, &st) != 0 || st.st_size < off_t(sizeof(pthread_mutex_t))) {
     close(fd);
     throw user_error(fmt::format("host call lock '{}': it is not a lock (made by another program?)", name));
   }
-  void* p = mmap(nullptr, host_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* p = mmap(nullptr, sizeof(pthread_mutex_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int map_err = errno;
   close(fd);
   if (p == MAP_FAILED) fail(name, "cannot map it", map_err);
@@ -94,11 +88,10 @@ std::shared_ptr<call_lock> open_host_call_lock(const std::string& name, bool cre
     pthread_mutexattr_init(&attr);
     pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
     pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-    int rc = 0;
-    for (uint32_t i = 0; i < call_lock::slots && rc == 0; ++i) rc = pthread_mutex_init(m + i, &attr);
+    const int rc = pthread_mutex_init(m, &attr);
     pthread_mutexattr_destroy(&attr);
     if (rc != 0) {
-      munmap(p, host_bytes);
+      munmap(p, sizeof(pthread_mutex_t));
       fail(name, "cannot initialise it", rc);
     }
   }

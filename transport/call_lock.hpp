@@ -6,10 +6,11 @@
 // peer's lock (for a large RMA the whole copy long: the poster copies into the peer with process_vm_writev),
 // and a completion read holds the reader's own. When the threads that take one region's lock outnumber the
 // cores, a holder that is preempted leaves every other taker spinning out its time slice. A sleeping lock
-// per region, taken around exactly those calls, removes that: one set for the nodes emulated in one process,
-// and a host-wide set for node processes on one host (`dualpath run --processes`). One lock for every region
-// would also do, but then a long copy into one node stalls every other node's posts and completion reads,
-// which separate hosts' NICs never do.
+// around exactly those calls removes that. For the nodes emulated in one process it is a lock per region:
+// one lock for all would also stop the spinning, but then a long copy into one node stalls every other
+// node's posts and completion reads, which separate hosts' NICs never do. For node processes on one host
+// (`dualpath run --processes`) it is one host-wide lock for every region: per region there, `dualpath` ran
+// 10-30% slower on 2 cores (docs/design.md §13).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -52,10 +53,10 @@ class held_call {
 // For the nodes of one process.
 std::shared_ptr<call_lock> make_process_call_lock();
 
-// A host-wide set: robust, process-shared mutexes in the POSIX shared memory object `name` ("/name").
-// `create`: make (or reset) the object; otherwise open the one the launcher made. A holder that dies (a node
-// process killed mid-call) does not leave its slot locked: the next taker recovers it. Throws user_error
-// naming `name` when it cannot be made or opened.
+// A host-wide lock, the same for every slot: a robust, process-shared mutex in the POSIX shared memory object
+// `name` ("/name"). `create`: make (or reset) the object; otherwise open the one the launcher made. A holder
+// that dies (a node process killed mid-call) does not leave it locked: the next taker recovers it. Throws
+// user_error naming `name` when it cannot be made or opened.
 std::shared_ptr<call_lock> open_host_call_lock(const std::string& name, bool create);
 // The same where the lock only buys speed (node processes, docs/design.md §13): where it cannot be made or
 // opened (a host without /dev/shm), a warning naming why, and nullptr: the caller runs without it.
