@@ -52,7 +52,6 @@ void prefill_state::try_pass() {
   }
   const auto& g = geo();
   p->fetched.assign(g.layers, false);
-  p->sent_ns.assign(g.layers, 0);
   p->job = std::make_shared<prefill_job>();
   const int64_t start = now_ns();
   const auto fit = setup.backend->fit();
@@ -186,17 +185,17 @@ void prefill_state::compute_layer(uint32_t layer) {
     in->cached.push_back(std::move(spans));
     in->new_kv.push_back(layer_base + (e.cached - hit_tokens) * g.bytes_per_token_layer);
   }
+  if (p.sent == p.computed) p.worker_since_ns = now_ns();  // the worker holds no other layer
   p.sent = layer + 1;
-  p.sent_ns[layer] = now_ns();
   ++p.in_flight;
   // The deadline counts from the send, so a layer sent ahead is allowed the one before it too.
   self->request(setup.worker, compute_timeout(2 * p.layer_expected_s), atom::layer_v, p.job, in)
       .then(
           [this, layer](uint32_t) {
             if (!returned()) return;
-            // The worker's own time on this layer: from when it was sent or the layer before it answered.
-            const int64_t t = now_ns(), took = t - std::max(pass->sent_ns[layer], pass->layer_done_ns);
-            pass->layer_done_ns = t;
+            // The worker's own time on this layer; a layer sent ahead starts now.
+            const int64_t t = now_ns(), took = t - pass->worker_since_ns;
+            pass->worker_since_ns = t;
             pass->compute_ns += took;
             ep_barrier(layer, double(took) / 1e9);
           },

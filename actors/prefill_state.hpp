@@ -92,8 +92,9 @@ struct pass_state {
     phase = next;
     phase_since = now;
   }
-  std::vector<int64_t> sent_ns;  // when each layer was handed to the worker
-  int64_t layer_done_ns = 0;     // when the worker's last layer answered (the next one computes from then on)
+  // Since when the worker has been on its current layer: the send that found it idle, or the answer of the
+  // layer before (the worker takes layers in order, so the next one starts then).
+  int64_t worker_since_ns = 0;
   // `ep_sync` (docs/design.md §7.6): no layer is computed before the pass's EP round started (admitting), and
   // each layer ends when every member of the round computed it.
   double ep_deadline_s = 0;  // the round's layer deadline, as the EP group answered the join
