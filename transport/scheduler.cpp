@@ -28,7 +28,7 @@ uint64_t scheduler::kv_guard_for(const fabric_options& opts, bool stream_provide
 uint64_t scheduler::submit(const transfer_request& r) {
   const uint64_t id = table_.open(r.context, r.tc, r.peer, r.length, now_());
   for (uint64_t sid : table_.add_slices(id, r, opts_.slice_bytes)) {
-    arb_.push(arbiter_item{r.tc, sid, table_.find_slice(sid)->length});
+    arb_.push(arbiter_item{r.tc, sid, table_.find_slice(sid)->length, r.peer});
   }
   return id;
 }
@@ -37,7 +37,7 @@ void scheduler::completed(uint64_t slice_id) {
   if (const auto held = table_.complete(slice_id, now_())) {
     // It keeps the turn its transfer had: it is the last piece the peer waits for.
     const slice& s = *table_.find_slice(*held);
-    arb_.push_front(arbiter_item{s.tc, s.id, s.length});
+    arb_.push_front(arbiter_item{s.tc, s.id, s.length, s.peer});
   }
 }
 
@@ -70,7 +70,10 @@ bool scheduler::room_for(traffic_class tc, uint64_t length, bool guard) const {
 void scheduler::split_front(uint64_t slice_id) {
   const auto cut = table_.split(slice_id, kv_guard_);
   std::optional<arbiter_item> behind;
-  if (!cut.held) behind = arbiter_item{traffic_class::kv, cut.rest, table_.find_slice(cut.rest)->length};
+  if (!cut.held) {
+    const slice& rest = *table_.find_slice(cut.rest);
+    behind = arbiter_item{traffic_class::kv, cut.rest, rest.length, rest.peer};
+  }
   arb_.split_kv_front(kv_guard_, behind);
 }
 

@@ -39,17 +39,22 @@ TEST_CASE("modeled KV bytes are deterministic and depend on layer, position and 
   CHECK(a != d);
 }
 
-// The stream's definition, one word after the other: splitmix64 from the seed of (layer, position, token).
+// The stream's definition, one 32-bit word after the other: fmix32 over a counter from the low half of the
+// token's splitmix64 seed of (layer, position, token), xored with the high half.
 static std::vector<std::byte> stream_by_definition(uint32_t layer, uint32_t position, int32_t token, uint32_t bytes) {
-  uint64_t state =
+  uint64_t s =
       (uint64_t(layer) << 48) ^ (uint64_t(position) << 16) ^ (uint64_t(uint32_t(token)) * 0x2545f4914f6cdd1dull);
+  s = (s ^ (s >> 30)) * 0xbf58476d1ce4e5b9ull;
+  s = (s ^ (s >> 27)) * 0x94d049bb133111ebull;
+  s ^= s >> 31;
+  const uint32_t lo = uint32_t(s), hi = uint32_t(s >> 32);
   std::vector<std::byte> out(bytes);
-  for (uint32_t i = 0; i < bytes; i += 8) {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    std::memcpy(out.data() + i, &z, std::min<uint32_t>(8, bytes - i));
+  for (uint32_t i = 0, k = 1; i < bytes; i += 4, ++k) {
+    uint32_t z = lo + k * 0x9e3779b9u;
+    z = (z ^ (z >> 16)) * 0x85ebca6bu;
+    z = (z ^ (z >> 13)) * 0xc2b2ae35u;
+    z = (z ^ (z >> 16)) ^ hi;
+    std::memcpy(out.data() + i, &z, std::min<uint32_t>(4, bytes - i));
   }
   return out;
 }
