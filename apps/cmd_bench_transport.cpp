@@ -22,6 +22,8 @@ void setup(CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--block-bytes", opt->block_bytes, "Layer Block size (default: the slice size)");
   cmd->add_option("--depth", opt->depth, "Layer Blocks outstanding")->capture_default_str();
+  cmd->add_option("--gather", opt->gather, "Layer Blocks from separate slots each write gathers (1 = one a write)")
+      ->capture_default_str();
   cmd->add_option("--max-inflight", opt->max_inflight, "Slices posted to the provider at once")->capture_default_str();
   cmd->add_option("--kv-guard-bytes", opt->kv_guard_bytes,
                   "kv slice and window next to model traffic (0 = 32 KiB on tcp, off on shm)")

@@ -92,17 +92,28 @@ fabric_options fabric_for(const transport_bench_options& o, bool isolation) {
 }
 
 // Writes total_bytes as Layer Blocks with `depth` outstanding; returns GB/s and per-block latencies.
+// With --gather g > 1 each write takes g Layer Blocks from buffer slots that are not next to each other (the
+// span's blocks in reverse) into g adjacent blocks, as a pass's fetch of one request's layer does.
 double write_blocks(link& l, const transport_bench_options& o, uint64_t span, std::vector<double>& latencies) {
-  const uint64_t blocks = o.total_bytes / o.block_bytes;
-  const uint64_t slots = span / o.block_bytes;
-  std::vector<clock::time_point> started(blocks);
+  const uint64_t g = o.gather, run_bytes = g * o.block_bytes;
+  const uint64_t writes = o.total_bytes / run_bytes;
+  const uint64_t runs = span / run_bytes, slots = span / o.block_bytes;
+  const uint64_t depth = std::max<uint64_t>(1, o.depth / g);
+  std::vector<clock::time_point> started(writes);
+  std::vector<transport::gather_piece> pieces;
   uint64_t submitted = 0, completed = 0;
   const auto t0 = clock::now();
-  while (completed < blocks) {
-    while (submitted < blocks && submitted - completed < o.depth) {
-      const uint64_t off = (submitted % slots) * o.block_bytes;
+  while (completed < writes) {
+    while (submitted < writes && submitted - completed < depth) {
+      const uint64_t first = (submitted % runs) * g, off = first * o.block_bytes;
       started[submitted] = clock::now();
-      l.a->write(traffic_class::kv, *l.src, off, l.to_b, l.dst->remote(), off, o.block_bytes, submitted);
+      if (g == 1) {
+        l.a->write(traffic_class::kv, *l.src, off, l.to_b, l.dst->remote(), off, o.block_bytes, submitted);
+      } else {
+        pieces.clear();
+        for (uint64_t k = 0; k < g; ++k) pieces.push_back({(slots - 1 - first - k) * o.block_bytes, o.block_bytes});
+        l.a->write_gather(traffic_class::kv, *l.src, pieces, l.to_b, l.dst->remote(), off, submitted);
+      }
       submitted++;
     }
     for (const auto& c : l.poll()) {
@@ -113,7 +124,7 @@ double write_blocks(link& l, const transport_bench_options& o, uint64_t span, st
     check_deadline(t0, "throughput run");
   }
   const double secs = std::chrono::duration<double>(clock::now() - t0).count();
-  return static_cast<double>(blocks * o.block_bytes) / secs / 1e9;
+  return static_cast<double>(writes * run_bytes) / secs / 1e9;
 }
 
 // GB/s of `copy` over the same blocks the endpoints write, cycling through the same buffers: the yardsticks
@@ -153,6 +164,9 @@ void run_throughput(const transport_bench_options& o, transport_bench_result& r)
   buffer src(span), dst(span);
   link l(fabric_for(o, true), src, dst);
   r.fabric_provider = l.a->provider_name();
+  if (o.gather > l.a->gather_limit())
+    throw user_error(fmt::format("bench transport: --gather {}: {} gathers at most {} pieces a write", o.gather,
+                                 r.fabric_provider, l.a->gather_limit()));
   std::vector<double> rates, copies, cma, latencies;
   std::vector<double> warm;
   auto warm_opts = o;
@@ -281,6 +295,11 @@ transport_bench_result run_transport_bench(const transport_bench_options& in) {
     throw user_error(fmt::format("bench transport: --total-bytes {} is smaller than one block ({} bytes)",
                                  o.total_bytes, o.block_bytes));
   }
+  if (o.gather == 0 || o.gather > transport::endpoint::max_gather || o.gather * o.block_bytes > o.slice_bytes ||
+      o.gather * o.block_bytes > o.total_bytes) {
+    throw user_error(fmt::format("bench transport: --gather {} must be 1 to {}, its blocks within one slice ({} B)",
+                                 o.gather, transport::endpoint::max_gather, o.slice_bytes));
+  }
   if (o.depth == 0 || o.repeats == 0 || o.messages == 0 || o.max_inflight == 0) {
     throw user_error("bench transport: --depth, --repeats, --messages and --max-inflight must be positive");
   }
@@ -305,6 +324,7 @@ std::string transport_bench_result::to_json() const {
   j["slice_bytes"] = options.slice_bytes;
   j["block_bytes"] = options.block_bytes;
   j["depth"] = options.depth;
+  j["gather"] = options.gather;
   j["rate_gb_per_s"] = options.rate_gb_per_s;
   if (options.mode == transport_bench_mode::throughput) {
     j["total_bytes"] = options.total_bytes;
@@ -334,9 +354,10 @@ std::string transport_bench_result::to_json() const {
 
 std::string transport_bench_result::to_text() const {
   const auto& o = options;
-  std::string out = fmt::format("provider {} ({})  slice {} B  block {} B  depth {}  cap {}\n", o.provider,
-                                fabric_provider, o.slice_bytes, o.block_bytes, o.depth,
-                                o.rate_gb_per_s > 0 ? fmt::format("{} GB/s", o.rate_gb_per_s) : "none");
+  std::string out =
+      fmt::format("provider {} ({})  slice {} B  block {} B  depth {}{}  cap {}\n", o.provider, fabric_provider,
+                  o.slice_bytes, o.block_bytes, o.depth, o.gather > 1 ? fmt::format("  gather {}", o.gather) : "",
+                  o.rate_gb_per_s > 0 ? fmt::format("{} GB/s", o.rate_gb_per_s) : "none");
   if (o.mode == transport_bench_mode::throughput) {
     out += fmt::format("writes  {:8.2f} GB/s   memcpy {:8.2f} GB/s   ratio {:.2f}\n", gb_per_s, memcpy_gb_per_s,
                        memcpy_gb_per_s > 0 ? gb_per_s / memcpy_gb_per_s : 0);

@@ -21,6 +21,7 @@ struct transport_bench_options {
   uint64_t span_bytes = 64ull << 20;
   uint64_t block_bytes = 0;     // Layer Block size; 0 = slice_bytes
   uint32_t depth = 16;          // Layer Blocks submitted and not yet completed
+  uint32_t gather = 1;          // Layer Blocks a write gathers from separate slots (endpoint::write_gather)
   uint32_t max_inflight = 4;    // slices posted to the provider at once
   uint64_t kv_guard_bytes = 0;  // kv slice and window next to model traffic; 0 = the transport's default
   uint32_t repeats = 3;         // throughput runs; the median is reported

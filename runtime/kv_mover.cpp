@@ -32,22 +32,55 @@ status node_fabric::validate(const std::vector<copy_op>& ops) const {
 
 namespace {
 
+// Whether copy b may join a gathered write that ends with copy a: the same source region, and b's bytes right
+// after a's in the same destination region.
+bool gathers(const copy_op& a, const copy_op& b) {
+  return a.via == b.via && a.src_kind == b.src_kind && a.dst_engine == b.dst_engine && a.dst_kind == b.dst_kind &&
+         a.dst_offset + a.length == b.dst_offset;
+}
+
 // Transfers through the engines' CNICs, tracked until their completions come back.
 class fabric_mover final : public kv_mover {
  public:
   explicit fabric_mover(node_fabric& f) : f_(f) {}
 
+  // Copies from one engine's region into back-to-back bytes of one destination region go as one gathered write,
+  // up to the provider's gather limit and a slice: a pass's fetch of a layer takes each request's hit Layer
+  // Blocks from their buffer slots into one run of its staging slot, and on shm each write of its own was a
+  // system call, a copy and a completion (docs/design.md §8).
   void post(const std::vector<copy_op>& ops, transport::traffic_class tc, copy_tracker::done_fn done) override {
-    const uint64_t batch = tracker_.add_batch(ops.size(), std::move(done));
-    for (const auto& op : ops) {
+    std::vector<std::pair<size_t, size_t>> runs;  // [first, end) of ops that go as one write
+    for (size_t i = 0; i < ops.size();) {
+      const auto& ep = *f_.endpoints[*f_.local_index(ops[i].via)];
+      const size_t limit = ep.gather_limit();
+      uint64_t bytes = ops[i].length;
+      size_t end = i + 1;
+      for (; end < ops.size() && end - i < limit && gathers(ops[end - 1], ops[end]) &&
+             bytes + ops[end].length <= ep.options().slice_bytes;
+           ++end)
+        bytes += ops[end].length;
+      runs.emplace_back(i, end);
+      i = end;
+    }
+    const uint64_t batch = tracker_.add_batch(runs.size(), std::move(done));
+    std::vector<transport::gather_piece> pieces;
+    for (const auto& [first, end] : runs) {
+      const copy_op& op = ops[first];
       const uint32_t li = *f_.local_index(op.via);
       const auto& src = op.src_kind == region_kind::buffer ? *f_.buffer_regions[li] : *f_.hbm_regions[li];
       const auto& peer = f_.directory[op.dst_engine];
       const auto& dst = op.dst_kind == region_kind::buffer ? peer.buffer : peer.hbm;
-      ++stats_.copies;
-      stats_.bytes += op.length;
-      f_.endpoints[li]->write(tc, src, op.src_offset, f_.peer_index[li][op.dst_engine], dst, op.dst_offset, op.length,
-                              tracker_.context_for(batch));
+      const uint32_t to = f_.peer_index[li][op.dst_engine];
+      stats_.copies += end - first;
+      ++stats_.writes;
+      for (size_t k = first; k < end; ++k) stats_.bytes += ops[k].length;
+      if (end - first == 1) {
+        f_.endpoints[li]->write(tc, src, op.src_offset, to, dst, op.dst_offset, op.length, tracker_.context_for(batch));
+        continue;
+      }
+      pieces.clear();
+      for (size_t k = first; k < end; ++k) pieces.push_back({ops[k].src_offset, ops[k].length});
+      f_.endpoints[li]->write_gather(tc, src, pieces, to, dst, op.dst_offset, tracker_.context_for(batch));
     }
   }
 
@@ -89,6 +122,7 @@ class memcpy_mover final : public kv_mover {
       std::byte* dst = (op.dst_kind == region_kind::buffer ? peer.buffer_base : peer.hbm_base) + op.dst_offset;
       std::memcpy(dst, src, op.length);
       ++stats_.copies;
+      ++stats_.writes;
       stats_.bytes += op.length;
     }
     done(status{});

@@ -34,6 +34,7 @@ struct node_fabric {
 
 struct mover_stats {
   std::atomic<uint64_t> copies{0}, bytes{0}, errors{0};
+  std::atomic<uint64_t> writes{0};  // provider operations: copies into back-to-back bytes go as one
 };
 
 class kv_mover {

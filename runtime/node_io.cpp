@@ -278,6 +278,7 @@ node_io_stats node_io::stats() const {
   s.read_failures = bs.read_failures;
   s.copies = mover_->stats().copies;
   s.copy_bytes = mover_->stats().bytes;
+  s.copy_writes = mover_->stats().writes;
   s.copy_errors = mover_->stats().errors;
   s.persisted_blocks = persisted_;
   s.write_queue_peak_bytes = copies_.peak_bytes();

@@ -66,6 +66,7 @@ struct node_io_stats {
   uint64_t snic_reads = 0;
   uint64_t read_failures = 0;
   uint64_t copies = 0, copy_bytes = 0, copy_errors = 0;
+  uint64_t copy_writes = 0;  // the provider operations the copies went as (gathered: fewer)
   uint64_t persisted_blocks = 0, persist_errors = 0;
   uint64_t write_queue_peak_bytes = 0;  // the most bytes of block copies ever waiting for the store at once
   uint32_t slots_total = 0, slots_free = 0, slots_low_water = 0;

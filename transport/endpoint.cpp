@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "core/status.hpp"
 #include "transport/completion_loop.hpp"
 #include "transport/fabric.hpp"
@@ -49,7 +51,28 @@ struct endpoint::impl final : poster {
                const transfer_request& r);
   void submit(const memory_region& local, uint64_t local_offset, const remote_region& remote, uint64_t remote_offset,
               transfer_request r);
+  // Ok when the pieces of a gathered write may be queued; otherwise why it is refused.
+  status check_gather(const memory_region& local, const std::vector<gather_piece>& pieces, uint64_t total) const;
+  uint32_t gather_limit() const {
+    if (sched.kv_guard() > 0) return 1;
+    return uint32_t(std::clamp<size_t>(port.info().tx_attr->iov_limit, 1, endpoint::max_gather));
+  }
 };
+
+status endpoint::impl::check_gather(const memory_region& local, const std::vector<gather_piece>& pieces,
+                                    uint64_t total) const {
+  auto refused = [](std::string why) { return status(errc::bad_input, std::move(why)); };
+  if (pieces.empty() || pieces.size() > gather_limit())
+    return refused(fmt::format("{} pieces to gather ({} to {} here)", pieces.size(), 1, gather_limit()));
+  if (total > opts.slice_bytes)
+    return refused(fmt::format("a gather of {} bytes is over the {}-byte slice", total, opts.slice_bytes));
+  const auto& lr = local.state();
+  for (const auto& p : pieces)
+    if (p.length == 0 || p.offset > lr.length || p.length > lr.length - p.offset)
+      return refused(fmt::format("local piece [{}, +{}) is empty or past the end of a {}-byte region", p.offset,
+                                 p.length, lr.length));
+  return {};
+}
 
 status endpoint::impl::check(const memory_region& local, uint64_t local_offset, const remote_region& remote,
                              uint64_t remote_offset, const transfer_request& r) {
@@ -58,7 +81,7 @@ status endpoint::impl::check(const memory_region& local, uint64_t local_offset, 
   auto refused = [](std::string why) { return status(errc::bad_input, std::move(why)); };
   if (lr.owner != port.serial()) return refused("the local region was registered with another endpoint");
   if (length == 0) return refused("zero-length transfer");
-  if (local_offset > lr.length || length > lr.length - local_offset) {
+  if (r.pieces.empty() && (local_offset > lr.length || length > lr.length - local_offset)) {  // pieces: checked
     return refused(
         fmt::format("local range [{}, +{}) is past the end of a {}-byte region", local_offset, length, lr.length));
   }
@@ -122,6 +145,24 @@ void endpoint::write(traffic_class tc, const memory_region& src, uint64_t src_of
                      const remote_region& dst, uint64_t dst_offset, uint64_t length, uint64_t context,
                      std::optional<uint64_t> remote_data) {
   impl_->submit(src, src_offset, dst, dst_offset, make_transfer_request(tc, true, peer, length, context, remote_data));
+}
+
+uint32_t endpoint::gather_limit() const { return impl_->gather_limit(); }
+
+void endpoint::write_gather(traffic_class tc, const memory_region& src, const std::vector<gather_piece>& pieces,
+                            uint32_t peer, const remote_region& dst, uint64_t dst_offset, uint64_t context) {
+  uint64_t total = 0;
+  for (const auto& p : pieces) total += p.length;
+  auto r = make_transfer_request(tc, true, peer, total, context);
+  if (const status bad = impl_->check_gather(src, pieces, total); !bad.ok()) {
+    const auto now = impl_->sched.now();
+    impl_->table.fail(impl_->table.open(context, tc, peer, total, now), "write refused: " + bad.message(), now);
+    return;
+  }
+  const auto& lr = src.state();
+  for (const auto& p : pieces) r.pieces.push_back({lr.base + p.offset, p.length});
+  // The whole local span checks as one range from the first piece: the pieces were checked one by one above.
+  impl_->submit(src, pieces.front().offset, dst, dst_offset, std::move(r));
 }
 
 void endpoint::read(traffic_class tc, const memory_region& dst, uint64_t dst_offset, uint32_t peer,

@@ -111,6 +111,12 @@ struct transfer_stats {
   uint64_t inflight_slices = 0;  // posted to the provider now
 };
 
+// A piece of a gathered write's source: [offset, +length) of the local region.
+struct gather_piece {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
 class endpoint {
  public:
   // Opens fabric, domain, RDM endpoint, address vector and completion queue of `opts.provider`.
@@ -138,6 +144,17 @@ class endpoint {
   // region's end or an unknown peer yields an error completion (checked before posting), never a throw.
   void write(traffic_class tc, const memory_region& src, uint64_t src_offset, uint32_t peer, const remote_region& dst,
              uint64_t dst_offset, uint64_t length, uint64_t context, std::optional<uint64_t> remote_data = {});
+
+  // The most pieces one write_gather() takes here: the provider's local iov limit (at most max_gather), or 1
+  // where gathering is off (a stream provider cuts kv into guard-sized pieces next to model traffic).
+  uint32_t gather_limit() const;
+  static constexpr uint32_t max_gather = 8;
+  // As write(), of `pieces` of `src` in order into one contiguous range of `dst` from dst_offset: one RMA
+  // operation whose provider gathers them (shm copies them in one system call, where a write() of each is a
+  // call, a copy and a completion apiece; docs/design.md §8). 1 to gather_limit() pieces of at most
+  // slice_bytes in all, or an error completion.
+  void write_gather(traffic_class tc, const memory_region& src, const std::vector<gather_piece>& pieces, uint32_t peer,
+                    const remote_region& dst, uint64_t dst_offset, uint64_t context);
 
   // Copies [src_offset, +length) of remote `src` on `peer` to [dst_offset, +length) of local `dst`.
   void read(traffic_class tc, const memory_region& dst, uint64_t dst_offset, uint32_t peer, const remote_region& src,

@@ -5,9 +5,11 @@
 #include <spdlog/spdlog.h>
 
 #include <signal.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -281,7 +283,10 @@ void fabric_port::mark_down(uint32_t peer, const std::string& why) {
 }
 
 post_result fabric_port::post(const slice& s) {
-  const char* verb = !s.is_write ? "fi_read" : s.carries_data ? "fi_writedata" : "fi_write";
+  const char* verb = !s.is_write         ? "fi_read"
+                     : !s.pieces.empty() ? "fi_writev"
+                     : s.carries_data    ? "fi_writedata"
+                                         : "fi_write";
   if (faults::fire(faults::point::fabric_post)) {
     return {post_result::refused,
             fabric_error(verb, -FI_EIO) + " [injected fault: " + faults::name(faults::point::fabric_post) + "]"};
@@ -294,6 +299,15 @@ post_result fabric_port::post(const slice& s) {
   const held_call serial(call_lock_, peer.lock_slot);
   if (!s.is_write) {
     rc = fi_read(ep_, s.local, s.length, s.desc, dest, s.remote_addr, s.key, &c.ctx);
+  } else if (!s.pieces.empty()) {
+    std::array<iovec, endpoint::max_gather> iov;
+    std::array<void*, endpoint::max_gather> descs;
+    const size_t n = std::min(s.pieces.size(), iov.size());  // endpoint::write_gather keeps it within
+    for (size_t i = 0; i < n; ++i) {
+      iov[i] = {s.pieces[i].at, s.pieces[i].length};
+      descs[i] = s.desc;
+    }
+    rc = fi_writev(ep_, iov.data(), descs.data(), n, dest, s.remote_addr, s.key, &c.ctx);
   } else if (s.carries_data) {
     rc = fi_writedata(ep_, s.local, s.length, s.desc, s.data, dest, s.remote_addr, s.key, &c.ctx);
   } else {

@@ -102,7 +102,7 @@ void scheduler::schedule() {
       reject_front(s->id, fmt::format("peer {} is unreachable: {}", s->peer, up.message()));
       continue;
     }
-    if (guard && item->tc == traffic_class::kv && s->length > kv_guard_) {
+    if (guard && item->tc == traffic_class::kv && s->length > kv_guard_ && s->pieces.empty()) {
       split_front(s->id);  // next to model traffic, kv goes in guard-sized pieces
       continue;
     }

@@ -19,7 +19,14 @@ namespace dualpath::transport {
 
 using time_point = std::chrono::steady_clock::time_point;
 
-// One RMA operation as the provider sees it: a contiguous piece of one transfer.
+// A local piece of a gathered write (endpoint::write_gather): the provider reads the pieces in order.
+struct local_piece {
+  std::byte* at = nullptr;
+  uint64_t length = 0;
+};
+
+// One RMA operation as the provider sees it: a contiguous piece of one transfer, or (a gathered write)
+// pieces of local memory into one contiguous remote range.
 struct slice {
   uint64_t id = 0;
   uint64_t transfer = 0;
@@ -33,6 +40,7 @@ struct slice {
   uint64_t remote_addr = 0;
   uint64_t key = 0;
   uint64_t length = 0;
+  std::vector<local_piece> pieces;  // a gathered write's local pieces (length their sum); empty: `local`
   bool posted = false;
   std::optional<time_point> first_attempt;  // a provider that keeps saying "try again" times out from here
   time_point posted_at{};
@@ -50,14 +58,21 @@ struct transfer_request {
   uint64_t key = 0;
   uint64_t length = 0;
   std::optional<uint64_t> remote_data;
+  std::vector<local_piece> pieces;  // a gathered write: one slice, never cut (length <= slice_bytes)
 };
 
 // The caller's part of a request; the provider's part (local, desc, remote_addr, key) is filled in
 // when the regions are resolved.
 inline transfer_request make_transfer_request(traffic_class tc, bool is_write, uint32_t peer, uint64_t length,
                                               uint64_t context, std::optional<uint64_t> remote_data = {}) {
-  return {context,           tc,        is_write, peer,       /*local*/ nullptr, /*desc*/ nullptr,
-          /*remote_addr*/ 0, /*key*/ 0, length,   remote_data};
+  transfer_request r;
+  r.context = context;
+  r.tc = tc;
+  r.is_write = is_write;
+  r.peer = peer;
+  r.length = length;
+  r.remote_data = remote_data;
+  return r;
 }
 
 struct inflight_count {
@@ -80,7 +95,8 @@ class transfer_table {
     uint64_t rest = 0;
     bool held = false;  // the rest carries the remote data: it waits as the held slice, not in a queue
   };
-  // Shrinks queued slice `id` to `head_bytes`; the remainder becomes a new slice of the same transfer.
+  // Shrinks queued slice `id` to `head_bytes`; the remainder becomes a new slice of the same transfer. Not for a
+  // gathered write's slice (the scheduler posts those whole).
   split_result split(uint64_t id, uint64_t head_bytes);
 
   slice* find_slice(uint64_t id);

@@ -129,6 +129,41 @@ TEST_CASE("copies move bytes through libfabric: loopback buffer to HBM and node 
   CHECK(a.stats().copies == 2);
 }
 
+// A pass's fetch of a layer: Layer Blocks from buffer slots that are not next to each other, into adjacent
+// bytes of HBM. shm gathers up to four pieces a write, so six copies go as two provider writes.
+TEST_CASE("copies into back-to-back bytes are gathered into fewer provider writes, every byte in place") {
+  fixture fx;
+  node_io a(fx.options(0, 8), *fx.store);
+  fabric_directory dir(1);
+  for (auto& e : a.entries()) dir[e.engine] = e;
+  a.connect(dir);
+  const uint64_t layer = fx.geo.layer_bytes();
+  auto dst = a.hbm(0).allocate(6 * layer + 64);
+  std::memset(dst.data, 0, 6 * layer + 64);
+  std::vector<copy_op> ops;
+  for (uint32_t k = 0; k < 6; ++k) {
+    const uint32_t slot = 7 - k;  // slots in reverse: no two sources adjacent in order
+    const auto p = fx.payload(uint8_t(k + 1));
+    std::memcpy(a.slot_data(slot), p.data(), p.size());
+    // Layer 1 of each block (the second half of its Full Block), as a fetch of layer 1 takes it.
+    ops.push_back(
+        {0, region_kind::buffer, a.slot_offset(slot) + layer, 0, region_kind::hbm, dst.offset + k * layer, layer});
+  }
+  // A seventh copy elsewhere (not back to back with the sixth) goes on its own.
+  ops.push_back({0, region_kind::buffer, a.slot_offset(0), 0, region_kind::hbm, dst.offset + 6 * layer + 32, 32});
+  std::promise<std::string> done;
+  a.copy(ops, transport::traffic_class::kv, [&](status e) { done.set_value(e.message()); });
+  CHECK(done.get_future().get().empty());
+  for (uint32_t k = 0; k < 6; ++k) {
+    const auto p = fx.payload(uint8_t(k + 1));
+    CHECK(std::memcmp(dst.data + k * layer, p.data() + layer, layer) == 0);
+  }
+  CHECK(std::memcmp(dst.data + 6 * layer + 32, a.slot_data(0), 32) == 0);
+  CHECK(dst.data[6 * layer] == std::byte{0});  // the gap between the runs is untouched
+  CHECK(a.stats().copies == 7);
+  CHECK(a.stats().copy_writes == 3);  // 4 + 2 gathered, and the one apart
+}
+
 // docs/design.md §13: a lost node's copies fail at once; once it comes back as a new process (new endpoints,
 // new registrations), node_rejoined points the survivors at it and the same copy lands there.
 TEST_CASE("copies to a lost node fail at once; after node_rejoined they reach its new endpoints") {

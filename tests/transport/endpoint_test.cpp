@@ -233,6 +233,40 @@ TEST_CASE("out-of-range transfers, unknown peers and bad keys give error complet
   }
 }
 
+TEST_CASE("a gathered write lands its pieces in order in one range; too many, too large or outside: error") {
+  for (const std::string provider : {"shm", "tcp"}) {
+    CAPTURE(provider);
+    auto opts = loopback_options(provider);
+    opts.slice_bytes = 64 << 10;
+    buffered_pair p(opts, 256 << 10);
+    // shm gathers as many as its iov limit (4); tcp cuts kv next to model traffic, so it gathers nothing.
+    const uint32_t limit = p.a->gather_limit();
+    CHECK(limit == (provider == "shm" ? 4u : 1u));
+    std::vector<gather_piece> pieces;
+    for (uint32_t k = 0; k < limit; ++k) pieces.push_back({(200u << 10) - k * (40u << 10), 8u << 10});
+    p.a->write_gather(traffic_class::kv, *p.src_mr, pieces, p.to_b, p.dst_mr->remote(), 4096, 1);
+    std::vector<gather_piece> too_many(limit + 1, gather_piece{0, 1024});
+    p.a->write_gather(traffic_class::kv, *p.src_mr, too_many, p.to_b, p.dst_mr->remote(), 0, 2);
+    p.a->write_gather(traffic_class::kv, *p.src_mr, {{0, 65 << 10}}, p.to_b, p.dst_mr->remote(), 0, 3);
+    p.a->write_gather(traffic_class::kv, *p.src_mr, {{250 << 10, 8 << 10}}, p.to_b, p.dst_mr->remote(), 0, 4);
+    std::vector<completion> done;
+    REQUIRE(pump(
+        p.both(), [&] { return done.size() == 4; }, 10s, &done));
+    std::map<uint64_t, completion> by_context;
+    for (auto& c : done) by_context[c.context] = c;
+    CHECK(by_context[1].ok);
+    for (uint32_t k = 0; k < limit; ++k)
+      CHECK(std::equal(p.dst.ptr + 4096 + k * (8 << 10), p.dst.ptr + 4096 + (k + 1) * (8 << 10),
+                       p.src.ptr + pieces[k].offset));
+    CHECK(p.dst.ptr[4095] == std::byte{0});
+    CHECK(p.dst.ptr[4096 + limit * (8 << 10)] == std::byte{0});
+    CHECK(by_context[2].error.find("pieces to gather") != std::string::npos);
+    CHECK(by_context[3].error.find("over the") != std::string::npos);
+    CHECK(by_context[4].error.find("local piece") != std::string::npos);
+    CHECK(p.a->stats().kv.errors == 3);
+  }
+}
+
 TEST_CASE("a closed peer yields an error completion within the timeout") {
   for (const std::string provider : {"shm", "tcp"}) {
     CAPTURE(provider);
