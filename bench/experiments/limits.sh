@@ -29,6 +29,14 @@ step "transport (shm, tcp)"
 if "$bin" bench transport --help | grep -q -- --span-bytes; then
   "$bin" bench transport --provider shm --span-bytes 1073741824 --repeats "$repeats" --json >"$tmp/shm_dram.json"
 fi
+# The scaled experiments' Layer Blocks (16 tokens x 656 B of DeepSeek V3.2's MLA cache): a write of each is a
+# system call on shm, and four gathered into one write (a pass's fetch of a layer) a call for four.
+if "$bin" bench transport --help | grep -q -- --gather; then
+  for g in 1 4; do
+    "$bin" bench transport --provider shm --block-bytes 10496 --span-bytes 8396800 --total-bytes 268697600 \
+      --gather "$g" --repeats "$repeats" --json >"$tmp/shm_small_$g.json"
+  done
+fi
 "$bin" bench transport --provider tcp --repeats "$repeats" --json >"$tmp/tcp.json"
 step "storage"
 mkdir -p "$tmp/store"
@@ -88,6 +96,12 @@ row("transport", "shm Layer Block writes GB/s vs memcpy (64 MiB span: in cache)"
 if shm_dram:
     row("transport", "shm Layer Block writes GB/s vs memcpy (1 GiB span: DRAM)", shm_dram.get("gb_per_s"),
         shm_dram.get("memcpy_gb_per_s"), shm_dram.get("ratio_to_memcpy"), 0.9)
+for g in (1, 4):
+    small = load(f"shm_small_{g}.json")
+    if small:
+        what = "one a write" if g == 1 else f"{g} gathered a write"
+        row("transport", f"shm 10.5-KB Layer Blocks ({what}) GB/s vs memcpy", small.get("gb_per_s"),
+            small.get("memcpy_gb_per_s"), small.get("ratio_to_memcpy"), 0.9)
 row("transport", "tcp Layer Block writes GB/s vs memcpy", tcp.get("gb_per_s"), tcp.get("memcpy_gb_per_s"),
     tcp.get("ratio_to_memcpy"), None)
 row("storage", "block store reads GB/s vs fio", st.get("read_gb_per_s"), st.get("fio_read_gb_per_s"),
