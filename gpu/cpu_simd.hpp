@@ -14,7 +14,6 @@
 namespace dualpath::gpu::cpu {
 
 inline bool has_avx512f() { return __builtin_cpu_supports("avx512f"); }
-inline bool has_avx512dq() { return __builtin_cpu_supports("avx512dq"); }
 inline bool has_avx2() { return __builtin_cpu_supports("avx2"); }
 inline bool has_avx2_fma() { return has_avx2() && __builtin_cpu_supports("fma"); }
 

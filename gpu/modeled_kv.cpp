@@ -41,13 +41,27 @@ seed32 stream_seed(uint32_t layer, uint32_t position, int32_t token) {
   return {uint32_t(s), uint32_t(s >> 32)};
 }
 
+// The counters in z become their words: fmix32, xored with hi. For one lane (a uint32_t) or every lane of a
+// vector, the one place a word is defined. In place, by reference: a vector passed by value outside a function
+// built for its width would change the ABI (GCC's -Wpsabi).
+template <class V>
+__attribute__((always_inline)) inline void fmix_words(V& z, uint32_t hi) {
+  z = (z ^ (z >> 16)) * mul_a;
+  z = (z ^ (z >> 13)) * mul_b;
+  z = z ^ (z >> 16) ^ hi;
+}
+
 // Word k of the stream.
 uint32_t word(seed32 s, uint32_t k) {
   uint32_t z = s.lo + (k + 1) * golden32;
-  z = (z ^ (z >> 16)) * mul_a;
-  z = (z ^ (z >> 13)) * mul_b;
-  return (z ^ (z >> 16)) ^ s.hi;
+  fmix_words(z, s.hi);
+  return z;
 }
+
+struct matched {
+  uint32_t end = 0;  // bytes compared, in whole chunks
+  bool ok = true;    // every one equal
+};
 
 #if defined(__x86_64__)
 // GCC's vector extension: the same words at any width (the multiplies become vpmulld).
@@ -71,72 +85,64 @@ struct lanes_of<16> {
 template <int N>
 using u32v = typename lanes_of<N>::type;
 
-// The whole chunks of 4·N bytes: written to dst. Returns the bytes done. Lane k's counter starts at lo + (k + 1)·γ
-// and each chunk adds N·γ.
+// z = the counters of the N words from byte `from` on (a multiple of 4): lane k's is lo + (from / 4 + k + 1)·γ.
 template <int N>
-__attribute__((always_inline)) inline uint32_t fill_chunks(seed32 s, std::byte* dst, uint32_t bytes) {
+__attribute__((always_inline)) inline void counters(seed32 s, uint32_t from, u32v<N>& z) {
+  for (int k = 0; k < N; ++k) z[k] = s.lo + (from / 4 + uint32_t(k) + 1) * golden32;
+}
+
+// Bytes [from, bytes) in whole chunks of 4·N bytes, written to dst. Returns where the chunks end.
+template <int N>
+__attribute__((always_inline)) inline uint32_t fill_chunks(seed32 s, std::byte* dst, uint32_t from, uint32_t bytes) {
   u32v<N> z;
-  for (int k = 0; k < N; ++k) z[k] = s.lo + uint32_t(k + 1) * golden32;
-  uint32_t i = 0;
+  counters<N>(s, from, z);
+  uint32_t i = from;
   for (; i + 4 * N <= bytes; i += 4 * N, z += uint32_t(N) * golden32) {
-    u32v<N> w = (z ^ (z >> 16)) * mul_a;  // word(), a lane each
-    w = (w ^ (w >> 13)) * mul_b;
-    w = w ^ (w >> 16) ^ s.hi;
+    u32v<N> w = z;
+    fmix_words(w, s.hi);
     std::memcpy(dst + i, &w, sizeof w);
-  }
-  if (i + 2 * N <= bytes) {  // a half chunk (the 16 bytes after a 640-byte row's 20 chunks of 32)
-    u32v<N / 2> h;
-    std::memcpy(&h, &z, sizeof h);  // the next counters' first half
-    h = (h ^ (h >> 16)) * mul_a;
-    h = (h ^ (h >> 13)) * mul_b;
-    h = h ^ (h >> 16) ^ s.hi;
-    std::memcpy(dst + i, &h, sizeof h);
-    i += 2 * N;
   }
   return i;
 }
 
-// The whole chunks of 4·N bytes: compared with data, all of them (no branch per chunk). Returns the bytes
-// checked, or 0 on any difference (the caller then fails the row: fewer bytes than a chunk are left only when
-// the row is shorter than one).
+// Bytes [from, bytes) in whole chunks of 4·N bytes, compared with data: all of them, their differences ORed
+// and tested once (no branch per chunk).
 template <int N>
-__attribute__((always_inline)) inline uint32_t match_chunks(seed32 s, const std::byte* data, uint32_t bytes) {
+__attribute__((always_inline)) inline matched match_chunks(seed32 s, const std::byte* data, uint32_t from,
+                                                           uint32_t bytes) {
   u32v<N> z, diff = {};
-  for (int k = 0; k < N; ++k) z[k] = s.lo + uint32_t(k + 1) * golden32;
-  uint32_t i = 0;
+  counters<N>(s, from, z);
+  uint32_t i = from;
   for (; i + 4 * N <= bytes; i += 4 * N, z += uint32_t(N) * golden32) {
-    u32v<N> got, w = (z ^ (z >> 16)) * mul_a;  // word(), a lane each
-    w = (w ^ (w >> 13)) * mul_b;
+    u32v<N> got, w = z;
+    fmix_words(w, s.hi);
     std::memcpy(&got, data + i, sizeof got);
-    diff |= got ^ w ^ (w >> 16) ^ s.hi;
+    diff |= got ^ w;
   }
-  if (i + 2 * N <= bytes) {  // a half chunk, as fill_chunks
-    u32v<N / 2> h, got_h, diff_h;
-    std::memcpy(&h, &z, sizeof h);
-    h = (h ^ (h >> 16)) * mul_a;
-    h = (h ^ (h >> 13)) * mul_b;
-    std::memcpy(&got_h, data + i, sizeof got_h);
-    std::memcpy(&diff_h, &diff, sizeof diff_h);  // joins the first half of the lanes' differences
-    diff_h |= got_h ^ h ^ (h >> 16) ^ s.hi;
-    std::memcpy(&diff, &diff_h, sizeof diff_h);
-    i += 2 * N;
-  }
-  uint64_t halves[N / 2], any = 0;  // one test of all lanes, not a branch per lane
+  uint64_t halves[N / 2], any = 0;
   std::memcpy(halves, &diff, sizeof diff);
   for (int k = 0; k < N / 2; ++k) any |= halves[k];
-  return any ? 0 : i;
+  return {i, any == 0};
 }
 
+// Each width takes the whole chunks it can, then narrower ones (a 656-byte row: 10 of 64 bytes and one of 16, or
+// 20 of 32 and one of 16); fewer than 16 bytes are left to the word loop.
 #define DUALPATH_AVX512 __attribute__((target("avx512f")))
 #define DUALPATH_AVX2 __attribute__((target("avx2")))
 
-DUALPATH_AVX512 uint32_t fill16(seed32 s, std::byte* dst, uint32_t bytes) { return fill_chunks<16>(s, dst, bytes); }
-DUALPATH_AVX512 uint32_t match16(seed32 s, const std::byte* data, uint32_t bytes) {
-  return match_chunks<16>(s, data, bytes);
+DUALPATH_AVX2 uint32_t fill8(seed32 s, std::byte* dst, uint32_t from, uint32_t bytes) {
+  return fill_chunks<4>(s, dst, fill_chunks<8>(s, dst, from, bytes), bytes);
 }
-DUALPATH_AVX2 uint32_t fill8(seed32 s, std::byte* dst, uint32_t bytes) { return fill_chunks<8>(s, dst, bytes); }
-DUALPATH_AVX2 uint32_t match8(seed32 s, const std::byte* data, uint32_t bytes) {
-  return match_chunks<8>(s, data, bytes);
+DUALPATH_AVX512 uint32_t fill16(seed32 s, std::byte* dst, uint32_t bytes) {
+  return fill8(s, dst, fill_chunks<16>(s, dst, 0, bytes), bytes);
+}
+DUALPATH_AVX2 matched match8(seed32 s, const std::byte* data, uint32_t from, uint32_t bytes) {
+  const matched wide = match_chunks<8>(s, data, from, bytes), narrow = match_chunks<4>(s, data, wide.end, bytes);
+  return {narrow.end, wide.ok && narrow.ok};
+}
+DUALPATH_AVX512 matched match16(seed32 s, const std::byte* data, uint32_t bytes) {
+  const matched wide = match_chunks<16>(s, data, 0, bytes), rest = match8(s, data, wide.end, bytes);
+  return {rest.end, wide.ok && rest.ok};
 }
 
 // Lanes (32-bit words) a chunk takes: 16, 8 or 1, from the 8-byte words asked for (8, 4 or 1, as the
@@ -150,21 +156,17 @@ uint32_t chunk_lanes(uint32_t words) {
 
 uint32_t fill_wide(seed32 s, std::byte* dst, uint32_t bytes, uint32_t lanes) {
   if (lanes == 16) return fill16(s, dst, bytes);
-  return lanes == 8 ? fill8(s, dst, bytes) : 0;
+  return lanes == 8 ? fill8(s, dst, 0, bytes) : 0;
 }
 
-// Bytes matched in whole chunks, or false through `ok` on a difference.
-uint32_t match_wide(seed32 s, const std::byte* data, uint32_t bytes, uint32_t lanes, bool& ok) {
-  const uint32_t chunk = 4 * lanes;
-  if (lanes == 1 || bytes < chunk) return 0;
-  const uint32_t done = lanes == 16 ? match16(s, data, bytes) : match8(s, data, bytes);
-  ok = done != 0;
-  return done;
+matched match_wide(seed32 s, const std::byte* data, uint32_t bytes, uint32_t lanes) {
+  if (lanes == 16) return match16(s, data, bytes);
+  return lanes == 8 ? match8(s, data, 0, bytes) : matched{};
 }
 #else
 uint32_t chunk_lanes(uint32_t) { return 1; }
 uint32_t fill_wide(seed32, std::byte*, uint32_t, uint32_t) { return 0; }
-uint32_t match_wide(seed32, const std::byte*, uint32_t, uint32_t, bool&) { return 0; }
+matched match_wide(seed32, const std::byte*, uint32_t, uint32_t) { return {}; }
 #endif
 
 }  // namespace
@@ -189,9 +191,9 @@ bool modeled_kv_matches(uint32_t layer, uint32_t first_position, const int32_t* 
   for (uint32_t t = 0; t < count; ++t) {
     const seed32 seed = stream_seed(layer, first_position + t, tokens[t]);
     const std::byte* row = data + uint64_t(t) * bytes;
-    bool ok = true;
-    uint32_t i = match_wide(seed, row, bytes, lanes, ok);
-    if (!ok) return false;
+    const matched wide = match_wide(seed, row, bytes, lanes);
+    if (!wide.ok) return false;
+    uint32_t i = wide.end;
     for (; i + 4 <= bytes; i += 4) {  // whole words as integers, as modeled_kv_fill writes them
       uint32_t got;
       std::memcpy(&got, row + i, 4);

@@ -71,16 +71,16 @@ class fabric_mover final : public kv_mover {
       const auto& peer = f_.directory[op.dst_engine];
       const auto& dst = op.dst_kind == region_kind::buffer ? peer.buffer : peer.hbm;
       const uint32_t to = f_.peer_index[li][op.dst_engine];
-      stats_.copies += end - first;
-      ++stats_.writes;
-      for (size_t k = first; k < end; ++k) stats_.bytes += ops[k].length;
-      if (end - first == 1) {
-        f_.endpoints[li]->write(tc, src, op.src_offset, to, dst, op.dst_offset, op.length, tracker_.context_for(batch));
-        continue;
-      }
       pieces.clear();
-      for (size_t k = first; k < end; ++k) pieces.push_back({ops[k].src_offset, ops[k].length});
-      f_.endpoints[li]->write_gather(tc, src, pieces, to, dst, op.dst_offset, tracker_.context_for(batch));
+      for (size_t k = first; k < end; ++k) {
+        pieces.push_back({ops[k].src_offset, ops[k].length});
+        stats_.bytes += ops[k].length;
+      }
+      stats_.copies += pieces.size();
+      ++stats_.writes;
+      if (pieces.size() == 1)
+        f_.endpoints[li]->write(tc, src, op.src_offset, to, dst, op.dst_offset, op.length, tracker_.context_for(batch));
+      else f_.endpoints[li]->write_gather(tc, src, pieces, to, dst, op.dst_offset, tracker_.context_for(batch));
     }
   }
 

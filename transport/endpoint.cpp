@@ -47,41 +47,36 @@ struct endpoint::impl final : poster {
   void progress() override { loop.drain(); }
 
   // Ok when `r` may be queued; otherwise why it is refused.
+  // Ok when `r` may be queued; otherwise why it is refused. A gathered write names its local `pieces` instead
+  // of the one range from local_offset.
   status check(const memory_region& local, uint64_t local_offset, const remote_region& remote, uint64_t remote_offset,
-               const transfer_request& r);
+               const transfer_request& r, const std::vector<gather_piece>* pieces);
   void submit(const memory_region& local, uint64_t local_offset, const remote_region& remote, uint64_t remote_offset,
-              transfer_request r);
-  // Ok when the pieces of a gathered write may be queued; otherwise why it is refused.
-  status check_gather(const memory_region& local, const std::vector<gather_piece>& pieces, uint64_t total) const;
+              transfer_request r, const std::vector<gather_piece>* pieces = nullptr);
   uint32_t gather_limit() const {
     if (sched.kv_guard() > 0) return 1;
     return uint32_t(std::clamp<size_t>(port.info().tx_attr->iov_limit, 1, endpoint::max_gather));
   }
 };
 
-status endpoint::impl::check_gather(const memory_region& local, const std::vector<gather_piece>& pieces,
-                                    uint64_t total) const {
-  auto refused = [](std::string why) { return status(errc::bad_input, std::move(why)); };
-  if (pieces.empty() || pieces.size() > gather_limit())
-    return refused(fmt::format("{} pieces to gather ({} to {} here)", pieces.size(), 1, gather_limit()));
-  if (total > opts.slice_bytes)
-    return refused(fmt::format("a gather of {} bytes is over the {}-byte slice", total, opts.slice_bytes));
-  const auto& lr = local.state();
-  for (const auto& p : pieces)
-    if (p.length == 0 || p.offset > lr.length || p.length > lr.length - p.offset)
-      return refused(fmt::format("local piece [{}, +{}) is empty or past the end of a {}-byte region", p.offset,
-                                 p.length, lr.length));
-  return {};
-}
-
 status endpoint::impl::check(const memory_region& local, uint64_t local_offset, const remote_region& remote,
-                             uint64_t remote_offset, const transfer_request& r) {
+                             uint64_t remote_offset, const transfer_request& r,
+                             const std::vector<gather_piece>* pieces) {
   const auto& lr = local.state();
   const uint64_t length = r.length;
   auto refused = [](std::string why) { return status(errc::bad_input, std::move(why)); };
   if (lr.owner != port.serial()) return refused("the local region was registered with another endpoint");
   if (length == 0) return refused("zero-length transfer");
-  if (r.pieces.empty() && (local_offset > lr.length || length > lr.length - local_offset)) {  // pieces: checked
+  if (pieces) {
+    if (pieces->size() > gather_limit())
+      return refused(fmt::format("{} pieces to gather (1 to {} here)", pieces->size(), gather_limit()));
+    if (length > opts.slice_bytes)
+      return refused(fmt::format("a gather of {} bytes is over the {}-byte slice", length, opts.slice_bytes));
+    for (const auto& p : *pieces)
+      if (p.length == 0 || p.offset > lr.length || p.length > lr.length - p.offset)
+        return refused(fmt::format("local piece [{}, +{}) is empty or past the end of a {}-byte region", p.offset,
+                                   p.length, lr.length));
+  } else if (local_offset > lr.length || length > lr.length - local_offset) {
     return refused(
         fmt::format("local range [{}, +{}) is past the end of a {}-byte region", local_offset, length, lr.length));
   }
@@ -103,8 +98,8 @@ status endpoint::impl::check(const memory_region& local, uint64_t local_offset, 
 }
 
 void endpoint::impl::submit(const memory_region& local, uint64_t local_offset, const remote_region& remote,
-                            uint64_t remote_offset, transfer_request r) {
-  const status bad = check(local, local_offset, remote, remote_offset, r);
+                            uint64_t remote_offset, transfer_request r, const std::vector<gather_piece>* pieces) {
+  const status bad = check(local, local_offset, remote, remote_offset, r, pieces);
   if (!bad.ok()) {
     // Refusals complete like any failed transfer, so callers have one error path (never a throw).
     const auto now = sched.now();
@@ -117,6 +112,8 @@ void endpoint::impl::submit(const memory_region& local, uint64_t local_offset, c
   r.desc = lr.desc;
   r.remote_addr = remote.addr + remote_offset;
   r.key = remote.key;
+  if (pieces)
+    for (const auto& p : *pieces) r.pieces.push_back({lr.base + p.offset, p.length});
   sched.submit(r);
 }
 
@@ -153,16 +150,8 @@ void endpoint::write_gather(traffic_class tc, const memory_region& src, const st
                             uint32_t peer, const remote_region& dst, uint64_t dst_offset, uint64_t context) {
   uint64_t total = 0;
   for (const auto& p : pieces) total += p.length;
-  auto r = make_transfer_request(tc, true, peer, total, context);
-  if (const status bad = impl_->check_gather(src, pieces, total); !bad.ok()) {
-    const auto now = impl_->sched.now();
-    impl_->table.fail(impl_->table.open(context, tc, peer, total, now), "write refused: " + bad.message(), now);
-    return;
-  }
-  const auto& lr = src.state();
-  for (const auto& p : pieces) r.pieces.push_back({lr.base + p.offset, p.length});
-  // The whole local span checks as one range from the first piece: the pieces were checked one by one above.
-  impl_->submit(src, pieces.front().offset, dst, dst_offset, std::move(r));
+  impl_->submit(src, pieces.empty() ? 0 : pieces.front().offset, dst, dst_offset,
+                make_transfer_request(tc, true, peer, total, context), &pieces);
 }
 
 void endpoint::read(traffic_class tc, const memory_region& dst, uint64_t dst_offset, uint32_t peer,

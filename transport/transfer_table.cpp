@@ -32,21 +32,6 @@ uint64_t transfer_table::add(slice s) {
 
 std::vector<uint64_t> transfer_table::add_slices(uint64_t transfer, const transfer_request& r, uint64_t slice_bytes) {
   std::vector<uint64_t> queue;
-  if (!r.pieces.empty()) {  // a gathered write: one operation, whatever its length
-    slice s;
-    s.transfer = transfer;
-    s.tc = r.tc;
-    s.peer = r.peer;
-    s.is_write = true;
-    s.local = r.pieces.front().at;
-    s.desc = r.desc;
-    s.remote_addr = r.remote_addr;
-    s.key = r.key;
-    s.length = r.length;
-    s.pieces = r.pieces;
-    queue.push_back(add(std::move(s)));
-    return queue;
-  }
   const uint64_t count = (r.length + slice_bytes - 1) / slice_bytes;
   for (uint64_t i = 0; i < count; ++i) {
     const uint64_t off = i * slice_bytes;
@@ -60,6 +45,7 @@ std::vector<uint64_t> transfer_table::add_slices(uint64_t transfer, const transf
     s.remote_addr = r.remote_addr + off;
     s.key = r.key;
     s.length = std::min(slice_bytes, r.length - off);
+    s.pieces = r.pieces;  // a gathered write: one slice (endpoint::write_gather keeps it within one)
     const bool last = i + 1 == count;
     if (last && r.remote_data) {
       s.carries_data = true;

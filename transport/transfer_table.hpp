@@ -65,14 +65,8 @@ struct transfer_request {
 // when the regions are resolved.
 inline transfer_request make_transfer_request(traffic_class tc, bool is_write, uint32_t peer, uint64_t length,
                                               uint64_t context, std::optional<uint64_t> remote_data = {}) {
-  transfer_request r;
-  r.context = context;
-  r.tc = tc;
-  r.is_write = is_write;
-  r.peer = peer;
-  r.length = length;
-  r.remote_data = remote_data;
-  return r;
+  return {context,           tc,        is_write, peer,        /*local*/ nullptr, /*desc*/ nullptr,
+          /*remote_addr*/ 0, /*key*/ 0, length,   remote_data, /*pieces*/ {}};
 }
 
 struct inflight_count {
