@@ -82,8 +82,9 @@ struct decode_state : engine_base {
     h->payload.times.handoff = now_ns();
     const auto from = caf::actor_cast<caf::actor_addr>(self->current_sender());
     if (!from || from.node() == self->node()) return adopted(std::move(*h), true);  // one process: no one dies alone
-    self->request(view().traffic_queue(node()), data_plane_timeout(), atom::adopt_v, encode(slot_list{h->de_slots, 0}),
-                  from)
+    watch
+        .request(self, view().traffic_queue(node()), data_plane_timeout(), atom::adopt_v,
+                 encode(slot_list{h->de_slots, 0}), from)
         .then([this, h](bool kept) { adopted(std::move(*h), kept); },
               [this, h](caf::error& err) {
                 release_de_slots(*h);
@@ -166,7 +167,7 @@ struct decode_state : engine_base {
     copy_batch batch{runtime::plan_hbm_load(geo(), slots(), setup.engine, r.info.de_slots, page_offsets(r))};
     admitting[r.info.payload.request] = r.info.payload.tokens.size() + r.info.payload.gen;
     auto shared = std::make_shared<de_request>(std::move(r));
-    self->request(view().traffic_queue(node()), data_plane_timeout(), atom::copy_v, encode(batch))
+    watch.request(self, view().traffic_queue(node()), data_plane_timeout(), atom::copy_v, encode(batch))
         .then(
             [this, shared](uint64_t) {
               admitting.erase(shared->info.payload.request);
@@ -248,14 +249,14 @@ struct decode_state : engine_base {
       if (!err.empty() && error->empty()) *error = err;
       if (--*pending == 0) finish_step(*job, ids, *error);
     };
-    self->request(setup.worker, compute_timeout(expected_step_s(*job)), atom::decode_v, job)
+    watch.request(self, setup.worker, compute_timeout(expected_step_s(*job)), atom::decode_v, job)
         .then([done](uint32_t) { done(""); }, [done](caf::error& err) { done(describe(err)); });
     if (view().model_traffic_bytes() > 0) {
       copy_batch batch;
       batch.traffic = transport::traffic_class::model;
       batch.ops.push_back({setup.engine, region_kind::hbm, collective.offset, collective_peer(), region_kind::hbm, 0,
                            view().model_traffic_bytes()});
-      self->request(view().traffic_queue(node()), data_plane_timeout(), atom::copy_v, encode(batch))
+      watch.request(self, view().traffic_queue(node()), data_plane_timeout(), atom::copy_v, encode(batch))
           .then([done](uint64_t) { done(""); },
                 [done](caf::error& err) { done("model traffic failed: " + describe(err)); });
     }
@@ -331,6 +332,7 @@ decode_engine_actor::behavior_type decode_engine(decode_engine_actor::stateful_p
   return {
       [self](atom::handoff, const envelope<schema::Handoff>& e) { self->state.on_handoff(e); },
       [self](atom::tick) { self->state.step(); },
+      [self](atom::expire) { self->state.watch.on_expire(self); },
       [self](atom::persisted, uint64_t id) { self->state.on_persisted(id); },
       [self](atom::cancel, uint64_t id) { self->state.cancel(id); },
   };

@@ -7,6 +7,7 @@
 
 #include <chrono>
 
+#include "actors/request_watch.hpp"
 #include "actors/vocabulary.hpp"
 #include "actors/engines.hpp"
 #include "protocol/errors.hpp"
@@ -19,6 +20,8 @@ namespace dualpath::actors {
 struct engine_base {
   engine_setup setup;
   gpu::hbm_arena* hbm = nullptr;
+  // The deadlines of the requests to the traffic queue and the compute worker (actors/request_watch.hpp).
+  request_watch watch;
 
   void bind(engine_setup st) {
     setup = std::move(st);

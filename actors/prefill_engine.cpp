@@ -133,7 +133,7 @@ void prefill_state::prepare(pe_request& r) {
 void prefill_state::reserve_de_slots(pe_request& r, uint32_t count) {
   const uint64_t id = r.payload.request;
   const uint32_t de_node = r.asg.de_node;
-  self->request(view().traffic_queue(de_node), data_plane_timeout(), atom::reserve_v, count)
+  watch.request(self, view().traffic_queue(de_node), data_plane_timeout(), atom::reserve_v, count)
       .then(
           [this, id, de_node](const envelope<schema::Slots>& e) {
             auto s = decode(e);
@@ -158,7 +158,7 @@ void prefill_state::reserve_de_slots(pe_request& r, uint32_t count) {
 void prefill_state::load_hit(pe_request& r, uint32_t node, const std::vector<block_key>& keys, uint32_t first) {
   const uint64_t id = r.payload.request;
   const bool on_pe = node == r.asg.pe_node && first == 0;
-  self->request(view().traffic_queue(node), data_plane_timeout(), atom::load_v, encode_load(keys, id))
+  watch.request(self, view().traffic_queue(node), data_plane_timeout(), atom::load_v, encode_load(keys, id))
       .then([this, id, node, first,
              on_pe](const envelope<schema::LoadResult>& e) { on_loaded(id, node, first, on_pe, decode(e)); },
             [this, id, node](caf::error& err) {
@@ -264,6 +264,7 @@ prefill_engine_actor::behavior_type prefill_engine(prefill_engine_actor::statefu
   return {
       [self](atom::assign, const envelope<schema::Assignments>& e) { self->state.on_assign(e); },
       [self](atom::tick) { self->state.try_pass(); },
+      [self](atom::expire) { self->state.watch.on_expire(self); },
       [self](atom::cancel, uint64_t id) { self->state.cancel(id); },
       [self](atom::lost, uint32_t node) { self->state.node_lost(node); },
   };

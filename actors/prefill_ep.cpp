@@ -16,8 +16,9 @@ void prefill_state::ep_join() {
   if (!setup.ep_group) return;
   const double round_s = geo().layers * (3 * view().config.timeout_s + 20 * pass->layer_expected_s);
   ++pass->in_flight;
-  self->request(setup.ep_group, waits::seconds(view().config.timeout_s + 2 * round_s), atom::join_v, setup.engine,
-                pass->layer_expected_s)
+  watch
+      .request(self, setup.ep_group, waits::seconds(view().config.timeout_s + 2 * round_s), atom::join_v, setup.engine,
+               pass->layer_expected_s)
       .then(
           [this](double deadline_s) {
             if (!returned()) return;
@@ -36,8 +37,9 @@ void prefill_state::ep_barrier(uint32_t layer, double attention_s) {
     return;
   }
   ++pass->in_flight;
-  self->request(setup.ep_group, waits::seconds(2 * pass->ep_deadline_s), atom::layer_v, setup.engine, layer,
-                attention_s)
+  watch
+      .request(self, setup.ep_group, waits::seconds(2 * pass->ep_deadline_s), atom::layer_v, setup.engine, layer,
+               attention_s)
       .then(
           [this, layer](uint32_t) {
             if (returned()) layer_computed(layer);

@@ -40,7 +40,7 @@ void prefill_state::fetch_layer() {
   for (auto& [n, ops] : by_node) {
     ++p.in_flight;
     ++p.fetching_from[n];
-    self->request(view().traffic_queue(n), data_plane_timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
+    watch.request(self, view().traffic_queue(n), data_plane_timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
         .then(
             [this, layer, remaining, seq = p.seq, n = n](uint64_t) {
               if (!fetch_returned(seq, n) || --*remaining > 0) return;
@@ -94,7 +94,9 @@ void prefill_state::forward_layer(uint32_t layer, runtime::forward_part part) {
   auto remaining = std::make_shared<size_t>(by_de.size());
   for (auto& [de, ops] : by_de) {
     ++p.in_flight;
-    self->request(view().traffic_queue(node()), data_plane_timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
+    watch
+        .request(self, view().traffic_queue(node()), data_plane_timeout(), atom::copy_v,
+                 encode(copy_batch{std::move(ops)}))
         .then(
             [this, remaining](uint64_t) {
               if (!returned() || --*remaining > 0) return;

@@ -74,7 +74,7 @@ void prefill_state::try_pass() {
   pass->began_ns = pass->phase_since = now_ns();
   pass->admissions_pending = setup.ep_group ? 2 : 1;
   ++pass->in_flight;
-  self->request(setup.worker, compute_timeout(pass->layer_expected_s), atom::start_v, pass->job)
+  watch.request(self, setup.worker, compute_timeout(pass->layer_expected_s), atom::start_v, pass->job)
       .then(
           [this](uint32_t) {
             if (returned()) admitted();
@@ -189,7 +189,7 @@ void prefill_state::compute_layer(uint32_t layer) {
   p.sent = layer + 1;
   ++p.in_flight;
   // The deadline counts from the send, so a layer sent ahead is allowed the one before it too.
-  self->request(setup.worker, compute_timeout(2 * p.layer_expected_s), atom::layer_v, p.job, in)
+  watch.request(self, setup.worker, compute_timeout(2 * p.layer_expected_s), atom::layer_v, p.job, in)
       .then(
           [this, layer](uint32_t) {
             if (!returned()) return;
@@ -234,7 +234,7 @@ void prefill_state::record_timeline(pass_state& p, int64_t t) {
 void prefill_state::finish_pass() {
   pass->enter(pass_phase::finishing, now_ns());
   ++pass->in_flight;
-  self->request(setup.worker, compute_timeout(pass->layer_expected_s), atom::finish_v, pass->job)
+  watch.request(self, setup.worker, compute_timeout(pass->layer_expected_s), atom::finish_v, pass->job)
       .then(
           [this](uint32_t) {
             if (!returned()) return;

@@ -148,6 +148,9 @@ using prefill_engine_actor = caf::typed_actor<
     caf::reacts_to<atom::assign, envelope<schema::Assignments>>,
     // Internal: try to start the next pass.
     caf::reacts_to<atom::tick>,
+    // Internal: the earliest deadline of its traffic-queue, compute-worker and EP-group requests came; those
+    // past theirs fail as timeouts (actors/request_watch.hpp).
+    caf::reacts_to<atom::expire>,
     // Serving client: the request was cancelled. Whatever it holds here (buffer slots, HBM) goes back, at
     // once or, within a pass, at the pass's end; it is not handed off. No answer.
     caf::reacts_to<atom::cancel, uint64_t>,
@@ -161,6 +164,9 @@ using decode_engine_actor = caf::typed_actor<
     caf::reacts_to<atom::handoff, envelope<schema::Handoff>>,
     // Internal: try the next decode step.
     caf::reacts_to<atom::tick>,
+    // Internal: the earliest deadline of its traffic-queue and compute-worker requests came; those past theirs
+    // fail as timeouts (actors/request_watch.hpp).
+    caf::reacts_to<atom::expire>,
     // Internal (from the background writer): one Full Block of this request reached storage.
     caf::reacts_to<atom::persisted, uint64_t>,
     // Serving client: the request was cancelled. Its DE buffer slots and HBM go back (after the decode step

@@ -2,6 +2,7 @@
 // steps, results after `gen` tokens, FIFO admission by HBM, and a failing step. Prompts and generations stay
 // inside one Full Block, so nothing is persisted (the store's writer thread is never involved).
 #include "engine_fixture.hpp"
+#include "protocol/waits.hpp"
 
 using namespace engine_test;
 
@@ -187,4 +188,66 @@ TEST_CASE_FIXTURE(decode_fixture, "a failed DE buffer to HBM copy fails the turn
   CHECK(result_of(2)->error.empty());
   CHECK(result_of(2)->generated.size() == 3);
   CHECK(last_report(de_id).free_hbm == 16 << 10);
+}
+
+// actors/request_watch.hpp: the engine keeps its data-plane deadlines itself, on the actor clock.
+TEST_CASE_FIXTURE(decode_fixture,
+                  "a buffer to HBM copy that never answers fails its turn at its deadline, not before") {
+  start_decode(1 << 20);
+  tq_s[1]->copy = answer::hold;
+  hand_off(1, 5, 3, {10});
+  REQUIRE(tq_s[1]->copies.size() == 1);
+  const auto deadline = protocol::waits_of(config).data_plane();
+  sched.advance_time(deadline - std::chrono::milliseconds(2));
+  sched.run();
+  CHECK(rec->results.empty());
+  hand_off(2, 5, 3, {11});  // posted 2 ms before the first copy's deadline
+  REQUIRE(tq_s[1]->copies.size() == 2);
+
+  sched.advance_time(std::chrono::milliseconds(2));
+  sched.run();
+  REQUIRE(rec->results.size() == 1);
+  CHECK(rec->results[0].request == 1);
+  CHECK(contains(rec->results[0].error, "DE buffer to HBM copy failed"));
+  CHECK(contains(rec->results[0].error, "timeout"));
+  CHECK(tq_s[1]->released == std::vector<uint32_t>{10});
+
+  // The second copy answers within its own deadline: its turn decodes, and that deadline passing later
+  // fails nothing.
+  answer_copy(1, 1);
+  REQUIRE(rec->results.size() == 2);
+  CHECK(result_of(2)->error.empty());
+  CHECK(result_of(2)->generated.size() == 3);
+  sched.advance_time(deadline);
+  sched.run();
+  CHECK(rec->results.size() == 2);
+  CHECK(last_report(de_id).free_hbm == 1 << 20);
+}
+
+TEST_CASE_FIXTURE(decode_fixture,
+                  "an unanswered copy posted after an earlier deadline was armed still fails at its own") {
+  start_decode(1 << 20);
+  tq_s[1]->copy = answer::hold;
+  de_cs->decode = answer::hold;
+  hand_off(1, 5, 3, {10});
+  answer_copy(1, 0);  // request 1 decodes; its first step is held with a compute deadline
+  REQUIRE(steps().size() == 1);
+  const auto data_plane = protocol::waits_of(config).data_plane();
+  sched.advance_time(std::chrono::seconds(1));
+  hand_off(2, 7, 3, {11});  // its copy's deadline is 1 s past request 2's posting
+  REQUIRE(tq_s[1]->copies.size() == 2);
+  for (size_t i = 0; i < 4 && result_of(1) == nullptr; ++i) {  // each step's deadline goes with its answer
+    REQUIRE(steps().size() == i + 1);
+    answer_step(i);
+  }
+  REQUIRE(result_of(1) != nullptr);
+  CHECK(result_of(1)->error.empty());
+
+  sched.advance_time(data_plane - std::chrono::milliseconds(1));
+  sched.run();
+  CHECK(result_of(2) == nullptr);
+  sched.advance_time(std::chrono::milliseconds(1));
+  sched.run();
+  REQUIRE(result_of(2) != nullptr);
+  CHECK(contains(result_of(2)->error, "timeout"));
 }

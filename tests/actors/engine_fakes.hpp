@@ -248,6 +248,7 @@ inline decode_engine_actor::behavior_type fake_decode_engine(std::shared_ptr<rec
   return {
       [=](atom::handoff, const envelope<schema::Handoff>& e) { r->handoffs.push_back(decode(e)); },
       [](atom::tick) {},
+      [](atom::expire) {},
       [](atom::persisted, uint64_t) {},
       [=](atom::cancel, uint64_t id) { r->cancels.push_back(id); },
   };
