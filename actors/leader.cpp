@@ -1,4 +1,5 @@
 #include "actors/leader.hpp"
+#include "actors/request_watch.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/waits.hpp"
 
@@ -27,6 +28,8 @@ struct leader_state {
   schedule::report_acks acks;  // which requests the engines' numbers count
   bool fetching = false;
   schedule::report_gate gate{repeat_every_ticks};
+  // A fetching leader asks the scheduler every tick: its deadline is kept here, not by CAF's clock thread.
+  request_watch watch;
 
   bool prefill() const { return view->is_prefill_node(node); }
   // A prefill group of several nodes fetches through its first node's leader only: one fetch considers every
@@ -74,7 +77,7 @@ struct leader_state {
     report();
     if (fetches() && !fetching) {
       fetching = true;
-      self->request(view->scheduler, waits_of(view->config).request(), atom::fetch_v, encode_fetch(node))
+      watch.request(self, view->scheduler, waits_of(view->config).request(), atom::fetch_v, encode_fetch(node))
           .then(
               [this](const envelope<schema::Assignments>& e) {
                 fetching = false;
@@ -116,6 +119,7 @@ leader_actor::behavior_type leader(leader_actor::stateful_pointer<leader_state> 
       [=](atom::engine_st, uint32_t engine, uint32_t seq, uint64_t tok, uint64_t free_hbm,
           const std::vector<uint64_t>& ids) { self->state.on_engine(engine, seq, tok, free_hbm, ids); },
       [=](atom::tick) { self->state.on_tick(); },
+      [=](atom::expire) { self->state.watch.on_expire(self); },
       [=](atom::held) { return self->state.held(); },
   };
 }

@@ -201,6 +201,8 @@ using leader_actor = caf::typed_actor<
     caf::reacts_to<atom::engine_st, uint32_t, uint32_t, uint64_t, uint64_t, std::vector<uint64_t>>,
     // Internal, every 2 ms: report to the scheduler (and fetch, for a PE group).
     caf::reacts_to<atom::tick>,
+    // Internal: the deadline of its fetch came; a fetch past it fails as a timeout (actors/request_watch.hpp).
+    caf::reacts_to<atom::expire>,
     // Launcher (adaptive P/D, docs/design.md §7.9): the requests the node's engines hold now, as they last
     // reported (seq_e summed); a draining node switches role at 0. The launcher waits `timeout_s`.
     caf::replies_to<atom::held>::with<uint32_t>>;

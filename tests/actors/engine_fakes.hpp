@@ -224,6 +224,7 @@ inline leader_actor::behavior_type fake_leader(std::shared_ptr<recorder> r) {
         r->reports.push_back({e, seq, tok, hbm, ids});
       },
       [](atom::tick) {},
+      [](atom::expire) {},
       [](atom::held) { return uint32_t(0); },
   };
 }
