@@ -190,6 +190,7 @@ const key_def plain_keys[] = {
     {"schedule", "z_slack", &C::z_slack},
     {"schedule", "quota_ms", &C::quota_ms},
     {"runtime", "prefetch_layers", &C::prefetch_layers},
+    {"runtime", "spare_staging_layers", &C::spare_staging_layers},
     {"runtime", "max_decode_batch", &C::max_decode_batch},
     {"runtime", "timeout_s", &C::timeout_s},
     {"runtime", "model_traffic_kb", &C::model_traffic_kb},

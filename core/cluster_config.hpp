@@ -72,6 +72,9 @@ struct cluster_config {
   std::vector<policy_switch> switches;
   // [runtime]
   uint32_t prefetch_layers = 2;  // layers of hit KV in flight ahead of the one computing
+  // Further layers of hit KV a layer-wise pass stages ahead where the HBM its batch leaves free holds them
+  // (batches are sized for prefetch_layers; docs/design.md §4).
+  uint32_t spare_staging_layers = 2;
   uint32_t max_decode_batch = 64;
   uint32_t model_traffic_kb = 0;  // per decode step, model-class bytes sent to the next decode engine
                                   // (emulates the expert-parallel all-to-all; 0 = off)

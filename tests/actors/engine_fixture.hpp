@@ -61,6 +61,7 @@ struct engine_fixture {
     config.decode_nodes = 1;
     config.engines_per_node = 1;
     config.prefetch_layers = 2;
+    config.spare_staging_layers = 0;  // the tests pin a pass's slots at prefetch_layers unless they say otherwise
     tq_s[0]->next_slot = 3;   // PE buffer slots: 3, 4, ...
     tq_s[1]->next_slot = 10;  // DE buffer slots: 10, 11, ...
   }

@@ -173,3 +173,31 @@ TEST_CASE_FIXTURE(engine_fixture, "a staged layer still computing keeps its slot
   REQUIRE(rec->handoffs.size() == 1);
   check_staging_reuse(0, 2);
 }
+
+// docs/design.md §4: a pass takes spare staging slots where the HBM its batch leaves free holds them.
+TEST_CASE_FIXTURE(engine_fixture, "a spare staging slot lets the fetch two layers on go once a fetch lands") {
+  config.spare_staging_layers = 1;  // three slots for the tiny model's four layers
+  start_holding_copies();
+  pe_cs->layer = answer::hold;
+  assign(1, 40, 2);
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1});  // still two on their way
+  answer_copy(0, find_copy(0, kind::fetch, 0));
+  // Layer 0 staged and computing (held): layer 2 has a slot of its own and goes at once.
+  REQUIRE(pe_cs->layers() == std::vector<uint32_t>{0});
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2});
+  answer_copy(0, find_copy(0, kind::fetch, 1));
+  // Layer 3's slot is layer 0's, which still computes: it waits though only one fetch is on its way.
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2});
+  answer_compute(pe_worker, pe_cs, 1);  // layer 0 done
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2, 3});
+
+  for (int i = 0; i < 20 && rec->handoffs.empty(); ++i) {
+    for (size_t k = 0; k < pe_cs->calls.size(); ++k)
+      if (!pe_cs->calls[k].done) answer_compute(pe_worker, pe_cs, k);
+    for (size_t k = 0; k < tq_s[0]->copies.size(); ++k)
+      if (!tq_s[0]->copies[k].done) answer_copy(0, k);
+  }
+  CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 2, 3});
+  REQUIRE(rec->handoffs.size() == 1);
+  check_staging_reuse(0, 3);
+}

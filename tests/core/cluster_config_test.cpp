@@ -43,6 +43,7 @@ at_s = 60
 policy = "balanced"
 [runtime]
 prefetch_layers = 3
+spare_staging_layers = 0
 )",
                                       "test.toml");
   CHECK(c.model == "ds-27b");
@@ -62,6 +63,7 @@ prefetch_layers = 3
   CHECK(c.switches[1].at_s == doctest::Approx(60));
   CHECK(c.switches[1].policy == "balanced");
   CHECK(c.prefetch_layers == 3);
+  CHECK(c.spare_staging_layers == 0);
 }
 
 TEST_CASE("cluster file: unknown keys, wrong types and impossible values name file, key and reason") {
@@ -149,6 +151,7 @@ TEST_CASE("cluster file: format_cluster_config parses back to the same configura
   c.quota_scope = quota_scope_kind::forward;
   c.switches = {{0.5, "balanced_pe"}, {9.75, "balanced_split"}};
   c.prefetch_layers = 4;
+  c.spare_staging_layers = 5;
   c.max_decode_batch = 17;
   c.model_traffic_kb = 96;
   c.timeout_s = 42.5;
@@ -191,6 +194,7 @@ TEST_CASE("cluster file: format_cluster_config parses back to the same configura
   CHECK(d.switches[1].at_s == c.switches[1].at_s);
   CHECK(d.switches[1].policy == c.switches[1].policy);
   CHECK(d.prefetch_layers == c.prefetch_layers);
+  CHECK(d.spare_staging_layers == c.spare_staging_layers);
   CHECK(d.max_decode_batch == c.max_decode_batch);
   CHECK(d.model_traffic_kb == c.model_traffic_kb);
   CHECK(d.timeout_s == c.timeout_s);
