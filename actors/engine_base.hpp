@@ -20,7 +20,8 @@ namespace dualpath::actors {
 struct engine_base {
   engine_setup setup;
   gpu::hbm_arena* hbm = nullptr;
-  // The deadlines of the requests to the traffic queue and the compute worker (actors/request_watch.hpp).
+  // The deadlines of its requests to the traffic queue, the compute worker and the EP group
+  // (actors/request_watch.hpp).
   request_watch watch;
 
   void bind(engine_setup st) {
