@@ -111,24 +111,20 @@ bool prefill_state::allocate_pass(pass_state& p, const std::vector<schedule::bat
     valid.push_back(r.src.valid);
     p.entries.push_back({&r, b.cached, b.bsz, !r.hit_forwarded});
   }
-  p.staging = runtime::plan_staging(g, valid, staging_depth());
+  // The batch is sized for staging_depth() slots. Where the HBM it leaves free holds more (up to
+  // spare_staging_layers more; `basic` already stages every layer), the pass takes them: a layer's fetch then
+  // waits for the slot of a layer computed further back, so at a pass's start, while the decode nodes take in
+  // the turns handed off by the pass before and copies take longer than a layer computes, layer 2 is fetched
+  // once layer 0 has landed rather than once it has been computed (docs/design.md §4, docs/experiments.md).
+  // Fetches in flight stay at prefetch_layers.
+  const uint32_t depth = std::min(g.layers, staging_depth());
   std::optional<gpu::hbm_allocation> staging;
-  if (fits) {
-    // The batch is sized for staging_depth() slots. Where the HBM it leaves free holds more (up to
-    // spare_staging_layers more), the pass takes them: a layer's fetch then waits for the slot of a layer
-    // computed further back, so at a pass's start, while the decode nodes take in the turns handed off by the
-    // pass before and copies take longer than a layer computes, layer 2 is fetched once layer 0 has landed
-    // rather than once it has been computed (docs/design.md §4, docs/experiments.md). Fetches in flight stay
-    // at prefetch_layers.
-    if (view().mode.loading == kv_loading::layerwise)
-      for (uint32_t d = std::min(g.layers, staging_depth() + view().config.spare_staging_layers);
-           d > staging_depth() && !staging; --d) {
-        auto deeper = runtime::plan_staging(g, valid, d);
-        if ((staging = hbm->try_allocate(deeper.bytes()))) p.staging = std::move(deeper);
-      }
-    if (!staging) staging = hbm->try_allocate(p.staging.bytes());
-    fits = staging.has_value();
+  for (uint32_t d = std::min(g.layers, depth + view().config.spare_staging_layers); fits && !staging && d >= depth;
+       --d) {
+    auto layout = runtime::plan_staging(g, valid, d);
+    if ((staging = hbm->try_allocate(layout.bytes()))) p.staging = std::move(layout);
   }
+  fits = staging.has_value();
   if (!fits) {
     for (auto& a : fresh) {
       hbm->free(a);

@@ -1,5 +1,6 @@
 #pragma once
-// An engine's own deadlines for its busiest requests (docs/design.md §14, "Bounded waits").
+// An actor's own deadlines for its busiest requests: an engine's and a prefill leader's (docs/design.md §14,
+// "Bounded waits").
 //
 // CAF 0.17 hands every request that has a finite timeout to its clock thread: a push into the clock's queue,
 // which wakes that thread whenever the queue was empty, and the timeout is never taken back when the answer
@@ -85,7 +86,7 @@ class request_watch {
     return watched_response<decltype(h)>{std::move(h), &book_};
   }
 
-  // The engine's `expire` handler: each request past its deadline gets `request_timeout` as its answer.
+  // The actor's `expire` handler: each request past its deadline gets `request_timeout` as its answer.
   template <class Self>
   void on_expire(Self* self) {
     const auto now = self->clock().now();
@@ -94,8 +95,6 @@ class request_watch {
       self->eq_impl(id, self->ctrl(), self->context(), caf::sec::request_timeout);
     if (next) self->delayed_send(self, *next - now, atom::expire_v);
   }
-
-  size_t pending() const { return book_.size(); }
 
  private:
   deadline_book book_;

@@ -46,7 +46,6 @@ struct endpoint::impl final : poster {
   status reachable(uint32_t peer) override { return port.reachable(peer); }
   void progress() override { loop.drain(); }
 
-  // Ok when `r` may be queued; otherwise why it is refused.
   // Ok when `r` may be queued; otherwise why it is refused. A gathered write names its local `pieces` instead
   // of the one range from local_offset.
   status check(const memory_region& local, uint64_t local_offset, const remote_region& remote, uint64_t remote_offset,

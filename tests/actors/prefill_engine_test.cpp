@@ -163,12 +163,7 @@ TEST_CASE_FIXTURE(engine_fixture, "a staged layer still computing keeps its slot
   CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 2});
   CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2});
 
-  for (int i = 0; i < 20 && rec->handoffs.empty(); ++i) {
-    for (size_t k = 0; k < pe_cs->calls.size(); ++k)
-      if (!pe_cs->calls[k].done) answer_compute(pe_worker, pe_cs, k);
-    for (size_t k = 0; k < tq_s[0]->copies.size(); ++k)
-      if (!tq_s[0]->copies[k].done) answer_copy(0, k);
-  }
+  answer_all_until_handoff();
   CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 2, 3});
   REQUIRE(rec->handoffs.size() == 1);
   check_staging_reuse(0, 2);
@@ -191,12 +186,7 @@ TEST_CASE_FIXTURE(engine_fixture, "a spare staging slot lets the fetch two layer
   answer_compute(pe_worker, pe_cs, 1);  // layer 0 done
   CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2, 3});
 
-  for (int i = 0; i < 20 && rec->handoffs.empty(); ++i) {
-    for (size_t k = 0; k < pe_cs->calls.size(); ++k)
-      if (!pe_cs->calls[k].done) answer_compute(pe_worker, pe_cs, k);
-    for (size_t k = 0; k < tq_s[0]->copies.size(); ++k)
-      if (!tq_s[0]->copies[k].done) answer_copy(0, k);
-  }
+  answer_all_until_handoff();
   CHECK(pe_cs->layers() == std::vector<uint32_t>{0, 1, 2, 3});
   REQUIRE(rec->handoffs.size() == 1);
   check_staging_reuse(0, 3);
