@@ -42,8 +42,10 @@ void prefill_state::fetch_layer() {
     ++p.fetching_from[n];
     watch.request(self, view().traffic_queue(n), data_plane_timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
         .then(
-            [this, layer, remaining, seq = p.seq, n = n](uint64_t) {
-              if (!fetch_returned(seq, n) || --*remaining > 0) return;
+            [this, layer, remaining, seq = p.seq, n = n, asked = now_ns()](uint64_t) {
+              if (!fetch_returned(seq, n)) return;
+              pass->fetch_answered(n == node(), layer, (now_ns() - asked) / 1e6);
+              if (--*remaining > 0) return;
               pass->fetched[layer] = true;
               pass->fetches_out--;
               forward_layer(layer, runtime::forward_part::hit);  // beside the layer's compute, not after it

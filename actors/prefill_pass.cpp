@@ -228,15 +228,18 @@ void prefill_state::record_timeline(pass_state& p, int64_t t) {
   r.worker_ms = p.compute_ns / 1e6;
   r.requests = uint32_t(p.entries.size());
   for (auto& e : p.entries) r.tokens += e.bsz;
+  auto median_or_none = [](std::vector<double>& v) { return v.empty() ? -1.0 : pass_timeline::median(std::move(v)); };
+  r.fetches = {median_or_none(p.fetch_own_ms), median_or_none(p.fetch_other_ms), p.first_fetch_ms};
   pass_timeline::process_log().record(r);
   progress::prefill_busy_ns().fetch_add(uint64_t(std::max<int64_t>(0, t - p.began_ns)), std::memory_order_relaxed);
   using pass_timeline::phase;
   spdlog::debug(
       "engine {}: pass of {} requests, {} tokens: {:.1f} ms, layers computing {:.1f} ms (admit {:.1f}, waiting "
-      "for KV {:.1f}, computing {:.1f}, draining {:.1f}, finishing {:.1f})",
+      "for KV {:.1f}, computing {:.1f}, draining {:.1f}, finishing {:.1f}); fetch round trips {:.2f} ms from its "
+      "node, {:.2f} ms from others, layer 0 {:.2f} ms (-1: none)",
       setup.engine, r.requests, r.tokens, (t - p.began_ns) / 1e6, r.worker_ms, r.ms[size_t(phase::admit)],
       r.ms[size_t(phase::wait_kv)], r.ms[size_t(phase::compute)], r.ms[size_t(phase::drain)],
-      r.ms[size_t(phase::finish)]);
+      r.ms[size_t(phase::finish)], r.fetches.own_ms, r.fetches.other_ms, r.fetches.first_ms);
 }
 
 void prefill_state::finish_pass() {

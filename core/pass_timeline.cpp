@@ -18,8 +18,6 @@ const char* phase_name(phase p) {
 
 double pass_record::total_ms() const { return std::accumulate(ms.begin(), ms.end(), 0.0); }
 
-namespace {
-
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   const size_t mid = v.size() / 2;
@@ -27,6 +25,16 @@ double median(std::vector<double> v) {
   if (v.size() % 2) return v[mid];
   const double upper = v[mid];
   return (upper + *std::max_element(v.begin(), v.begin() + mid)) / 2;
+}
+
+namespace {
+
+// The median of one round-trip figure over the passes that have it.
+double median_present(const std::vector<pass_record>& passes, double fetch_round_trips::*field) {
+  std::vector<double> v;
+  for (const auto& p : passes)
+    if (p.fetches.*field >= 0) v.push_back(p.fetches.*field);
+  return median(std::move(v));
 }
 
 }  // namespace
@@ -49,6 +57,9 @@ summary summarize(const std::vector<pass_record>& passes) {
   s.total_median_ms = median(column);
   for (size_t i = 0; i < passes.size(); ++i) column[i] = passes[i].worker_ms;
   s.worker_median_ms = median(column);
+  s.fetch_median_ms = {median_present(passes, &fetch_round_trips::own_ms),
+                       median_present(passes, &fetch_round_trips::other_ms),
+                       median_present(passes, &fetch_round_trips::first_ms)};
   return s;
 }
 

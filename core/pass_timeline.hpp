@@ -17,22 +17,37 @@ enum class phase : uint8_t { admit, wait_kv, compute, drain, finish };
 inline constexpr size_t phase_count = 5;
 const char* phase_name(phase p);
 
+// The round trips of a pass's hit-KV fetches (asked to answered, ms), by where the KV sat: the pass's own
+// node's buffer (the PE read path) or another node's (a decode node's, the DE read path), and layer 0's
+// slowest, which the pass's start waits for. Negative where the pass had no such fetch.
+struct fetch_round_trips {
+  double own_ms = -1;    // median over the pass's fetches from its own node
+  double other_ms = -1;  // median over those from other nodes
+  double first_ms = -1;  // layer 0's, the slowest of its sources
+};
+
 struct pass_record {
   std::array<double, phase_count> ms{};  // wall time in each phase
   double worker_ms = 0;                  // of `compute`: what the compute worker itself measured
   uint32_t requests = 0;
   uint64_t tokens = 0;
+  fetch_round_trips fetches;
   double total_ms() const;
 };
 
-// Medians over a run's passes, per phase and in all; `passes` = 0 when none was recorded.
+// Medians over a run's passes, per phase and in all; `passes` = 0 when none was recorded. The fetch round
+// trips are medians over the passes that had such fetches (0 where none had).
 struct summary {
   uint64_t passes = 0;
   std::array<double, phase_count> median_ms{};
   double total_median_ms = 0, worker_median_ms = 0;
   std::array<double, phase_count> share{};  // each phase's part of the summed wall time of all passes
+  fetch_round_trips fetch_median_ms{0, 0, 0};
 };
 summary summarize(const std::vector<pass_record>& passes);
+
+// The median of `v` (the mean of the middle two for an even count; 0 for none).
+double median(std::vector<double> v);
 
 class log {
  public:

@@ -157,7 +157,11 @@ nlohmann::json to_json(const run_summary& s) {
                              {"median", phases},
                              {"total_median", s.passes.total_median_ms},
                              {"worker_median", s.passes.worker_median_ms},
-                             {"share", shares}};
+                             {"share", shares},
+                             {"fetch_round_trip",
+                              {{"own_node", s.passes.fetch_median_ms.own_ms},
+                               {"other_nodes", s.passes.fetch_median_ms.other_ms},
+                               {"layer_0", s.passes.fetch_median_ms.first_ms}}}};
   }
   j["working_set"] = {{"lambda_agents_per_s", s.ws_lambda_per_s},
                       {"mean_agent_jct_s", s.ws_t_bar_s},

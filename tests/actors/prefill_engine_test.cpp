@@ -1,5 +1,6 @@
 // The real prefill engine under CAF's test coordinator, against a fake traffic queue, compute worker,
 // leader, client and decode engine (engine_fixture.hpp): layer-wise pipelining and the hand-off.
+#include "core/pass_timeline.hpp"
 #include "engine_fixture.hpp"
 
 using namespace engine_test;
@@ -104,6 +105,29 @@ TEST_CASE_FIXTURE(engine_fixture,
   CHECK(r.free_hbm == big_hbm);
   CHECK(tq_s[0]->copies.size() == 12);  // 4 fetches, 4 hit forwards, 4 new-KV forwards: nothing else
   check_staging_reuse(0, 2);
+}
+
+// core/pass_timeline.hpp: each pass's fetch round trips, by where its hit KV sat.
+TEST_CASE_FIXTURE(engine_fixture, "a pass records its fetches' round trips by the node the hit KV came from") {
+  start(big_hbm, big_hbm, false);
+  pass_timeline::process_log().take();  // what earlier cases recorded
+  assign(1, 40, 2);                     // PE path: the hit KV comes from the PE node's own buffer
+  REQUIRE(rec->handoffs.size() == 1);
+  assign(2, 40, 2, 3, schedule::read_path::de);  // DE path: from the decode node's buffer
+  REQUIRE(rec->handoffs.size() == 2);
+  assign(3, 20, 0);  // no hits: nothing fetched
+  REQUIRE(rec->handoffs.size() == 3);
+  const auto passes = pass_timeline::process_log().take();
+  REQUIRE(passes.size() == 3);
+  CHECK(passes[0].fetches.own_ms >= 0);
+  CHECK(passes[0].fetches.other_ms == -1);
+  CHECK(passes[0].fetches.first_ms >= 0);
+  CHECK(passes[1].fetches.own_ms == -1);
+  CHECK(passes[1].fetches.other_ms >= 0);
+  CHECK(passes[1].fetches.first_ms >= 0);
+  CHECK(passes[2].fetches.own_ms == -1);
+  CHECK(passes[2].fetches.other_ms == -1);
+  CHECK(passes[2].fetches.first_ms == -1);
 }
 
 TEST_CASE_FIXTURE(engine_fixture, "prefill of a request without hits computes every layer and forwards only new KV") {

@@ -36,6 +36,25 @@ TEST_CASE("pass timeline: medians per phase and in all, and each phase's share o
   CHECK(std::string(phase_name(phase::wait_kv)) == "wait_kv");
 }
 
+TEST_CASE("pass timeline: fetch round trips are medians over the passes that had such fetches") {
+  auto with = [](double own, double other, double first) {
+    pass_record r = pass(1, 1, 1, 1, 1, 1);
+    r.fetches = {own, other, first};
+    return r;
+  };
+  const auto s = summarize({with(0.5, -1, 0.5), with(0.7, 2.0, 3.0), with(-1, 1.0, 1.0), with(0.9, -1, -1)});
+  CHECK(s.fetch_median_ms.own_ms == doctest::Approx(0.7));    // 0.5, 0.7, 0.9
+  CHECK(s.fetch_median_ms.other_ms == doctest::Approx(1.5));  // 2.0 and 1.0
+  CHECK(s.fetch_median_ms.first_ms == doctest::Approx(1.0));  // 0.5, 3.0, 1.0
+  // No pass fetched: every figure is 0, not a negative one.
+  const auto none = summarize({pass(1, 1, 1, 1, 1, 1)});
+  CHECK(none.fetch_median_ms.own_ms == 0);
+  CHECK(none.fetch_median_ms.other_ms == 0);
+  CHECK(none.fetch_median_ms.first_ms == 0);
+  CHECK(median({3, 1, 2}) == 2);
+  CHECK(median({}) == 0);
+}
+
 TEST_CASE("pass timeline: a run takes what was recorded since the last take") {
   log l;
   l.record(pass(1, 2, 3, 4, 5, 3));
