@@ -44,7 +44,7 @@ void prefill_state::fetch_layer() {
         .then(
             [this, layer, remaining, seq = p.seq, n = n, asked = now_ns()](uint64_t) {
               if (!fetch_returned(seq, n)) return;
-              pass->fetch_answered(n == node(), layer, (now_ns() - asked) / 1e6);
+              pass->fetches.add(n == node(), layer, (now_ns() - asked) / 1e6);
               if (--*remaining > 0) return;
               pass->fetched[layer] = true;
               pass->fetches_out--;

@@ -113,9 +113,9 @@ bool prefill_state::allocate_pass(pass_state& p, const std::vector<schedule::bat
   }
   // The batch is sized for staging_depth() slots. Where the HBM it leaves free holds more (up to
   // spare_staging_layers more; `basic` already stages every layer), the pass takes them: a layer's fetch then
-  // waits for the slot of a layer computed further back, so at a pass's start, while the decode nodes take in
-  // the turns handed off by the pass before and copies take longer than a layer computes, layer 2 is fetched
-  // once layer 0 has landed rather than once it has been computed (docs/design.md §4, docs/experiments.md).
+  // waits for the slot of a layer computed further back, so at a pass's start, where a fetch takes longer than
+  // a layer computes, layer 2 is fetched once layer 0 has landed rather than once it has been computed
+  // (docs/design.md §4, docs/experiments.md).
   // Fetches in flight stay at prefetch_layers.
   const uint32_t depth = std::min(g.layers, staging_depth());
   std::optional<gpu::hbm_allocation> staging;
@@ -228,8 +228,7 @@ void prefill_state::record_timeline(pass_state& p, int64_t t) {
   r.worker_ms = p.compute_ns / 1e6;
   r.requests = uint32_t(p.entries.size());
   for (auto& e : p.entries) r.tokens += e.bsz;
-  auto median_or_none = [](std::vector<double>& v) { return v.empty() ? -1.0 : pass_timeline::median(std::move(v)); };
-  r.fetches = {median_or_none(p.fetch_own_ms), median_or_none(p.fetch_other_ms), p.first_fetch_ms};
+  r.fetches = p.fetches.round_trips();
   pass_timeline::process_log().record(r);
   progress::prefill_busy_ns().fetch_add(uint64_t(std::max<int64_t>(0, t - p.began_ns)), std::memory_order_relaxed);
   using pass_timeline::phase;

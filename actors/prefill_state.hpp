@@ -2,7 +2,6 @@
 // The prefill engine's state (docs/design.md §4): each request from its assignment to its hand-off, and the
 // layer-wise pass in flight. Loading lives in prefill_engine.cpp, passes in prefill_pass.cpp; the copies
 // they post come from the pure plans of runtime/kv_plan.hpp.
-#include <algorithm>
 #include <array>
 #include <deque>
 #include <map>
@@ -98,14 +97,8 @@ struct pass_state {
   int64_t worker_since_ns = 0;
   // `ep_sync` (docs/design.md §7.6): no layer is computed before the pass's EP round started (admitting), and
   // each layer ends when every member of the round computed it.
-  double ep_deadline_s = 0;  // the round's layer deadline, as the EP group answered the join
-  // Its hit-KV fetches' round trips (ms), by source, and layer 0's slowest (core/pass_timeline.hpp).
-  std::vector<double> fetch_own_ms, fetch_other_ms;
-  double first_fetch_ms = -1;
-  void fetch_answered(bool own_node, uint32_t layer, double ms) {
-    (own_node ? fetch_own_ms : fetch_other_ms).push_back(ms);
-    if (layer == 0) first_fetch_ms = std::max(first_fetch_ms, ms);
-  }
+  double ep_deadline_s = 0;          // the round's layer deadline, as the EP group answered the join
+  pass_timeline::fetch_log fetches;  // its hit-KV fetches' round trips, by source
 };
 
 struct prefill_state : engine_base {

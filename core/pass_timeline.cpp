@@ -27,6 +27,16 @@ double median(std::vector<double> v) {
   return (upper + *std::max_element(v.begin(), v.begin() + mid)) / 2;
 }
 
+void fetch_log::add(bool own_node, uint32_t layer, double ms) {
+  (own_node ? own_ : other_).push_back(ms);
+  if (layer == 0) first_ = std::max(first_, ms);
+}
+
+fetch_round_trips fetch_log::round_trips() const {
+  auto of = [](const std::vector<double>& v) { return v.empty() ? -1.0 : median(v); };
+  return {of(own_), of(other_), first_};
+}
+
 namespace {
 
 // The median of one round-trip figure over the passes that have it.

@@ -26,6 +26,17 @@ struct fetch_round_trips {
   double first_ms = -1;  // layer 0's, the slowest of its sources
 };
 
+// A pass's fetch round trips as their answers come (the prefill engine's pass state holds one).
+class fetch_log {
+ public:
+  void add(bool own_node, uint32_t layer, double ms);
+  fetch_round_trips round_trips() const;  // the pass's figures, -1 where it had no such fetch
+
+ private:
+  std::vector<double> own_, other_;
+  double first_ = -1;
+};
+
 struct pass_record {
   std::array<double, phase_count> ms{};  // wall time in each phase
   double worker_ms = 0;                  // of `compute`: what the compute worker itself measured

@@ -206,7 +206,6 @@ struct engine_fixture {
     });
   }
 
-  // Answers every held copy on `node`, oldest first, including those posted meanwhile (bounded).
   // Answers every compute call and every copy on the PE node as they come, until the pass hands off.
   void answer_all_until_handoff() {
     for (int i = 0; i < 20 && rec->handoffs.empty(); ++i) {
@@ -216,6 +215,7 @@ struct engine_fixture {
         if (!tq_s[0]->copies[k].done) answer_copy(0, k);
     }
   }
+  // Answers every held copy on `node`, oldest first, including those posted meanwhile (bounded).
   void drain(uint32_t node) {
     for (int round = 0; round < 1000; ++round) {
       const auto& c = tq_s[node]->copies;

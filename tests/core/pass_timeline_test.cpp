@@ -55,6 +55,21 @@ TEST_CASE("pass timeline: fetch round trips are medians over the passes that had
   CHECK(median({}) == 0);
 }
 
+TEST_CASE("pass timeline: a pass's fetch log gives medians by source and layer 0's slowest, -1 where none") {
+  fetch_log f;
+  CHECK(f.round_trips().own_ms == -1);
+  CHECK(f.round_trips().other_ms == -1);
+  CHECK(f.round_trips().first_ms == -1);
+  f.add(true, 0, 0.4);
+  f.add(false, 0, 1.2);  // layer 0 from another node too: the slower one counts
+  f.add(true, 1, 0.2);
+  f.add(true, 2, 0.3);
+  const auto r = f.round_trips();
+  CHECK(r.own_ms == doctest::Approx(0.3));
+  CHECK(r.other_ms == doctest::Approx(1.2));
+  CHECK(r.first_ms == doctest::Approx(1.2));
+}
+
 TEST_CASE("pass timeline: a run takes what was recorded since the last take") {
   log l;
   l.record(pass(1, 2, 3, 4, 5, 3));
