@@ -167,25 +167,25 @@ struct decode_state : engine_base {
     copy_batch batch{runtime::plan_hbm_load(geo(), slots(), setup.engine, r.info.de_slots, page_offsets(r))};
     admitting[r.info.payload.request] = r.info.payload.tokens.size() + r.info.payload.gen;
     auto shared = std::make_shared<de_request>(std::move(r));
-    watch.request(self, view().traffic_queue(node()), data_plane_timeout(), atom::copy_v, encode(batch))
-        .then(
-            [this, shared](uint64_t) {
-              admitting.erase(shared->info.payload.request);
-              release_de_slots(shared->info);
-              if (cancelled.erase(shared->info.payload.request) > 0) {
-                hbm->free(shared->pages);
-                return admit();
-              }
-              start_decoding(std::move(*shared));
-            },
-            [this, shared](caf::error& err) {
-              admitting.erase(shared->info.payload.request);
-              cancelled.erase(shared->info.payload.request);
-              release_de_slots(shared->info);
-              hbm->free(shared->pages);
-              reply_error(shared->info, "DE buffer to HBM copy failed: " + describe(err), kind_of(err));
-              admit();
-            });
+    copy_from(
+        self, node(), std::move(batch),
+        [this, shared](uint64_t) {
+          admitting.erase(shared->info.payload.request);
+          release_de_slots(shared->info);
+          if (cancelled.erase(shared->info.payload.request) > 0) {
+            hbm->free(shared->pages);
+            return admit();
+          }
+          start_decoding(std::move(*shared));
+        },
+        [this, shared](caf::error& err) {
+          admitting.erase(shared->info.payload.request);
+          cancelled.erase(shared->info.payload.request);
+          release_de_slots(shared->info);
+          hbm->free(shared->pages);
+          reply_error(shared->info, "DE buffer to HBM copy failed: " + describe(err), kind_of(err));
+          admit();
+        });
   }
 
   void start_decoding(de_request r) {
@@ -256,9 +256,9 @@ struct decode_state : engine_base {
       batch.traffic = transport::traffic_class::model;
       batch.ops.push_back({setup.engine, region_kind::hbm, collective.offset, collective_peer(), region_kind::hbm, 0,
                            view().model_traffic_bytes()});
-      watch.request(self, view().traffic_queue(node()), data_plane_timeout(), atom::copy_v, encode(batch))
-          .then([done](uint64_t) { done(""); },
-                [done](caf::error& err) { done("model traffic failed: " + describe(err)); });
+      copy_from(
+          self, node(), std::move(batch), [done](uint64_t) { done(""); },
+          [done](caf::error& err) { done("model traffic failed: " + describe(err)); });
     }
   }
 

@@ -51,6 +51,28 @@ struct engine_base {
     self->send(view().clients.at(p.agent), atom::tokens_v,
                encode(turn_tokens{p.request, first, std::move(tokens), valid}));
   }
+  // A batch of copies from node `n`'s CNICs; `f` gets the bytes moved, `e` the first error, on this actor's
+  // thread within the data-plane wait. The engine's own node takes it straight from here (node_services,
+  // watched as a local job), another node through its traffic queue.
+  template <class Self, class F, class E>
+  void copy_from(Self* self, uint32_t n, copy_batch batch, F f, E e) {
+    if (n != node()) {
+      watch.request(self, view().traffic_queue(n), data_plane_timeout(), atom::copy_v, encode(batch))
+          .then(std::move(f), std::move(e));
+      return;
+    }
+    uint64_t bytes = 0;
+    for (const auto& op : batch.ops) bytes += op.length;
+    watch
+        .local(self, data_plane_timeout(),
+               [&](local_answer answer) {
+                 setup.node->copy(std::move(batch.ops), batch.traffic, [answer, bytes](status s) {
+                   if (s.ok()) answer.deliver(bytes);
+                   else answer.deliver(to_error(s));
+                 });
+               })
+        .then(std::move(f), std::move(e));
+  }
   caf::timespan timeout() const { return waits_of(view().config).request(); }
   caf::timespan data_plane_timeout() const { return waits_of(view().config).data_plane(); }
   caf::timespan compute_timeout(double expected_s) const { return waits_of(view().config).compute(expected_s); }

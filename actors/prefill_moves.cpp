@@ -40,24 +40,24 @@ void prefill_state::fetch_layer() {
   for (auto& [n, ops] : by_node) {
     ++p.in_flight;
     ++p.fetching_from[n];
-    watch.request(self, view().traffic_queue(n), data_plane_timeout(), atom::copy_v, encode(copy_batch{std::move(ops)}))
-        .then(
-            [this, layer, remaining, seq = p.seq, n = n, asked = now_ns()](uint64_t) {
-              if (!fetch_returned(seq, n)) return;
-              pass->fetches.add(n == node(), layer, (now_ns() - asked) / 1e6);
-              if (--*remaining > 0) return;
-              pass->fetched[layer] = true;
-              pass->fetches_out--;
-              forward_layer(layer, runtime::forward_part::hit);  // beside the layer's compute, not after it
-              fetch_layer();
-              advance();
-              // Checked while the layer computes, not before it starts (a check reads the staged KV, as the
-              // compute does; it only counts what differs, and the slot is reused after the compute answers).
-              verify_staged(layer);
-            },
-            [this, seq = p.seq, n = n](caf::error& err) {
-              if (fetch_returned(seq, n)) abort_pass("hit KV transfer failed: " + describe(err), kind_of(err));
-            });
+    copy_from(
+        self, n, copy_batch{std::move(ops)},
+        [this, layer, remaining, seq = p.seq, n = n, asked = now_ns()](uint64_t) {
+          if (!fetch_returned(seq, n)) return;
+          pass->fetches.add(n == node(), layer, (now_ns() - asked) / 1e6);
+          if (--*remaining > 0) return;
+          pass->fetched[layer] = true;
+          pass->fetches_out--;
+          forward_layer(layer, runtime::forward_part::hit);  // beside the layer's compute, not after it
+          fetch_layer();
+          advance();
+          // Checked while the layer computes, not before it starts (a check reads the staged KV, as the
+          // compute does; it only counts what differs, and the slot is reused after the compute answers).
+          verify_staged(layer);
+        },
+        [this, seq = p.seq, n = n](caf::error& err) {
+          if (fetch_returned(seq, n)) abort_pass("hit KV transfer failed: " + describe(err), kind_of(err));
+        });
   }
 }
 
@@ -96,18 +96,16 @@ void prefill_state::forward_layer(uint32_t layer, runtime::forward_part part) {
   auto remaining = std::make_shared<size_t>(by_de.size());
   for (auto& [de, ops] : by_de) {
     ++p.in_flight;
-    watch
-        .request(self, view().traffic_queue(node()), data_plane_timeout(), atom::copy_v,
-                 encode(copy_batch{std::move(ops)}))
-        .then(
-            [this, remaining](uint64_t) {
-              if (!returned() || --*remaining > 0) return;
-              pass->forwards_pending--;
-              advance();
-            },
-            [this](caf::error& err) {
-              if (returned()) abort_pass("KV forwarding to the DE failed: " + describe(err), kind_of(err));
-            });
+    copy_from(
+        self, node(), copy_batch{std::move(ops)},
+        [this, remaining](uint64_t) {
+          if (!returned() || --*remaining > 0) return;
+          pass->forwards_pending--;
+          advance();
+        },
+        [this](caf::error& err) {
+          if (returned()) abort_pass("KV forwarding to the DE failed: " + describe(err), kind_of(err));
+        });
   }
 }
 

@@ -11,6 +11,15 @@
 // itself, armed for the earliest deadline (again only when a new one is earlier than the one armed), fails
 // every request past its deadline as the clock would have: the answer is `sec::request_timeout` and the
 // request's own error handler runs. An answer takes its request off the watch.
+//
+// A job an engine posts straight to its own node's data plane (runtime/node_doors.hpp) is watched the same
+// way (`local`): it gets a request id, its handlers wait for a response with that id, and whichever thread
+// finishes the job puts the answer into the actor's mailbox as that response. So the handlers run on the
+// actor's thread, a timeout answers them as for a request, and no actor sits between the engine and the
+// job (two hand-offs between threads fewer a copy than through the traffic queue's actor).
+#include <caf/actor_control_block.hpp>
+#include <caf/behavior.hpp>
+#include <caf/mailbox_element.hpp>
 #include <caf/detail/type_list.hpp>
 #include <caf/detail/type_traits.hpp>
 #include <caf/message_id.hpp>
@@ -76,6 +85,36 @@ class watched_response {
   deadline_book* book_;
 };
 
+// Delivers the answer of a local job (see above) into its actor's mailbox, from any thread; delivered once.
+class local_answer {
+ public:
+  local_answer(caf::strong_actor_ptr actor, caf::message_id response) : actor_(std::move(actor)), response_(response) {}
+  template <class T>
+  void deliver(T&& x) const {
+    actor_->enqueue(caf::make_mailbox_element(nullptr, response_, {}, std::forward<T>(x)), nullptr);
+  }
+
+ private:
+  caf::strong_actor_ptr actor_;
+  caf::message_id response_;
+};
+
+// The handle of a local job's answer: `then` waits for the response, as a request's handle does.
+template <class Self>
+class local_handle {
+ public:
+  local_handle(Self* self, caf::message_id response) : self_(self), response_(response) {}
+  caf::message_id id() const { return response_; }
+  template <class F, class OnError>
+  void then(F f, OnError e) const {
+    self_->add_multiplexed_response_handler(response_, caf::behavior{std::move(f), std::move(e)});
+  }
+
+ private:
+  Self* self_;
+  caf::message_id response_;
+};
+
 class request_watch {
  public:
   // `self->request(dest, timeout, xs...)`, its deadline kept here instead of by CAF's clock thread.
@@ -84,6 +123,15 @@ class request_watch {
     auto h = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
     if (book_.add(h.id(), self->clock().now() + timeout)) self->delayed_send(self, timeout, atom::expire_v);
     return watched_response<decltype(h)>{std::move(h), &book_};
+  }
+
+  // A local job (see above): `post` gets the local_answer to deliver the job's result or a caf::error to.
+  template <class Self, class Post>
+  auto local(Self* self, caf::timespan timeout, Post post) {
+    const auto response = self->new_request_id(caf::message_priority::normal).response_id();
+    if (book_.add(response, self->clock().now() + timeout)) self->delayed_send(self, timeout, atom::expire_v);
+    post(local_answer{caf::strong_actor_ptr{self->ctrl()}, response});
+    return watched_response<local_handle<Self>>{{self, response}, &book_};
   }
 
   // The actor's `expire` handler: each request past its deadline gets `request_timeout` as its answer.

@@ -100,7 +100,9 @@ using traffic_queue_actor = caf::typed_actor<
     // go back to the buffer. Local. No answer.
     caf::reacts_to<atom::lost, caf::node_id>,
     // Post a batch of copies from this node's CNICs; answers the bytes moved once all landed, or fails
-    // (transfer) with the first error completion. Engines wait `timeout_s`.
+    // (transfer) with the first error completion. Engines of other nodes (fetches from this node's buffer);
+    // an engine posts its own node's copies straight to the data plane (runtime/node_doors.hpp). Engines
+    // wait `timeout_s`.
     caf::replies_to<atom::copy, envelope<schema::CopyBatch>>::with<uint64_t>,
     // Internal: the data plane finished a job; run its completion here.
     caf::reacts_to<atom::complete, completion_ptr>>;

@@ -2,8 +2,9 @@
 // The two doors into a node's data plane (docs/design.md §3). The node's traffic-queue actor holds its
 // `data_plane`: the commands its messages carry (load, reserve, release, copy), answered by callbacks on
 // the progress thread. The node's engines and leader hold its `node_services`: what they use within the
-// node without a message (the engines' HBM arenas, the decode engines' write-back, the leader's read-queue
-// report). Actors see only these two; the implementation (runtime::node_io) stays below them.
+// node without a message (the engines' HBM arenas, their copies through the node's own endpoints, the decode
+// engines' write-back, the leader's read-queue report). Actors see only these two; the implementation
+// (runtime::node_io) stays below them.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -43,6 +44,11 @@ class node_services {
   virtual ~node_services() = default;
   // The HBM arena of one of this node's engines (global engine id).
   virtual gpu::hbm_arena& hbm(uint32_t engine) = 0;
+  // Posts copies from this node's CNICs, as data_plane::copy: an engine's copies from its own node (its
+  // fetches from its node's buffer, its forwards, its HBM loads) go here rather than through the traffic
+  // queue's actor, two hand-offs between threads fewer a copy (docs/design.md §4). `done` runs on the
+  // progress thread.
+  virtual void copy(std::vector<copy_op> ops, transport::traffic_class tc, std::function<void(status)> done) = 0;
   // Writes a Full Block to storage in the background (the payload is copied first); `done` (may be empty)
   // runs on the writer thread afterwards, whether or not the write succeeded.
   virtual void persist(block_key key, block_key parent, const std::byte* payload, std::function<void()> done) = 0;

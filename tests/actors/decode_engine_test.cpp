@@ -66,12 +66,7 @@ TEST_CASE_FIXTURE(decode_fixture, "two hand-offs share decode steps and each get
   CHECK(io[1]->hbm(de_id).free_bytes() == de_hbm - 2 * geo.block_bytes());
 
   // Both copies land together. The first starts a step on its own; the second joins the next one.
-  inside(tq[1], [s = tq_s[1]] {
-    for (auto& c : s->copies) {
-      c.done = true;
-      c.promise.deliver(batch_bytes(c.batch));
-    }
-  });
+  answer_held_together(1);
   CHECK(tq_s[1]->released == std::vector<uint32_t>{10, 11});  // the DE buffer slots go back
   REQUIRE(steps().size() == 1);
   CHECK(steps()[0].kind == work::decode);
@@ -152,12 +147,7 @@ TEST_CASE_FIXTURE(decode_fixture, "hand-offs wait FIFO for decode HBM; one that 
 
 TEST_CASE_FIXTURE(decode_fixture, "a failed decode step fails every request in it and frees their HBM") {
   hand_off_two_held(answer::fail);
-  inside(tq[1], [s = tq_s[1]] {
-    for (auto& c : s->copies) {
-      c.done = true;
-      c.promise.deliver(batch_bytes(c.batch));
-    }
-  });
+  answer_held_together(1);
   // The first step (request 1 alone) fails; request 2 had joined the engine meanwhile and fails next.
   REQUIRE(rec->results.size() == 2);
   for (auto& r : rec->results) {
@@ -210,6 +200,10 @@ TEST_CASE_FIXTURE(decode_fixture,
   CHECK(rec->results[0].request == 1);
   CHECK(contains(rec->results[0].error, "DE buffer to HBM copy failed"));
   CHECK(contains(rec->results[0].error, "timeout"));
+  CHECK(tq_s[1]->released == std::vector<uint32_t>{10});
+  // The first copy's answer after its deadline finds no handler: nothing more is released or answered.
+  answer_copy(1, 0);
+  CHECK(rec->results.size() == 1);
   CHECK(tq_s[1]->released == std::vector<uint32_t>{10});
 
   // The second copy answers within its own deadline: its turn decodes, and that deadline passing later

@@ -3,7 +3,8 @@
 // traffic queue per node, a compute worker per engine, leaders, one agent client, a decode engine). Every
 // fake records what it receives and answers as its script says: now, later on command (held), or with an
 // error. Held requests are answered from inside the fake (through atom::complete), so the engine sees a
-// reply from the right actor. Nothing sleeps and nothing depends on wall-clock speed.
+// reply from the right actor; held copies an engine posted to its own node (fake_node) are answered into the
+// engine's mailbox, as the node's progress thread would. Nothing sleeps and nothing depends on wall-clock speed.
 #include <caf/all.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
 #include <doctest/doctest.h>
@@ -41,9 +42,10 @@ enum class answer { now, hold, fail };
 // ---- traffic queue ----
 struct copy_call {
   copy_batch batch;
-  caf::typed_response_promise<uint64_t> promise;
-  bool done = false;                  // answered (at once, or later on command)
-  uint64_t posted = 0, answered = 0;  // when, on the queue's event clock
+  caf::typed_response_promise<uint64_t> promise;  // a copy asked of the traffic queue's actor
+  std::function<void(status)> local;              // one posted straight to the engine's own node
+  bool done = false;                              // answered (at once, or later on command)
+  uint64_t posted = 0, answered = 0;              // when, on the queue's event clock
 };
 
 struct tq_script {
@@ -114,6 +116,35 @@ inline traffic_queue_actor::behavior_type fake_traffic_queue(traffic_queue_actor
       [](atom::complete, completion_ptr f) { (*f)(); },
   };
 }
+
+// ---- an engine's own node (runtime/node_doors.hpp) ----
+// The real data plane's HBM arenas and write-back; the copies an engine posts straight to its own node are
+// scripted as the traffic queue's, into the same script, and answered through the engine's mailbox as the
+// real node's would be.
+class fake_node final : public runtime::node_services {
+ public:
+  fake_node(runtime::node_services& real, std::shared_ptr<tq_script> s) : real_(real), s_(std::move(s)) {}
+  gpu::hbm_arena& hbm(uint32_t engine) override { return real_.hbm(engine); }
+  void persist(block_key key, block_key parent, const std::byte* payload, std::function<void()> done) override {
+    real_.persist(key, parent, payload, std::move(done));
+  }
+  runtime::read_queue_report take_read_report() override { return real_.take_read_report(); }
+  void copy(std::vector<runtime::copy_op> ops, transport::traffic_class tc, std::function<void(status)> done) override {
+    copy_call c;
+    c.batch = {std::move(ops), tc};
+    c.done = s_->copy != answer::hold;
+    c.posted = ++s_->clock;
+    if (c.done) c.answered = ++s_->clock;
+    if (s_->copy == answer::hold) c.local = std::move(done);
+    s_->copies.push_back(std::move(c));
+    if (s_->copy == answer::fail) done(status(errc::transfer, s_->why));
+    else if (s_->copy == answer::now) done(status{});
+  }
+
+ private:
+  runtime::node_services& real_;
+  std::shared_ptr<tq_script> s_;
+};
 
 // ---- compute worker ----
 enum class work { start, layer, finish, decode };

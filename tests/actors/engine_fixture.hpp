@@ -33,6 +33,7 @@ struct engine_fixture {
   kv_geometry geo{4, 16, 256};  // the tiny model: 4 layers, 16-token blocks, 4 KiB Layer Blocks
   std::unique_ptr<storage::block_store> store;
   std::unique_ptr<runtime::node_io> io[2];
+  std::unique_ptr<fake_node> nodes[2];  // what the engines see of their node: io's HBM, copies scripted
 
   caf::actor_system_config cfg;
   caf::actor_system sys;
@@ -92,6 +93,7 @@ struct engine_fixture {
       o.buffer_bytes = 4 * store->read_buffer_bytes();
       o.hbm_bytes = n == 0 ? pe_hbm : de_hbm;
       io[n] = std::make_unique<runtime::node_io>(o, *store);
+      nodes[n] = std::make_unique<fake_node>(*io[n], tq_s[n]);
     }
     auto& v = *view;
     v.geometry = geo;
@@ -113,10 +115,10 @@ struct engine_fixture {
     bo.kind = backend_kind::modeled;  // only its cost-model fit is used: no calibration run
     std::shared_ptr<gpu::compute_backend> backend = gpu::make_backend(bo);
     v.decode_engines[de_id] = real_decode
-                                  ? keep(spawn_decode_engine(sys, {de_id, view, io[1].get(), de_worker, backend}))
+                                  ? keep(spawn_decode_engine(sys, {de_id, view, nodes[1].get(), de_worker, backend}))
                                   : keep(sys.spawn(fake_decode_engine, rec));
     de = v.decode_engines[de_id];
-    pe = keep(spawn_prefill_engine(sys, {pe_id, view, io[0].get(), pe_worker, backend}));
+    pe = keep(spawn_prefill_engine(sys, {pe_id, view, nodes[0].get(), pe_worker, backend}));
     v.prefill_engines[pe_id] = pe;
     sched.run();
   }
@@ -181,16 +183,43 @@ struct engine_fixture {
     auto s = tq_s[node];
     REQUIRE(i < s->copies.size());
     REQUIRE_FALSE(s->copies[i].done);
+    if (auto local = s->copies[i].local) {  // posted straight to the node: answered as the node would
+      s->copies[i].done = true;
+      s->copies[i].answered = ++s->clock;
+      local(status{});
+      sched.run();
+      return;
+    }
     inside(tq[node], [s, i] {
       s->copies[i].done = true;
       s->copies[i].answered = ++s->clock;
       s->copies[i].promise.deliver(batch_bytes(s->copies[i].batch));
     });
   }
+  // Answers every held copy on `node` before the engines run again, so each sees all of them at once.
+  void answer_held_together(uint32_t node) {
+    auto s = tq_s[node];
+    inside(tq[node], [s] {
+      for (auto& c : s->copies) {
+        if (c.done) continue;
+        c.done = true;
+        c.answered = ++s->clock;
+        if (c.local) c.local(status{});
+        else c.promise.deliver(batch_bytes(c.batch));
+      }
+    });
+  }
   void fail_copy(uint32_t node, size_t i, const std::string& why) {
     auto s = tq_s[node];
     REQUIRE(i < s->copies.size());
     REQUIRE_FALSE(s->copies[i].done);
+    if (auto local = s->copies[i].local) {
+      s->copies[i].done = true;
+      s->copies[i].answered = ++s->clock;
+      local(status(errc::transfer, why));
+      sched.run();
+      return;
+    }
     inside(tq[node], [s, i, why] {
       s->copies[i].done = true;
       s->copies[i].answered = ++s->clock;
