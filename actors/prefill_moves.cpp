@@ -27,24 +27,42 @@ void prefill_state::fetch_layer() {
   p.fetched_next++;
   std::vector<const runtime::kv_sources*> sources;
   for (auto& e : p.entries) sources.push_back(&e.req->src);
-  auto by_node = runtime::plan_fetch(geo(), slots(), sources, p.staging, layer);
+  auto by_node = runtime::plan_fetch(geo(), slots(), sources, p.staging, layer, view().config.de_fetch);
   if (by_node.empty()) {
     p.fetched[layer] = true;
     return;
   }
-  for (const auto& [n, ops] : by_node)
+  // One batch per posting node; pulls (its own node reading decode nodes' buffers) apart from its own-buffer
+  // copies, so the timeline tells the two read paths' round trips apart.
+  struct batch {
+    uint32_t node;
+    std::vector<runtime::copy_op> ops;
+    bool pulls;
+  };
+  std::vector<batch> batches;
+  for (auto& [n, ops] : by_node) {
     if (is_lost(n)) return abort_pass("node " + std::to_string(n) + " was lost; this pass reads hit KV from it");
-  auto remaining = std::make_shared<size_t>(by_node.size());
+    const auto first_pull = std::stable_partition(ops.begin(), ops.end(), [](const auto& op) { return !op.pull(); });
+    for (auto it = first_pull; it != ops.end(); ++it) {
+      const uint32_t from = view().node_of(it->src_engine);  // its own node posts it; the bytes are another's
+      if (is_lost(from))
+        return abort_pass("node " + std::to_string(from) + " was lost; this pass reads hit KV from it");
+      p.pulling_from.insert(from);
+    }
+    if (first_pull != ops.end()) batches.push_back({n, {first_pull, ops.end()}, true});
+    if (first_pull != ops.begin()) batches.push_back({n, {ops.begin(), first_pull}, false});
+  }
+  auto remaining = std::make_shared<size_t>(batches.size());
   ++p.fetches_out;
 
-  for (auto& [n, ops] : by_node) {
+  for (auto& [n, ops, pulls] : batches) {
     ++p.in_flight;
     ++p.fetching_from[n];
     copy_from(
         self, n, copy_batch{std::move(ops)},
-        [this, layer, remaining, seq = p.seq, n = n, asked = now_ns()](uint64_t) {
+        [this, layer, remaining, seq = p.seq, n = n, own = n == node() && !pulls, asked = now_ns()](uint64_t) {
           if (!fetch_returned(seq, n)) return;
-          pass->fetches.add(n == node(), layer, (now_ns() - asked) / 1e6);
+          pass->fetches.add(own, layer, (now_ns() - asked) / 1e6);
           if (--*remaining > 0) return;
           pass->fetched[layer] = true;
           pass->fetches_out--;

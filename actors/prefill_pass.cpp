@@ -327,13 +327,19 @@ bool prefill_state::fetch_returned(uint64_t seq, uint32_t node) {
 void prefill_state::pass_node_lost(uint32_t node) {
   if (!pass) return;
   auto it = pass->fetching_from.find(node);
-  if (it == pass->fetching_from.end() || it->second == 0) return;
-  // Its process is gone (the launcher killed it if it hung), and the transport refuses its peer: none of
-  // these copies lands, so the pass's memory may be freed without them.
-  pass->in_flight -= it->second;
-  it->second = 0;
-  pass->written_off.insert(node);
-  if (pass->aborted()) return settle();
+  const bool fetching = it != pass->fetching_from.end() && it->second > 0;
+  if (!fetching && pass->pulling_from.count(node) == 0) return;
+  if (fetching) {
+    // Its process is gone (the launcher killed it if it hung), and the transport refuses its peer: none of
+    // these copies lands, so the pass's memory may be freed without them.
+    pass->in_flight -= it->second;
+    it->second = 0;
+    pass->written_off.insert(node);
+    if (pass->aborted()) return settle();
+  }
+  // Reads of its buffer by this node are answered here (failed once the transport marks the peer down), so
+  // they stay in flight until then: the pass's memory is freed after them.
+  if (pass->aborted()) return;
   abort_pass("node " + std::to_string(node) + " was lost while this pass read hit KV from it");
 }
 

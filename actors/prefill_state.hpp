@@ -77,6 +77,7 @@ struct pass_state {
   // Hit-KV copies in flight per source node, and the nodes whose copies were written off when the node was
   // lost (their late answers are ignored): a lost node's copy never lands, so the pass need not wait for it.
   std::map<uint32_t, uint32_t> fetching_from;
+  std::set<uint32_t> pulling_from;  // nodes whose buffers its own node reads (`de_fetch = "pull"`)
   std::set<uint32_t> written_off;
   uint64_t seq = 0;  // which pass: a written-off copy may answer after its pass settled
   bool aborted() const { return phase == pass_phase::aborted; }

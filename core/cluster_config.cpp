@@ -22,6 +22,12 @@ constexpr const char* quota_scopes[] = {"layer", "attention", "forward"};
 }  // namespace
 
 const std::vector<std::string>& quota_scope_names() { return name_list<quota_scopes>(); }
+constexpr const char* de_fetches[] = {"push", "pull"};
+const std::vector<std::string>& de_fetch_names() { return name_list<de_fetches>(); }
+const char* to_string(de_fetch_kind k) { return de_fetches[int(k)]; }
+result<de_fetch_kind> parse_de_fetch(std::string_view name) {
+  return parse_enum<de_fetch_kind, de_fetches>(name, "decode-node fetch");
+}
 
 const char* to_string(quota_scope_kind k) { return quota_scopes[int(k)]; }
 
@@ -212,7 +218,7 @@ const std::pair<const char*, std::vector<const char*>> special_keys[] = {
     {"model", {"backend"}},
     {"cluster", {"gpus_per_node"}},
     {"schedule", {"quota_scope", "switch"}},
-    {"hardware", {}},
+    {"hardware", {"de_fetch"}},
     {"storage", {}},
     {"runtime", {"secret"}},
     {"serve", {}},
@@ -290,6 +296,10 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
   if (auto k = parse_quota_scope(scope)) c.quota_scope = *k;
   else r.fail("schedule.quota_scope", "must be layer, attention or forward (got '" + scope + "')");
   if (const toml::node* sw = sc ? sc->get("switch") : nullptr) c.switches = read_switches(r, *sw);
+  std::string fetch = to_string(c.de_fetch);
+  r.get(sections["hardware"], "hardware", "de_fetch", fetch);
+  if (auto k = parse_de_fetch(fetch)) c.de_fetch = *k;
+  else r.fail("hardware.de_fetch", "must be push or pull (got '" + fetch + "')");
   r.get(sections["runtime"], "runtime", "secret", c.secret);
   validate_cluster_config(c, origin);
   return c;
@@ -369,6 +379,7 @@ std::string format_cluster_config(const cluster_config& c) {
   }
   section("model").insert("backend", to_string(c.backend));
   section("schedule").insert("quota_scope", to_string(c.quota_scope));
+  section("hardware").insert("de_fetch", to_string(c.de_fetch));
   if (!c.switches.empty()) {
     toml::array switches;
     for (const auto& s : c.switches) switches.push_back(toml::table{{"at_s", s.at_s}, {"policy", s.policy}});

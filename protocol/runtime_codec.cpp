@@ -46,9 +46,10 @@ struct result_fields {
 struct copy_op_fields {
   using T = runtime::copy_op;
   using S = schema::CopyOp;
-  static inline const auto all = std::make_tuple(
-      DP_FIELD(via, Via), DP_FIELD(src_kind, SrcKind), DP_FIELD(src_offset, SrcOffset), DP_FIELD(dst_engine, DstEngine),
-      DP_FIELD(dst_kind, DstKind), DP_FIELD(dst_offset, DstOffset), DP_FIELD(length, Length));
+  static inline const auto all =
+      std::make_tuple(DP_FIELD(via, Via), DP_FIELD(src_kind, SrcKind), DP_FIELD(src_offset, SrcOffset),
+                      DP_FIELD(dst_engine, DstEngine), DP_FIELD(dst_kind, DstKind), DP_FIELD(dst_offset, DstOffset),
+                      DP_FIELD(length, Length), DP_FIELD(src_engine, SrcEngine));
 };
 
 void put_payload(schema::TurnPayload::Builder b, const turn_payload& x) {

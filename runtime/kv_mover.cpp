@@ -19,9 +19,17 @@ status node_fabric::validate(const std::vector<copy_op>& ops) const {
       return status(errc::internal, "copy from engine " + std::to_string(op.via) + ", which is not on this node");
     if (op.dst_engine >= directory.size())
       return status(errc::internal, "copy to unknown engine " + std::to_string(op.dst_engine));
-    const uint64_t src_size = op.src_kind == region_kind::buffer ? buffer_bytes : hbm_bytes;
-    const auto& peer = directory[op.dst_engine];
-    const uint64_t dst_size = op.dst_kind == region_kind::buffer ? peer.buffer.length : peer.hbm.length;
+    if (op.pull() && (op.src_engine >= directory.size() || op.dst_engine != op.via))
+      return status(errc::internal, "pull from engine " + std::to_string(op.src_engine) + " into engine " +
+                                        std::to_string(op.dst_engine) + " by engine " + std::to_string(op.via));
+    // A push reads this node's region and writes the peer's; a pull the other way round.
+    const auto& peer = directory[op.pull() ? op.src_engine : op.dst_engine];
+    const uint64_t local_size =
+        (op.pull() ? op.dst_kind : op.src_kind) == region_kind::buffer ? buffer_bytes : hbm_bytes;
+    const uint64_t peer_size =
+        (op.pull() ? op.src_kind : op.dst_kind) == region_kind::buffer ? peer.buffer.length : peer.hbm.length;
+    const uint64_t src_size = op.pull() ? peer_size : local_size;
+    const uint64_t dst_size = op.pull() ? local_size : peer_size;
     if (op.src_offset + op.length > src_size || op.dst_offset + op.length > dst_size)
       return status(errc::internal, "copy of " + std::to_string(op.length) + " bytes at " +
                                         std::to_string(op.src_offset) + " -> " + std::to_string(op.dst_offset) +
@@ -33,10 +41,10 @@ status node_fabric::validate(const std::vector<copy_op>& ops) const {
 namespace {
 
 // Whether copy b may join a gathered write that ends with copy a: the same source region, and b's bytes right
-// after a's in the same destination region.
+// after a's in the same destination region. Pulls are read one by one.
 bool gathers(const copy_op& a, const copy_op& b) {
-  return a.via == b.via && a.src_kind == b.src_kind && a.dst_engine == b.dst_engine && a.dst_kind == b.dst_kind &&
-         a.dst_offset + a.length == b.dst_offset;
+  return !a.pull() && !b.pull() && a.via == b.via && a.src_kind == b.src_kind && a.dst_engine == b.dst_engine &&
+         a.dst_kind == b.dst_kind && a.dst_offset + a.length == b.dst_offset;
 }
 
 // Transfers through the engines' CNICs, tracked until their completions come back.
@@ -67,6 +75,17 @@ class fabric_mover final : public kv_mover {
     for (const auto& [first, end] : runs) {
       const copy_op& op = ops[first];
       const uint32_t li = *f_.local_index(op.via);
+      if (op.pull()) {
+        const auto& peer = f_.directory[op.src_engine];
+        const auto& dst = op.dst_kind == region_kind::buffer ? *f_.buffer_regions[li] : *f_.hbm_regions[li];
+        stats_.bytes += op.length;
+        ++stats_.copies;
+        ++stats_.writes;
+        f_.endpoints[li]->read(tc, dst, op.dst_offset, f_.peer_index[li][op.src_engine],
+                               op.src_kind == region_kind::buffer ? peer.buffer : peer.hbm, op.src_offset, op.length,
+                               tracker_.context_for(batch));
+        continue;
+      }
       const auto& src = op.src_kind == region_kind::buffer ? *f_.buffer_regions[li] : *f_.hbm_regions[li];
       const auto& peer = f_.directory[op.dst_engine];
       const auto& dst = op.dst_kind == region_kind::buffer ? peer.buffer : peer.hbm;
@@ -120,6 +139,10 @@ class memcpy_mover final : public kv_mover {
       const std::byte* src = (op.src_kind == region_kind::buffer ? f_.buffer : f_.hbm[li]) + op.src_offset;
       const auto& peer = f_.directory[op.dst_engine];
       std::byte* dst = (op.dst_kind == region_kind::buffer ? peer.buffer_base : peer.hbm_base) + op.dst_offset;
+      if (op.pull()) {
+        const auto& from = f_.directory[op.src_engine];
+        src = (op.src_kind == region_kind::buffer ? from.buffer_base : from.hbm_base) + op.src_offset;
+      }
       std::memcpy(dst, src, op.length);
       ++stats_.copies;
       ++stats_.writes;

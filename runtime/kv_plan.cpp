@@ -34,13 +34,14 @@ uint64_t new_kv_bytes(const kv_geometry& g, uint64_t prompt_tokens, uint32_t val
 
 std::map<uint32_t, std::vector<copy_op>> plan_fetch(const kv_geometry& g, const slot_layout& slots,
                                                     const std::vector<const kv_sources*>& entries,
-                                                    const staging_layout& staging, uint32_t layer) {
+                                                    const staging_layout& staging, uint32_t layer,
+                                                    de_fetch_kind de_fetch) {
   std::map<uint32_t, std::vector<copy_op>> by_node;
   for (size_t k = 0; k < entries.size(); ++k) {
     const kv_sources& r = *entries[k];
     for (uint32_t b = 0; b < r.valid; ++b) {
       // A block read on the PE node is copied by the PE's own CNIC (loopback); one read on the DE node is
-      // pushed by the DE's CNIC over the compute network: that is the second read path.
+      // pushed by the DE's CNIC over the compute network, or pulled by the PE's: that is the second read path.
       const bool from_pe = b < r.pe_blocks;
       copy_op op;
       op.via = from_pe ? r.pe : r.de;
@@ -50,6 +51,12 @@ std::map<uint32_t, std::vector<copy_op>> plan_fetch(const kv_geometry& g, const 
       op.dst_kind = region_kind::hbm;
       op.dst_offset = staging.offset(g, layer, k, b);
       op.length = g.layer_bytes();
+      if (!from_pe && de_fetch == de_fetch_kind::pull) {
+        op.via = r.pe;
+        op.src_engine = r.de;
+        by_node[r.pe_node].push_back(op);
+        continue;
+      }
       by_node[from_pe ? r.pe_node : r.de_node].push_back(op);
     }
   }

@@ -10,6 +10,7 @@
 #include <map>
 #include <vector>
 
+#include "core/cluster_config.hpp"
 #include "core/kv_geometry.hpp"
 #include "runtime/kv_types.hpp"
 
@@ -54,10 +55,12 @@ staging_layout plan_staging(const kv_geometry& g, const std::vector<uint32_t>& v
 uint64_t new_kv_bytes(const kv_geometry& g, uint64_t prompt_tokens, uint32_t valid_blocks);
 
 // Layer `layer` of every entry's valid hit blocks into the staging slot, from whichever node buffer holds
-// them; the copies are grouped by the node whose traffic queue posts them (via an engine of that node).
+// them; the copies are grouped by the node that posts them (via an engine of that node). Blocks in a decode
+// node's buffer are pushed by that node, or with `de_fetch_kind::pull` read by the PE itself (its node's group).
 std::map<uint32_t, std::vector<copy_op>> plan_fetch(const kv_geometry& g, const slot_layout& slots,
                                                     const std::vector<const kv_sources*>& entries,
-                                                    const staging_layout& staging, uint32_t layer);
+                                                    const staging_layout& staging, uint32_t layer,
+                                                    de_fetch_kind de_fetch = de_fetch_kind::push);
 
 // One entry of a pass for the forward plan: which tokens this pass computed, and where its new KV is.
 struct forward_entry {

@@ -27,6 +27,7 @@ using fabric_directory = std::vector<endpoint_entry>;  // indexed by global engi
 // One copy: [src_offset, +length) of a local region at endpoint `via` (a global engine id on this node)
 // to [dst_offset, +length) of region `dst_kind` at engine `dst_engine` (any node; `via` itself = loopback).
 struct copy_op {
+  static constexpr uint32_t none = UINT32_MAX;
   uint32_t via = 0;
   region_kind src_kind = region_kind::buffer;
   uint64_t src_offset = 0;
@@ -34,6 +35,10 @@ struct copy_op {
   region_kind dst_kind = region_kind::hbm;
   uint64_t dst_offset = 0;
   uint64_t length = 0;
+  // A pull (docs/design.md §4, `de_fetch = "pull"`): `via` reads [src_offset, +length) of engine
+  // `src_engine`'s region (another node's) into its own node's region at `dst_engine` (= via). `none`: a push.
+  uint32_t src_engine = none;
+  bool pull() const { return src_engine != none; }
 };
 
 struct load_result {

@@ -113,6 +113,7 @@ struct CopyOp {
   dstKind @4 :RegionKind;
   dstOffset @5 :UInt64;
   length @6 :UInt64;
+  srcEngine @7 :UInt32 = 0xffffffff;  # a pull: the engine whose region `via` reads (default: a push)
 }
 
 struct CopyBatch {

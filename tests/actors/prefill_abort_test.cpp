@@ -219,6 +219,31 @@ TEST_CASE_FIXTURE(engine_fixture,
   CHECK(last_report(pe_id).free_hbm == big_hbm);
 }
 
+// `de_fetch = "pull"` (docs/design.md §4): the PE's own node reads the DE node's buffer, so a node lost mid-pull
+// aborts the pass at once, but its memory goes back only once its own node answered those reads (the transport
+// fails them when it marks the peer down): until then they could still land in the staging slots.
+TEST_CASE_FIXTURE(engine_fixture,
+                  "a node lost mid-pull: the pass aborts at once and frees its memory after its reads") {
+  config.de_fetch = de_fetch_kind::pull;
+  start(big_hbm, big_hbm, false);
+  tq_s[0]->copy = answer::hold;
+  assign(1, 40, 2, 3, schedule::read_path::de);
+  REQUIRE(in_flight(0, copy_kind::fetch) == 2);  // layers 0 and 1, posted by the PE's own node
+  CHECK(tq_s[1]->copies.empty());                // nothing asked of the decode node's traffic queue
+
+  self->send(pe, atom::lost_v, uint32_t(1));
+  sched.run();
+  REQUIRE(rec->results.size() == 1);
+  CHECK(contains(rec->results[0].error, "node 1 was lost"));
+  CHECK(io[0]->hbm(pe_id).free_bytes() < big_hbm);  // the reads may still land
+  fail_copy(0, find_copy(0, copy_kind::fetch, 0), "node 1 was lost");
+  CHECK(io[0]->hbm(pe_id).free_bytes() < big_hbm);
+  fail_copy(0, find_copy(0, copy_kind::fetch, 1), "node 1 was lost");
+  CHECK(pe_cs->layers().empty());
+  CHECK(rec->results.size() == 1);
+  CHECK(last_report(pe_id).free_hbm == big_hbm);
+}
+
 // docs/design.md §13: a request still waiting on its DE node (here behind a pass) fails as soon as the node
 // is lost, and no later request is sent there until it rejoins.
 TEST_CASE_FIXTURE(engine_fixture,

@@ -130,6 +130,34 @@ TEST_CASE_FIXTURE(engine_fixture, "a pass records its fetches' round trips by th
   CHECK(passes[2].fetches.first_ms == -1);
 }
 
+// `de_fetch = "pull"` (docs/design.md §4): DE-path hit KV is read by the PE's own node from the decode node's
+// buffer slots; the decode node's traffic queue posts nothing, and the timeline counts them as another node's.
+TEST_CASE_FIXTURE(engine_fixture, "pulled DE-path fetches are read by the PE's own node from the DE buffer slots") {
+  config.de_fetch = de_fetch_kind::pull;
+  start(big_hbm, big_hbm, false);
+  pass_timeline::process_log().take();
+  assign(1, 40, 2, 3, schedule::read_path::de);
+  REQUIRE(rec->handoffs.size() == 1);
+  CHECK(tq_s[1]->copies.empty());
+  CHECK(layers_posted(0, kind::fetch) == std::vector<uint32_t>{0, 1, 2, 3});
+  const auto& de_slots = rec->handoffs[0].de_slots;  // its two hit blocks were read into the first two
+  for (uint32_t l = 0; l < 4; ++l) {
+    const auto& ops = tq_s[0]->copies[find_copy(0, kind::fetch, l)].batch.ops;
+    REQUIRE(ops.size() == 2);
+    for (uint32_t b = 0; b < 2; ++b) {
+      CHECK(ops[b].pull());
+      CHECK(ops[b].via == pe_id);
+      CHECK(ops[b].dst_engine == pe_id);
+      CHECK(ops[b].src_engine == de_id);
+      CHECK(slot_of(ops[b].src_offset) == de_slots.at(b));
+    }
+  }
+  const auto passes = pass_timeline::process_log().take();
+  REQUIRE(passes.size() == 1);
+  CHECK(passes[0].fetches.own_ms == -1);
+  CHECK(passes[0].fetches.other_ms >= 0);
+}
+
 TEST_CASE_FIXTURE(engine_fixture, "prefill of a request without hits computes every layer and forwards only new KV") {
   start(big_hbm, big_hbm, false);
   assign(2, 20, 0);  // 20 tokens, no hit: nothing to load or fetch

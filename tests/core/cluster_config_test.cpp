@@ -25,6 +25,7 @@ cnic_gb_per_s = 50
 dram_buffer_gb = 80
 hbm_gb = 20
 provider = "tcp"
+de_fetch = "pull"
 kv_share = 0.05
 isolation = false
 [storage]
@@ -59,6 +60,7 @@ spare_staging_layers = 0
   CHECK(c.policy == "split");
   CHECK(c.alpha_tokens == 1000);
   CHECK(c.quota_scope == quota_scope_kind::forward);
+  CHECK(c.de_fetch == de_fetch_kind::pull);
   REQUIRE(c.switches.size() == 2);
   CHECK(c.switches[1].at_s == doctest::Approx(60));
   CHECK(c.switches[1].policy == "balanced");
@@ -78,6 +80,7 @@ TEST_CASE("cluster file: unknown keys, wrong types and impossible values name fi
       {"[[schedule.switch]]\nat_s = 3\n", "schedule.switch[0].policy"},
       {"[model\n", "a.toml:1"},
       {"[schedule]\nquota_scope = \"pass\"\n", "schedule.quota_scope"},
+      {"[hardware]\nde_fetch = \"read\"\n", "'hardware.de_fetch': must be push or pull (got 'read')"},
   };
   test::check_refused_text(cases, [](const char* text) { return parse_cluster_config(text, "a.toml"); });
   CHECK_THROWS_AS(load_cluster_config("/nonexistent/cluster.toml"), user_error);
@@ -149,6 +152,7 @@ TEST_CASE("cluster file: format_cluster_config parses back to the same configura
   c.z_slack = 1.2;
   c.quota_ms = 123.456;
   c.quota_scope = quota_scope_kind::forward;
+  c.de_fetch = de_fetch_kind::pull;
   c.switches = {{0.5, "balanced_pe"}, {9.75, "balanced_split"}};
   c.prefetch_layers = 4;
   c.spare_staging_layers = 5;
@@ -179,6 +183,7 @@ TEST_CASE("cluster file: format_cluster_config parses back to the same configura
   CHECK(d.provider == c.provider);
   CHECK(d.kv_share == c.kv_share);
   CHECK(d.isolation == c.isolation);
+  CHECK(d.de_fetch == c.de_fetch);
   CHECK(d.store_dir == c.store_dir);
   CHECK(d.capacity_gb == c.capacity_gb);
   CHECK(d.fsync == c.fsync);

@@ -46,6 +46,15 @@ struct fixture {
   }
 };
 
+// Every node's endpoints in one directory, each node connected to it: nodes 0..n-1 of one cluster.
+fabric_directory connect_all(std::initializer_list<node_io*> nodes) {
+  fabric_directory dir(nodes.size());
+  for (auto* io : nodes)
+    for (auto& e : io->entries()) dir[e.engine] = e;
+  for (auto* io : nodes) io->connect(dir);
+  return dir;
+}
+
 template <class T>
 bool ready(std::future<T>& f, int ms) {
   return f.wait_for(std::chrono::milliseconds(ms)) == std::future_status::ready;
@@ -106,11 +115,7 @@ TEST_CASE("loads read Full Blocks through the SNIC gate; a corrupt block ends th
 TEST_CASE("copies move bytes through libfabric: loopback buffer to HBM and node to node") {
   fixture fx;
   node_io a(fx.options(0, 4), *fx.store), b(fx.options(1, 4), *fx.store);
-  fabric_directory dir(2);
-  for (auto* io : {&a, &b})
-    for (auto& e : io->entries()) dir[e.engine] = e;
-  a.connect(dir);
-  b.connect(dir);
+  connect_all({&a, &b});
 
   const auto p = fx.payload(9);
   std::memcpy(a.slot_data(0), p.data(), p.size());
@@ -127,6 +132,40 @@ TEST_CASE("copies move bytes through libfabric: loopback buffer to HBM and node 
   CHECK(remote.get_future().get().empty());
   CHECK(std::memcmp(b.slot_data(2), p.data(), p.size()) == 0);
   CHECK(a.stats().copies == 2);
+}
+
+// `de_fetch = "pull"` (docs/design.md §4): node 0's engine reads node 1's buffer slots into its own HBM with
+// RMA reads, posted and answered on node 0 alone; once node 1 is lost the same read fails at once.
+TEST_CASE("pulls read another node's buffer into this node's HBM; a lost node's pulls fail at once") {
+  fixture fx;
+  node_io a(fx.options(0, 4), *fx.store), b(fx.options(1, 4), *fx.store);
+  connect_all({&a, &b});
+  const uint64_t layer = fx.geo.layer_bytes();
+  const auto p = fx.payload(3), q = fx.payload(4);
+  std::memcpy(b.slot_data(1), p.data(), p.size());
+  std::memcpy(b.slot_data(3), q.data(), q.size());
+  auto dst = a.hbm(0).allocate(2 * layer);
+  std::memset(dst.data, 0, 2 * layer);
+  auto pull = [&](const std::vector<copy_op>& ops) {
+    std::promise<std::string> done;
+    a.copy(ops, transport::traffic_class::kv, [&](status e) { done.set_value(e.ok() ? "" : e.message()); });
+    auto f = done.get_future();
+    REQUIRE(ready(f, 5000));
+    return f.get();
+  };
+  // Layer 1 of each block, into back-to-back bytes (a staging slot's run): each is its own read.
+  std::vector<copy_op> ops(2);
+  ops[0] = {0, region_kind::buffer, b.slot_offset(1) + layer, 0, region_kind::hbm, dst.offset, layer};
+  ops[1] = {0, region_kind::buffer, b.slot_offset(3) + layer, 0, region_kind::hbm, dst.offset + layer, layer};
+  for (auto& op : ops) op.src_engine = 1;
+  CHECK(pull(ops).empty());
+  CHECK(std::memcmp(dst.data, p.data() + layer, layer) == 0);
+  CHECK(std::memcmp(dst.data + layer, q.data() + layer, layer) == 0);
+  CHECK(a.stats().copy_writes == 2);
+  CHECK(b.stats().copies == 0);  // node 1 posted nothing
+
+  a.node_lost(1);
+  CHECK(pull(ops).find("node 1 was lost") != std::string::npos);
 }
 
 // A pass's fetch of a layer: Layer Blocks from buffer slots that are not next to each other, into adjacent
