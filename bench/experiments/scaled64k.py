@@ -104,10 +104,13 @@ def workload(args):
 
 def ablation(args, tmp):
     tr = trace(tmp, args.agents, args.scale)
-    runs, _ = dualpath(mode(args), CLUSTER, tr, ABLATION, "--max-turns", args.max_turns)
+    cluster = CLUSTER if args.de_fetch == "push" else cluster_variant(tmp, "ablation", de_fetch=args.de_fetch)
+    extra = ["--max-turns", args.max_turns] + (["--processes"] if args.processes else [])
+    runs, _ = dualpath(mode(args), cluster, tr, ABLATION, *extra)
     rows = {p: summary(runs[p]) for p in ABLATION}
     j = [rows[p]["jct_s"] for p in ABLATION]
-    res = {"workload": workload(args), "cluster": "scaled64k.toml (1P2D)", "runs": rows,
+    res = {"workload": workload(args), "cluster": f"scaled64k.toml (1P2D), de_fetch = {args.de_fetch}",
+           "processes": args.processes, "runs": rows,
            "strictly_decreasing": all(a > b for a, b in zip(j, j[1:])),
            "dualpath_vs_basic": j[0] / j[3], "layerwise_vs_basic": j[0] / j[1],
            "dualpath_nosched_vs_layerwise": j[1] / j[2], "dualpath_vs_dualpath_nosched": j[2] / j[3]}
@@ -239,6 +242,9 @@ def main():
     ap.add_argument("--hbm-gb", type=float, default=0.08, help="pd_sweep, snic_balance, scaling, online: HBM for KV per GPU")
     ap.add_argument("--snic-gbps", type=float, default=0.3, help="snic_balance: SNIC read rate per node")
     ap.add_argument("--aps", default="0.5,1,1.5,2,3,4", help="online: arrival rates")
+    ap.add_argument("--processes", action="store_true", help="ablation: one process per node (dualpath run only)")
+    ap.add_argument("--de-fetch", choices=["push", "pull"], default="push",
+                    help="ablation: hardware.de_fetch, how DE-path hit KV reaches the PE (docs/design.md §4)")
     ap.add_argument("--out", help="result JSON (default scaled64k_<experiment>.result.json here)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
