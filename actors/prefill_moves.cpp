@@ -32,36 +32,22 @@ void prefill_state::fetch_layer() {
     p.fetched[layer] = true;
     return;
   }
-  // One batch per posting node; pulls (its own node reading decode nodes' buffers) apart from its own-buffer
-  // copies, so the timeline tells the two read paths' round trips apart.
-  struct batch {
-    uint32_t node;
-    std::vector<runtime::copy_op> ops;
-    bool pulls;
-  };
-  std::vector<batch> batches;
-  for (auto& [n, ops] : by_node) {
+  for (const auto& [n, ops] : by_node)
     if (is_lost(n)) return abort_pass("node " + std::to_string(n) + " was lost; this pass reads hit KV from it");
-    const auto first_pull = std::stable_partition(ops.begin(), ops.end(), [](const auto& op) { return !op.pull(); });
-    for (auto it = first_pull; it != ops.end(); ++it) {
-      const uint32_t from = view().node_of(it->src_engine);  // its own node posts it; the bytes are another's
-      if (is_lost(from))
-        return abort_pass("node " + std::to_string(from) + " was lost; this pass reads hit KV from it");
-      p.pulling_from.insert(from);
-    }
-    if (first_pull != ops.end()) batches.push_back({n, {first_pull, ops.end()}, true});
-    if (first_pull != ops.begin()) batches.push_back({n, {ops.begin(), first_pull}, false});
-  }
-  auto remaining = std::make_shared<size_t>(batches.size());
+  auto remaining = std::make_shared<size_t>(by_node.size());
   ++p.fetches_out;
 
-  for (auto& [n, ops, pulls] : batches) {
+  for (auto& [n, ops] : by_node) {
+    // Pulled (`de_fetch = "pull"`): node n's blocks, read by this engine's own node, which answers for them.
+    const bool pulled = ops.front().pull();
+    const uint32_t poster = pulled ? node() : n;
+    if (pulled) p.pulling_from.insert(n);
     ++p.in_flight;
-    ++p.fetching_from[n];
+    ++p.fetching_from[poster];
     copy_from(
-        self, n, copy_batch{std::move(ops)},
-        [this, layer, remaining, seq = p.seq, n = n, own = n == node() && !pulls, asked = now_ns()](uint64_t) {
-          if (!fetch_returned(seq, n)) return;
+        self, poster, copy_batch{std::move(ops)},
+        [this, layer, remaining, seq = p.seq, poster, own = n == node(), asked = now_ns()](uint64_t) {
+          if (!fetch_returned(seq, poster)) return;
           pass->fetches.add(own, layer, (now_ns() - asked) / 1e6);
           if (--*remaining > 0) return;
           pass->fetched[layer] = true;
@@ -73,8 +59,8 @@ void prefill_state::fetch_layer() {
           // compute does; it only counts what differs, and the slot is reused after the compute answers).
           verify_staged(layer);
         },
-        [this, seq = p.seq, n = n](caf::error& err) {
-          if (fetch_returned(seq, n)) abort_pass("hit KV transfer failed: " + describe(err), kind_of(err));
+        [this, seq = p.seq, poster](caf::error& err) {
+          if (fetch_returned(seq, poster)) abort_pass("hit KV transfer failed: " + describe(err), kind_of(err));
         });
   }
 }

@@ -23,7 +23,6 @@ constexpr const char* quota_scopes[] = {"layer", "attention", "forward"};
 
 const std::vector<std::string>& quota_scope_names() { return name_list<quota_scopes>(); }
 constexpr const char* de_fetches[] = {"push", "pull"};
-const std::vector<std::string>& de_fetch_names() { return name_list<de_fetches>(); }
 const char* to_string(de_fetch_kind k) { return de_fetches[int(k)]; }
 result<de_fetch_kind> parse_de_fetch(std::string_view name) {
   return parse_enum<de_fetch_kind, de_fetches>(name, "decode-node fetch");

@@ -25,7 +25,6 @@ enum class de_fetch_kind : uint8_t {
   push,  // it asks the decode node's traffic queue, whose CNIC writes the blocks into its HBM (a message a layer)
   pull,  // its own CNIC reads them (one-sided RMA reads, no message to the decode node)
 };
-const std::vector<std::string>& de_fetch_names();
 const char* to_string(de_fetch_kind k);
 result<de_fetch_kind> parse_de_fetch(std::string_view name);
 

@@ -23,13 +23,12 @@ status node_fabric::validate(const std::vector<copy_op>& ops) const {
       return status(errc::internal, "pull from engine " + std::to_string(op.src_engine) + " into engine " +
                                         std::to_string(op.dst_engine) + " by engine " + std::to_string(op.via));
     // A push reads this node's region and writes the peer's; a pull the other way round.
-    const auto& peer = directory[op.pull() ? op.src_engine : op.dst_engine];
-    const uint64_t local_size =
-        (op.pull() ? op.dst_kind : op.src_kind) == region_kind::buffer ? buffer_bytes : hbm_bytes;
-    const uint64_t peer_size =
-        (op.pull() ? op.src_kind : op.dst_kind) == region_kind::buffer ? peer.buffer.length : peer.hbm.length;
-    const uint64_t src_size = op.pull() ? peer_size : local_size;
-    const uint64_t dst_size = op.pull() ? local_size : peer_size;
+    const auto local_size = [&](region_kind k) { return k == region_kind::buffer ? buffer_bytes : hbm_bytes; };
+    const auto peer_size = [&](uint32_t e, region_kind k) {
+      return k == region_kind::buffer ? directory[e].buffer.length : directory[e].hbm.length;
+    };
+    const uint64_t src_size = op.pull() ? peer_size(op.src_engine, op.src_kind) : local_size(op.src_kind);
+    const uint64_t dst_size = op.pull() ? local_size(op.dst_kind) : peer_size(op.dst_engine, op.dst_kind);
     if (op.src_offset + op.length > src_size || op.dst_offset + op.length > dst_size)
       return status(errc::internal, "copy of " + std::to_string(op.length) + " bytes at " +
                                         std::to_string(op.src_offset) + " -> " + std::to_string(op.dst_offset) +
@@ -75,21 +74,13 @@ class fabric_mover final : public kv_mover {
     for (const auto& [first, end] : runs) {
       const copy_op& op = ops[first];
       const uint32_t li = *f_.local_index(op.via);
-      if (op.pull()) {
-        const auto& peer = f_.directory[op.src_engine];
-        const auto& dst = op.dst_kind == region_kind::buffer ? *f_.buffer_regions[li] : *f_.hbm_regions[li];
-        stats_.bytes += op.length;
-        ++stats_.copies;
-        ++stats_.writes;
-        f_.endpoints[li]->read(tc, dst, op.dst_offset, f_.peer_index[li][op.src_engine],
-                               op.src_kind == region_kind::buffer ? peer.buffer : peer.hbm, op.src_offset, op.length,
-                               tracker_.context_for(batch));
-        continue;
-      }
-      const auto& src = op.src_kind == region_kind::buffer ? *f_.buffer_regions[li] : *f_.hbm_regions[li];
-      const auto& peer = f_.directory[op.dst_engine];
-      const auto& dst = op.dst_kind == region_kind::buffer ? peer.buffer : peer.hbm;
-      const uint32_t to = f_.peer_index[li][op.dst_engine];
+      // This node's region is a push's source and a pull's destination; the peer's the other one.
+      const auto& local =
+          (op.pull() ? op.dst_kind : op.src_kind) == region_kind::buffer ? *f_.buffer_regions[li] : *f_.hbm_regions[li];
+      const uint32_t peer_engine = op.pull() ? op.src_engine : op.dst_engine;
+      const auto& peer = f_.directory[peer_engine];
+      const auto& remote = (op.pull() ? op.src_kind : op.dst_kind) == region_kind::buffer ? peer.buffer : peer.hbm;
+      const uint32_t to = f_.peer_index[li][peer_engine];
       pieces.clear();
       for (size_t k = first; k < end; ++k) {
         pieces.push_back({ops[k].src_offset, ops[k].length});
@@ -97,9 +88,11 @@ class fabric_mover final : public kv_mover {
       }
       stats_.copies += pieces.size();
       ++stats_.writes;
-      if (pieces.size() == 1)
-        f_.endpoints[li]->write(tc, src, op.src_offset, to, dst, op.dst_offset, op.length, tracker_.context_for(batch));
-      else f_.endpoints[li]->write_gather(tc, src, pieces, to, dst, op.dst_offset, tracker_.context_for(batch));
+      const uint64_t context = tracker_.context_for(batch);
+      if (op.pull()) f_.endpoints[li]->read(tc, local, op.dst_offset, to, remote, op.src_offset, op.length, context);
+      else if (pieces.size() == 1)
+        f_.endpoints[li]->write(tc, local, op.src_offset, to, remote, op.dst_offset, op.length, context);
+      else f_.endpoints[li]->write_gather(tc, local, pieces, to, remote, op.dst_offset, context);
     }
   }
 
@@ -134,16 +127,14 @@ class memcpy_mover final : public kv_mover {
   explicit memcpy_mover(const node_fabric& f) : f_(f) {}
 
   void post(const std::vector<copy_op>& ops, transport::traffic_class, copy_tracker::done_fn done) override {
+    // Every engine's regions by their addresses in this process (the directory holds this node's too).
+    const auto at = [&](uint32_t engine, region_kind k, uint64_t offset) {
+      const auto& e = f_.directory[engine];
+      return (k == region_kind::buffer ? e.buffer_base : e.hbm_base) + offset;
+    };
     for (const auto& op : ops) {
-      const uint32_t li = *f_.local_index(op.via);
-      const std::byte* src = (op.src_kind == region_kind::buffer ? f_.buffer : f_.hbm[li]) + op.src_offset;
-      const auto& peer = f_.directory[op.dst_engine];
-      std::byte* dst = (op.dst_kind == region_kind::buffer ? peer.buffer_base : peer.hbm_base) + op.dst_offset;
-      if (op.pull()) {
-        const auto& from = f_.directory[op.src_engine];
-        src = (op.src_kind == region_kind::buffer ? from.buffer_base : from.hbm_base) + op.src_offset;
-      }
-      std::memcpy(dst, src, op.length);
+      std::memcpy(at(op.dst_engine, op.dst_kind, op.dst_offset),
+                  at(op.pull() ? op.src_engine : op.via, op.src_kind, op.src_offset), op.length);
       ++stats_.copies;
       ++stats_.writes;
       stats_.bytes += op.length;

@@ -43,20 +43,16 @@ std::map<uint32_t, std::vector<copy_op>> plan_fetch(const kv_geometry& g, const 
       // A block read on the PE node is copied by the PE's own CNIC (loopback); one read on the DE node is
       // pushed by the DE's CNIC over the compute network, or pulled by the PE's: that is the second read path.
       const bool from_pe = b < r.pe_blocks;
+      const bool pull = !from_pe && de_fetch == de_fetch_kind::pull;
       copy_op op;
-      op.via = from_pe ? r.pe : r.de;
+      op.via = from_pe || pull ? r.pe : r.de;
+      if (pull) op.src_engine = r.de;
       op.src_kind = region_kind::buffer;
       op.src_offset = layer_in_slot(g, slots, from_pe ? r.pe_slots.at(b) : r.de_slots.at(b), layer);
       op.dst_engine = r.pe;
       op.dst_kind = region_kind::hbm;
       op.dst_offset = staging.offset(g, layer, k, b);
       op.length = g.layer_bytes();
-      if (!from_pe && de_fetch == de_fetch_kind::pull) {
-        op.via = r.pe;
-        op.src_engine = r.de;
-        by_node[r.pe_node].push_back(op);
-        continue;
-      }
       by_node[from_pe ? r.pe_node : r.de_node].push_back(op);
     }
   }

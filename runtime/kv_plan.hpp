@@ -55,8 +55,8 @@ staging_layout plan_staging(const kv_geometry& g, const std::vector<uint32_t>& v
 uint64_t new_kv_bytes(const kv_geometry& g, uint64_t prompt_tokens, uint32_t valid_blocks);
 
 // Layer `layer` of every entry's valid hit blocks into the staging slot, from whichever node buffer holds
-// them; the copies are grouped by the node that posts them (via an engine of that node). Blocks in a decode
-// node's buffer are pushed by that node, or with `de_fetch_kind::pull` read by the PE itself (its node's group).
+// them; the copies are grouped by that node. Blocks in a decode node's buffer are pushed by it (via its
+// engine), or with `de_fetch_kind::pull` read by the PE itself (via the PE, `src_engine` the DE).
 std::map<uint32_t, std::vector<copy_op>> plan_fetch(const kv_geometry& g, const slot_layout& slots,
                                                     const std::vector<const kv_sources*>& entries,
                                                     const staging_layout& staging, uint32_t layer,

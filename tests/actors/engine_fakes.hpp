@@ -46,6 +46,10 @@ struct copy_call {
   std::function<void(status)> local;              // one posted straight to the engine's own node
   bool done = false;                              // answered (at once, or later on command)
   uint64_t posted = 0, answered = 0;              // when, on the queue's event clock
+
+  // Answers it now (`s` ok: the bytes, else the failure), through the node's callback or the queue's promise
+  // (then from inside that queue, so the engine sees the reply from the right actor).
+  void finish(uint64_t& clock, const status& s);
 };
 
 struct tq_script {
@@ -64,12 +68,30 @@ struct tq_script {
     for (size_t i = 0; i < n; ++i) s.push_back(next_slot++);
     return s;
   }
+  // A copy posted (to the queue's actor or straight to the node), answered at once unless copies are held.
+  copy_call& record(copy_batch b) {
+    copy_call c;
+    c.batch = std::move(b);
+    c.done = copy != answer::hold;
+    c.posted = ++clock;
+    if (c.done) c.answered = ++clock;
+    copies.push_back(std::move(c));
+    return copies.back();
+  }
 };
 
 inline uint64_t batch_bytes(const copy_batch& b) {
   uint64_t n = 0;
   for (auto& op : b.ops) n += op.length;
   return n;
+}
+
+inline void copy_call::finish(uint64_t& clock, const status& s) {
+  done = true;
+  answered = ++clock;
+  if (local) local(s);
+  else if (s.ok()) promise.deliver(batch_bytes(batch));
+  else promise.deliver(to_error(s));
 }
 
 inline traffic_queue_actor::behavior_type fake_traffic_queue(traffic_queue_actor::pointer self,
@@ -96,21 +118,10 @@ inline traffic_queue_actor::behavior_type fake_traffic_queue(traffic_queue_actor
       [=](atom::adopt, const envelope<schema::Slots>&, const caf::actor_addr&) { return true; },
       [=](atom::lost, const caf::node_id&) {},
       [=](atom::copy, const envelope<schema::CopyBatch>& e) -> caf::result<uint64_t> {
-        copy_call c;
-        c.batch = decode(e);
-        c.done = s->copy != answer::hold;
-        c.posted = ++s->clock;
-        if (c.done) c.answered = ++s->clock;
-        if (s->copy == answer::fail) {
-          s->copies.push_back(c);
-          return make_failure(errc::transfer, s->why);
-        }
-        if (s->copy == answer::now) {
-          s->copies.push_back(c);
-          return batch_bytes(c.batch);
-        }
+        auto& c = s->record(decode(e));
+        if (s->copy == answer::fail) return make_failure(errc::transfer, s->why);
+        if (s->copy == answer::now) return batch_bytes(c.batch);
         c.promise = self->make_response_promise<uint64_t>();
-        s->copies.push_back(c);
         return c.promise;
       },
       [](atom::complete, completion_ptr f) { (*f)(); },
@@ -130,15 +141,10 @@ class fake_node final : public runtime::node_services {
   }
   runtime::read_queue_report take_read_report() override { return real_.take_read_report(); }
   void copy(std::vector<runtime::copy_op> ops, transport::traffic_class tc, std::function<void(status)> done) override {
-    copy_call c;
-    c.batch = {std::move(ops), tc};
-    c.done = s_->copy != answer::hold;
-    c.posted = ++s_->clock;
-    if (c.done) c.answered = ++s_->clock;
+    auto& c = s_->record({std::move(ops), tc});
     if (s_->copy == answer::hold) c.local = std::move(done);
-    s_->copies.push_back(std::move(c));
-    if (s_->copy == answer::fail) done(status(errc::transfer, s_->why));
-    else if (s_->copy == answer::now) done(status{});
+    else if (s_->copy == answer::fail) done(status(errc::transfer, s_->why));
+    else done(status{});
   }
 
  private:

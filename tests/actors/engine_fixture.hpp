@@ -179,51 +179,21 @@ struct engine_fixture {
   void answer_fetches(std::initializer_list<uint32_t> layers) {
     for (uint32_t l : layers) answer_copy(0, find_copy(0, copy_kind::fetch, l));
   }
-  void answer_copy(uint32_t node, size_t i) {
+  void answer_copy(uint32_t node, size_t i) { finish_copy(node, i, status{}); }
+  void fail_copy(uint32_t node, size_t i, const std::string& why) { finish_copy(node, i, status(errc::transfer, why)); }
+  // Answers held copy i on `node` from inside that node's fake traffic queue (copy_call::finish).
+  void finish_copy(uint32_t node, size_t i, status st) {
     auto s = tq_s[node];
     REQUIRE(i < s->copies.size());
     REQUIRE_FALSE(s->copies[i].done);
-    if (auto local = s->copies[i].local) {  // posted straight to the node: answered as the node would
-      s->copies[i].done = true;
-      s->copies[i].answered = ++s->clock;
-      local(status{});
-      sched.run();
-      return;
-    }
-    inside(tq[node], [s, i] {
-      s->copies[i].done = true;
-      s->copies[i].answered = ++s->clock;
-      s->copies[i].promise.deliver(batch_bytes(s->copies[i].batch));
-    });
+    inside(tq[node], [s, i, st] { s->copies[i].finish(s->clock, st); });
   }
   // Answers every held copy on `node` before the engines run again, so each sees all of them at once.
   void answer_held_together(uint32_t node) {
     auto s = tq_s[node];
     inside(tq[node], [s] {
-      for (auto& c : s->copies) {
-        if (c.done) continue;
-        c.done = true;
-        c.answered = ++s->clock;
-        if (c.local) c.local(status{});
-        else c.promise.deliver(batch_bytes(c.batch));
-      }
-    });
-  }
-  void fail_copy(uint32_t node, size_t i, const std::string& why) {
-    auto s = tq_s[node];
-    REQUIRE(i < s->copies.size());
-    REQUIRE_FALSE(s->copies[i].done);
-    if (auto local = s->copies[i].local) {
-      s->copies[i].done = true;
-      s->copies[i].answered = ++s->clock;
-      local(status(errc::transfer, why));
-      sched.run();
-      return;
-    }
-    inside(tq[node], [s, i, why] {
-      s->copies[i].done = true;
-      s->copies[i].answered = ++s->clock;
-      s->copies[i].promise.deliver(make_failure(errc::transfer, why));
+      for (auto& c : s->copies)
+        if (!c.done) c.finish(s->clock, status{});
     });
   }
   void answer_compute(const fake_compute_actor& w, const std::shared_ptr<compute_script>& s, size_t i) {

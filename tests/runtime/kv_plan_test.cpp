@@ -68,20 +68,23 @@ TEST_CASE("fetch: PE-path blocks via the PE's own CNIC from its buffer, DE-path 
   const auto none = sources(0, 0);
   CHECK(plan_fetch(g, slots, {&none}, plan_staging(g, {0}, 2), 0).empty());
 
-  // Pulled: the PE's node posts every copy; the DE-path block is read from the DE's buffer into the same place.
+  // Pulled: the DE-path block is read by the PE (via its CNIC) from the DE's buffer into the same place; the
+  // PE-path blocks are as before.
   const auto pulled = plan_fetch(g, slots, {&split}, staging, 1, de_fetch_kind::pull);
-  REQUIRE(pulled.size() == 1);
+  REQUIRE(pulled.size() == 2);
   const auto& own = pulled.at(0);
-  REQUIRE(own.size() == 3);
+  REQUIRE(own.size() == 2);
   CHECK_FALSE(own[0].pull());
   CHECK_FALSE(own[1].pull());
-  CHECK(own[2].pull());
-  CHECK(own[2].via == 1);
-  CHECK(own[2].src_engine == 5);
-  CHECK(own[2].src_offset == slots.offset(22) + 128);
-  CHECK(own[2].dst_engine == 1);
-  CHECK(own[2].dst_offset == staging.offset(g, 1, 0, 2));
-  CHECK(own[2].length == 128);
+  REQUIRE(pulled.at(2).size() == 1);
+  const auto& read = pulled.at(2)[0];
+  CHECK(read.pull());
+  CHECK(read.via == 1);
+  CHECK(read.src_engine == 5);
+  CHECK(read.src_offset == slots.offset(22) + 128);
+  CHECK(read.dst_engine == 1);
+  CHECK(read.dst_offset == staging.offset(g, 1, 0, 2));
+  CHECK(read.length == 128);
 }
 
 TEST_CASE("forward: the first pass sends PE-path hit blocks too, apart; new KV is cut at block boundaries") {
