@@ -16,6 +16,7 @@
 #include "transport/call_lock.hpp"
 #include "cluster/node_host.hpp"
 #include "cluster/node_role.hpp"
+#include "cluster/peer_links.hpp"
 #include "core/progress.hpp"
 #include "core/faults.hpp"
 #include "core/status.hpp"
@@ -62,7 +63,8 @@ uint32_t role_changed(cluster_view& view, const node_handles& h, uint8_t role) {
 }
 
 node_control_actor::behavior_type node_control(node_control_actor::pointer self, runtime::node_io* io,
-                                               const caf::actor& main, const cluster_view_ptr& view) {
+                                               const caf::actor& main, const cluster_view_ptr& view,
+                                               std::chrono::milliseconds timeout) {
   return {
       [io](atom::stats) { return encode(counters_of(*io, io->snic_samples())); },
       [io](atom::buffers) { return encode(counters_of(*io, {})); },
@@ -77,8 +79,17 @@ node_control_actor::behavior_type node_control(node_control_actor::pointer self,
         for (uint32_t e = io->node() * per_node; e < (io->node() + 1) * per_node; ++e)
           if (auto pe = view->prefill_engine(e)) caf::anon_send(pe, atom::lost_v, node);
       },
-      [io, view](atom::rejoin, const node_handles& h, const envelope<schema::FabricDirectory>& e) {
-        return rejoined(*view, *io, h, decode(e));
+      // A node of higher index dials the rejoined one (which dialed those below it) before it answers, so
+      // no message reaches it through the launcher first and is then overtaken by a direct one.
+      [self, io, view, timeout](atom::rejoin, const node_handles& h,
+                                const envelope<schema::FabricDirectory>& e) -> caf::result<uint32_t> {
+        if (h.node > io->node() || h.link_port == 0) return rejoined(*view, *io, h, decode(e));
+        auto rp = self->make_response_promise<uint32_t>();
+        dial_then(self, h, timeout, [rp, io, view, h, entries = decode(e)](status s) mutable {
+          if (!s.ok()) spdlog::warn("node {}: {}; its messages go through the launcher", io->node(), s.message());
+          rp.deliver(rejoined(*view, *io, h, std::move(entries)));
+        });
+        return rp;
       },
       // What it holds and its own switch are the main thread's (run_node_process): it waits for its
       // leader's answer and for its old actors to stop, which an actor's handler must not.
@@ -184,7 +195,7 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   io = make_node_io(config, base.geometry, node, false, *base.store, nullptr,
                     host_lock.empty() ? nullptr : transport::try_host_call_lock(host_lock, false));
   node_actors mine = spawn_node_actors(sys, base, view, *io, node, base.first);
-  auto control = sys.spawn(node_control, io.get(), caf::actor_cast<caf::actor>(self), view);
+  auto control = sys.spawn(node_control, io.get(), caf::actor_cast<caf::actor>(self), view, timeout);
   mine.all.push_back(caf::actor_cast<caf::actor>(control));
 
   node_handles own;
@@ -193,6 +204,16 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   own.leader = caf::actor_cast<caf::actor>(mine.leader);
   own.control = caf::actor_cast<caf::actor>(control);
   own.engines = mine.engines;
+  // Peers reach this process directly where the registry's host routes from here (cluster/peer_links.hpp).
+  auto link_host = local_address_toward(host, port);
+  auto link_port = link_host ? open_link(sys, *link_host) : result<uint16_t>(link_host.error());
+  if (link_port) {
+    own.link_host = *link_host;
+    own.link_port = *link_port;
+  } else {
+    spdlog::warn("node {}: no port for direct links ({}); its messages go through the launcher", node,
+                 link_port.error().message());
+  }
 
   std::vector<caf::actor> all = mine.all;  // grows when the node changes role
   auto stop_all = [&] {
@@ -219,6 +240,11 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   runtime::fabric_directory directory(view->engine_count());
   for (auto& e : entries) directory.at(e.engine) = std::move(e);
   io->connect(directory);
+  // Before ready: no message between two nodes travels through the launcher and is then overtaken.
+  for (const auto& n : cluster.nodes)
+    if (dials_at_wiring(node, n))
+      if (auto s = dial(sys, n, timeout); !s.ok())
+        spdlog::warn("node {}: {}; its messages go through the launcher", node, s.message());
   caf::anon_send(mine.leader, atom::tick_v);
   self->send(registry, atom::ready_v, node, proof);
   // The node_stop seam: this node process dies at once, the way a crashed server does (no goodbye).
@@ -237,6 +263,8 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
     switch_node_role(sys, base, view, *io, node, to_prefill, mine, all, moved);
     node_handles h = handles_of(node, mine);
     h.control = own.control;
+    h.link_host = own.link_host;
+    h.link_port = own.link_port;
     spdlog::info("node {}: serves as a {} node", node, to_prefill ? "prefill" : "decode");
     return h;
   };

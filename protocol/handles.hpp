@@ -5,6 +5,7 @@
 #include <caf/meta/type_name.hpp>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace dualpath::protocol {
@@ -16,11 +17,16 @@ struct node_handles {
   caf::actor leader;
   caf::actor control;               // node_control_actor: stats and stop
   std::vector<caf::actor> engines;  // in global engine order
+  // Where the node's middleman takes its peers' direct connections (port 0: nowhere; its messages then
+  // travel through the launcher's process). docs/design.md §13, cluster/peer_links.hpp.
+  std::string link_host;
+  uint16_t link_port = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_handles& x) {
-  return f(caf::meta::type_name("node_handles"), x.node, x.traffic_queue, x.leader, x.control, x.engines);
+  return f(caf::meta::type_name("node_handles"), x.node, x.traffic_queue, x.leader, x.control, x.engines, x.link_host,
+           x.link_port);
 }
 
 // Everything a node needs to reach the rest of the cluster.
