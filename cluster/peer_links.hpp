@@ -30,6 +30,10 @@ result<uint16_t> open_link(caf::actor_system& sys, const std::string& host);
 // The status of a dial that CAF refused or that timed out, naming the peer.
 status dial_failed(const protocol::node_handles& peer, const caf::error& e);
 
+// How long a dial waits: a live peer answers a connect on its host's network within milliseconds, and a
+// node's start-up or the launcher's `rejoin` must not wait on one that does not.
+inline constexpr std::chrono::milliseconds dial_timeout{2000};
+
 // Whether this node (index `self_node`) dials `peer` at wiring: peers of lower index that named a link.
 bool dials_at_wiring(uint32_t self_node, const protocol::node_handles& peer);
 

@@ -275,7 +275,8 @@ using node_control_actor = caf::typed_actor<
     // engines abort a pass still fetching from N. No answer.
     caf::reacts_to<atom::lost, uint32_t>,
     // The launcher: lost node N is back with these handles and endpoints; this node's engines and copies
-    // reach it from the answer on. Answers N. The launcher waits `timeout_s`.
+    // reach it from the answer on. A node of higher index than N first dials N's direct link (at most
+    // cluster::dial_timeout, cluster/peer_links.hpp). Answers N. The launcher waits `timeout_s`.
     caf::replies_to<atom::rejoin, node_handles, envelope<schema::FabricDirectory>>::with<uint32_t>,
     // Adaptive P/D (docs/design.md §7.9), to the node that moves: answers 0 when it holds nothing (no request
     // counted by its leader, no HBM allocation beyond its role's fixed ones), else 1. The launcher waits 500 ms.
