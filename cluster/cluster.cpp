@@ -102,7 +102,7 @@ run_summary run_cluster(const run_options& o) {
   {
     system_config cfg;
     caf::actor_system sys{cfg};
-    auto view = make_view(base, c, mode);
+    auto view = make_view(base, c, mode, o.processes);
     // A failed turn may be the first sign of a lost node: hold it past the launcher's detection (§13).
     // 6 s: three heartbeat deadlines, so a loss seen late on a loaded machine is still heard in time.
     if (o.processes) view->node_loss_grace_s = 6.0;

@@ -48,11 +48,13 @@ run_base prepare_run(const cluster_config& c, const std::string& origin, bool ad
   return b;
 }
 
-cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const run_mode& mode) {
+cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const run_mode& mode, bool node_processes) {
   auto view = std::make_shared<cluster_view>();
   view->geometry = base.geometry;
   view->slots = {base.store->read_buffer_bytes(), base.store->payload_offset()};
   view->config = c;
+  // What node processes receive is this view's config, so theirs is resolved already (docs/design.md §4).
+  view->config.de_fetch = resolve_de_fetch(c.de_fetch, node_processes);
   view->vocab = base.spec.vocab ? base.spec.vocab : 32000;
   view->mode = mode;
   view->stored_prefix = [store = base.store.get()](const std::vector<block_key>& chain) {

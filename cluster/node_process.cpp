@@ -191,7 +191,7 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   const std::string origin = "cluster file from the launcher at " + where;
   const cluster_config config = parse_cluster_config(cluster_file, origin);
   base = prepare_run(config, origin, true);
-  auto view = make_view(base, config, run_mode_of(policy));
+  auto view = make_view(base, config, run_mode_of(policy), true);
   io = make_node_io(config, base.geometry, node, false, *base.store, nullptr,
                     host_lock.empty() ? nullptr : transport::try_host_call_lock(host_lock, false));
   node_actors mine = spawn_node_actors(sys, base, view, *io, node, base.first);

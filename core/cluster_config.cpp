@@ -22,10 +22,17 @@ constexpr const char* quota_scopes[] = {"layer", "attention", "forward"};
 }  // namespace
 
 const std::vector<std::string>& quota_scope_names() { return name_list<quota_scopes>(); }
-constexpr const char* de_fetches[] = {"push", "pull"};
+constexpr const char* de_fetches[] = {"push", "pull", "auto"};
 const char* to_string(de_fetch_kind k) { return de_fetches[int(k)]; }
 result<de_fetch_kind> parse_de_fetch(std::string_view name) {
   return parse_enum<de_fetch_kind, de_fetches>(name, "decode-node fetch");
+}
+// Across processes a push's message a layer is a trip between processes and a pull needs none; in one
+// process the message is cheap and the decode nodes' threads move their part beside the prefill node's
+// (docs/experiments.md, "Pulled DE-path fetches").
+de_fetch_kind resolve_de_fetch(de_fetch_kind k, bool node_processes) {
+  if (k != de_fetch_kind::automatic) return k;
+  return node_processes ? de_fetch_kind::pull : de_fetch_kind::push;
 }
 
 const char* to_string(quota_scope_kind k) { return quota_scopes[int(k)]; }
@@ -298,7 +305,7 @@ cluster_config parse_cluster_config(const std::string& text, const std::string& 
   std::string fetch = to_string(c.de_fetch);
   r.get(sections["hardware"], "hardware", "de_fetch", fetch);
   if (auto k = parse_de_fetch(fetch)) c.de_fetch = *k;
-  else r.fail("hardware.de_fetch", "must be push or pull (got '" + fetch + "')");
+  else r.fail("hardware.de_fetch", "must be push, pull or auto (got '" + fetch + "')");
   r.get(sections["runtime"], "runtime", "secret", c.secret);
   validate_cluster_config(c, origin);
   return c;

@@ -22,11 +22,14 @@ result<quota_scope_kind> parse_quota_scope(std::string_view name);
 
 // How a prefill engine gets hit KV from a decode node's buffer (docs/design.md §4), from `hardware.de_fetch`.
 enum class de_fetch_kind : uint8_t {
-  push,  // it asks the decode node's traffic queue, whose CNIC writes the blocks into its HBM (a message a layer)
-  pull,  // its own CNIC reads them (one-sided RMA reads, no message to the decode node)
+  push,       // it asks the decode node's traffic queue, whose CNIC writes the blocks into its HBM (a message a layer)
+  pull,       // its own CNIC reads them (one-sided RMA reads, no message to the decode node)
+  automatic,  // "auto": pull where nodes are processes of their own, push where they share one (docs/design.md §4)
 };
 const char* to_string(de_fetch_kind k);
 result<de_fetch_kind> parse_de_fetch(std::string_view name);
+// The kind a run uses: `automatic` resolved for nodes in processes of their own or not.
+de_fetch_kind resolve_de_fetch(de_fetch_kind k, bool node_processes);
 
 struct policy_switch {
   double at_s = 0;
@@ -58,7 +61,7 @@ struct cluster_config {
   double prefill_hbm_gb = 0;     // per prefill engine, when it differs (0 = hbm_gb): the HBM a GPU has left
                                  // for KV differs between roles (weights, activations, batch sizes)
   std::string provider = "shm";
-  de_fetch_kind de_fetch = de_fetch_kind::push;
+  de_fetch_kind de_fetch = de_fetch_kind::automatic;
   double kv_share = 0.01;
   bool isolation = true;
   // [storage]

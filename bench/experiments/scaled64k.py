@@ -104,7 +104,7 @@ def workload(args):
 
 def ablation(args, tmp):
     tr = trace(tmp, args.agents, args.scale)
-    cluster = CLUSTER if args.de_fetch == "push" else cluster_variant(tmp, "ablation", de_fetch=args.de_fetch)
+    cluster = CLUSTER if args.de_fetch == "auto" else cluster_variant(tmp, "ablation", de_fetch=args.de_fetch)
     extra = ["--max-turns", args.max_turns] + (["--processes"] if args.processes else [])
     runs, _ = dualpath(mode(args), cluster, tr, ABLATION, *extra)
     rows = {p: summary(runs[p]) for p in ABLATION}
@@ -243,7 +243,7 @@ def main():
     ap.add_argument("--snic-gbps", type=float, default=0.3, help="snic_balance: SNIC read rate per node")
     ap.add_argument("--aps", default="0.5,1,1.5,2,3,4", help="online: arrival rates")
     ap.add_argument("--processes", action="store_true", help="ablation: one process per node (dualpath run only)")
-    ap.add_argument("--de-fetch", choices=["push", "pull"], default="push",
+    ap.add_argument("--de-fetch", choices=["auto", "push", "pull"], default="auto",
                     help="ablation: hardware.de_fetch, how DE-path hit KV reaches the PE (docs/design.md §4)")
     ap.add_argument("--out", help="result JSON (default scaled64k_<experiment>.result.json here)")
     args = ap.parse_args()

@@ -68,6 +68,19 @@ spare_staging_layers = 0
   CHECK(c.spare_staging_layers == 0);
 }
 
+TEST_CASE("cluster file: de_fetch = \"auto\" (the default) pulls across node processes and pushes in one") {
+  const cluster_config c = parse_cluster_config("", "default");
+  CHECK(c.de_fetch == de_fetch_kind::automatic);
+  CHECK(resolve_de_fetch(c.de_fetch, true) == de_fetch_kind::pull);
+  CHECK(resolve_de_fetch(c.de_fetch, false) == de_fetch_kind::push);
+  // A kind named in the file is kept either way.
+  for (bool processes : {false, true}) {
+    CHECK(resolve_de_fetch(de_fetch_kind::push, processes) == de_fetch_kind::push);
+    CHECK(resolve_de_fetch(de_fetch_kind::pull, processes) == de_fetch_kind::pull);
+  }
+  CHECK(parse_cluster_config("[hardware]\nde_fetch = \"auto\"\n", "f").de_fetch == de_fetch_kind::automatic);
+}
+
 TEST_CASE("cluster file: unknown keys, wrong types and impossible values name file, key and reason") {
   // Each bad file and a piece of the message that must name what is wrong.
   const test::refused_cases cases = {
@@ -80,7 +93,7 @@ TEST_CASE("cluster file: unknown keys, wrong types and impossible values name fi
       {"[[schedule.switch]]\nat_s = 3\n", "schedule.switch[0].policy"},
       {"[model\n", "a.toml:1"},
       {"[schedule]\nquota_scope = \"pass\"\n", "schedule.quota_scope"},
-      {"[hardware]\nde_fetch = \"read\"\n", "'hardware.de_fetch': must be push or pull (got 'read')"},
+      {"[hardware]\nde_fetch = \"read\"\n", "'hardware.de_fetch': must be push, pull or auto (got 'read')"},
   };
   test::check_refused_text(cases, [](const char* text) { return parse_cluster_config(text, "a.toml"); });
   CHECK_THROWS_AS(load_cluster_config("/nonexistent/cluster.toml"), user_error);
