@@ -85,14 +85,15 @@ TEST_CASE("one process per node: dualpath turns match a full recompute over tcp 
   }
 }
 
-// `de_fetch = "pull"` (docs/design.md §4): prefill nodes read the decode nodes' buffers with RMA reads across
-// processes; every turn still matches a full recompute, so every pulled Layer Block landed where it belongs.
-TEST_CASE("one process per node: with pulled DE-path fetches, turns match a full recompute over tcp and shm") {
+// Across node processes `de_fetch = "auto"` pulls (docs/design.md §4: prefill nodes read the decode nodes'
+// buffers with RMA reads; the case above). Named `push`, the decode nodes' traffic queues write them, a
+// message a layer between processes; every turn still matches a full recompute either way.
+TEST_CASE("one process per node: with pushed DE-path fetches, turns match a full recompute over tcp and shm") {
   test::scratch_dir dir;
   for (const char* provider : {"tcp", "shm"}) {
     CAPTURE(provider);
     auto o = processes_run(dir.path, provider);
-    o.config.de_fetch = de_fetch_kind::pull;
+    o.config.de_fetch = de_fetch_kind::push;
     const auto s = run_cluster(o);
     check_turns_right(s, 12, 12);
     CHECK(s.path_de + s.path_split > 0);
