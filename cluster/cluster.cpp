@@ -103,9 +103,6 @@ run_summary run_cluster(const run_options& o) {
     system_config cfg;
     caf::actor_system sys{cfg};
     auto view = make_view(base, c, mode, o.processes);
-    // A failed turn may be the first sign of a lost node: hold it past the launcher's detection (§13).
-    // 6 s: three heartbeat deadlines, so a loss seen late on a loaded machine is still heard in time.
-    if (o.processes) view->node_loss_grace_s = 6.0;
     scheduler_options sched;
     sched.policy = mode.scheduler_policy;
     mean_turn turn;

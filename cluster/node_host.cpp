@@ -55,6 +55,9 @@ cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const 
   view->config = c;
   // What node processes receive is this view's config, so theirs is resolved already (docs/design.md §4).
   view->config.de_fetch = resolve_de_fetch(c.de_fetch, node_processes);
+  // A failed turn may be the first sign of a lost node process: its client holds it past the launcher's
+  // detection (§13). 6 s: three heartbeat deadlines, so a loss seen late on a loaded machine is heard in time.
+  if (node_processes) view->node_loss_grace_s = 6.0;
   view->vocab = base.spec.vocab ? base.spec.vocab : 32000;
   view->mode = mode;
   view->stored_prefix = [store = base.store.get()](const std::vector<block_key>& chain) {

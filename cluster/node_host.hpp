@@ -30,7 +30,8 @@ struct run_base {
 run_base prepare_run(const cluster_config& c, const std::string& origin, bool adaptive_ok = false);
 
 // The view every actor of this process reads; actor handles are filled in by the caller. `node_processes`:
-// the run's nodes are processes of their own (`hardware.de_fetch = "auto"` resolves to pull there).
+// the run's nodes are processes of their own (`hardware.de_fetch = "auto"` resolves to pull there, and a
+// client holds a failed turn for the node-loss grace).
 cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const run_mode& mode,
                            bool node_processes = false);
 

@@ -155,7 +155,6 @@ serve_summary run_server(const serve_options& o) {
   protocol::system_config cfg;
   caf::actor_system sys{cfg};
   auto view = cluster::make_view(base, c, mode, o.processes);
-  if (o.processes) view->node_loss_grace_s = 6.0;  // as a run's: a turn's failure may be a loss not yet seen
   actors::scheduler_options sched;
   sched.policy = mode.scheduler_policy;
   sched.params = cluster::scheduler_params(base, c, mean_turn{}, mode);

@@ -1,10 +1,5 @@
 // Direct links between node processes (cluster/peer_links.hpp): three actor systems in one process over
 // loopback stand for a launcher and two nodes that learned of each other through it.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <doctest/doctest.h>
@@ -16,6 +11,7 @@
 
 #include "cluster/peer_links.hpp"
 #include "protocol/system_config.hpp"
+#include "tests/observe/http_get.hpp"
 
 using namespace dualpath;
 using namespace dualpath::cluster;
@@ -105,18 +101,7 @@ TEST_CASE("peer links: a dial that cannot connect fails in bounded time, naming 
   protocol::node_handles peer;
   peer.node = 3;
   peer.link_host = "127.0.0.1";
-  {
-    // A port nothing listens on: refused at once.
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    peer.link_port = ntohs(a.sin_port);
-    ::close(fd);
-  }
+  peer.link_port = http_get::free_port();  // nothing listens there: refused at once
   const auto began = std::chrono::steady_clock::now();
   const status s = dial(sys, peer, milliseconds(1500));
   CHECK(std::chrono::steady_clock::now() - began < std::chrono::seconds(10));
@@ -124,21 +109,13 @@ TEST_CASE("peer links: a dial that cannot connect fails in bounded time, naming 
   CHECK(s.message().find("node 3 at 127.0.0.1:" + std::to_string(peer.link_port)) != std::string::npos);
 
   // A listener that accepts and never answers the handshake: given up at the timeout, not waited on.
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  REQUIRE(listen(fd, 4) == 0);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  peer.link_port = ntohs(a.sin_port);
+  http_get::silent_listener listener;
+  peer.link_port = listener.port;
   const auto asked = std::chrono::steady_clock::now();
   const status silent = dial(sys, peer, milliseconds(1000));
   CHECK(std::chrono::steady_clock::now() - asked < std::chrono::seconds(10));
   CHECK_FALSE(silent.ok());
   CHECK(silent.message().find("node 3") != std::string::npos);
-  ::close(fd);
 }
 
 TEST_CASE("peer links: the local address toward the registry, and who dials whom") {

@@ -1,9 +1,4 @@
 // Policy switching over the real control port: two actor systems in one process talk over loopback.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <doctest/doctest.h>
@@ -15,6 +10,7 @@
 #include "cluster/control_client.hpp"
 #include "protocol/system_config.hpp"
 #include "core/status.hpp"
+#include "tests/observe/http_get.hpp"
 #include "tests/schedule/helpers.hpp"
 
 using namespace dualpath;
@@ -22,29 +18,6 @@ using namespace dualpath::cluster;
 namespace sch = dualpath::schedule;
 
 namespace {
-
-// A TCP socket listening on 127.0.0.1 that never speaks (the kernel completes connects from its backlog).
-struct silent_listener {
-  int fd = -1;
-  uint16_t port = 0;
-  silent_listener() {
-    fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    REQUIRE(listen(fd, 4) == 0);
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
-  }
-  ~silent_listener() { ::close(fd); }
-};
-
-uint16_t free_port() {
-  silent_listener l;
-  return l.port;  // closed again when `l` goes: nothing listens there afterwards
-}
 
 sch::node_snapshot group(uint32_t node, uint32_t engines, uint64_t read_q) {
   sch::node_snapshot n;
@@ -160,10 +133,10 @@ TEST_CASE("policy switch over the control port: new assignments follow it, nothi
 TEST_CASE("ctl fails fast against a dead port or a silent peer") {
   system_config cfg;
   caf::actor_system sys{cfg};
-  const uint16_t dead = free_port();
+  const uint16_t dead = http_get::free_port();
   CHECK_THROWS_WITH_AS(control_client(sys, "127.0.0.1", dead, "s", std::chrono::seconds(2)),
                        doctest::Contains("cannot connect"), user_error);
-  silent_listener silent;
+  http_get::silent_listener silent;
   const auto t0 = std::chrono::steady_clock::now();
   CHECK_THROWS_WITH_AS(control_client(sys, "127.0.0.1", silent.port, "s", std::chrono::milliseconds(300)),
                        doctest::Contains("not a DualPath scheduler control port"), user_error);

@@ -82,4 +82,26 @@ inline uint16_t free_port() {
   return ntohs(addr.sin_port);
 }
 
+// A TCP socket listening on 127.0.0.1 that never speaks (the kernel completes connects from its backlog):
+// a peer that accepts and then hangs.
+struct silent_listener {
+  int fd = -1;
+  uint16_t port = 0;
+  silent_listener() {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(fd, 4) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    port = ntohs(a.sin_port);
+  }
+  ~silent_listener() { ::close(fd); }
+  silent_listener(const silent_listener&) = delete;
+  silent_listener& operator=(const silent_listener&) = delete;
+};
+
 }  // namespace http_get
