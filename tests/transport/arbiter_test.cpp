@@ -1,4 +1,6 @@
 #include <doctest/doctest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <vector>
 
@@ -152,6 +154,19 @@ TEST_CASE("host buffers are huge-page aligned, zeroed and refuse zero bytes") {
   CHECK(buf.data() == nullptr);
   CHECK(moved.size() == 3u << 20);
   CHECK_THROWS_AS(host_buffer(0), dualpath::user_error);
+}
+
+TEST_CASE("a large host buffer is resident in every page once constructed") {
+  // Large enough for the faulting team (docs/experiments.md, "Node start-up"), and not a multiple of its chunk.
+  const uint64_t bytes = (uint64_t(197) << 20) + 12345;
+  host_buffer buf(bytes);
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  const size_t span = (bytes + (2 << 20) - 1) / (2 << 20) * (2 << 20);
+  std::vector<unsigned char> resident(span / page);
+  REQUIRE(mincore(buf.data(), span, resident.data()) == 0);
+  size_t missing = 0;
+  for (unsigned char r : resident) missing += (r & 1) ? 0 : 1;
+  CHECK(missing == 0);
 }
 
 TEST_CASE("token bucket lets a priority class go ahead of a bounded debt only") {
