@@ -19,9 +19,9 @@ namespace {
 // Touches every page now, so no transfer pays for faulting it in. Where the hypervisor hands back the memory
 // of huge pages lazily (free page reporting), each first touch of a 2 MB page waits on the host, about 100 MB/s
 // on one thread; those waits overlap, so large buffers are touched by a few threads at once (2.5-3x faster
-// on a 2-core VM; docs/experiments.md, "Node start-up").
+// on a 2-core VM; docs/experiments.md, "Node start-up"). Buffers from 64 MB on.
 void fault_in(std::byte* p, uint64_t bytes) {
-  constexpr uint64_t per_thread_min = uint64_t(64) << 20;
+  constexpr uint64_t per_thread_min = uint64_t(32) << 20;
   const uint64_t threads = std::min<uint64_t>(4, bytes / per_thread_min);
   if (threads < 2) return static_cast<void>(std::memset(p, 0, bytes));
   const uint64_t chunk = huge_page_rounded(bytes / threads);

@@ -157,7 +157,7 @@ TEST_CASE("host buffers are huge-page aligned, zeroed and refuse zero bytes") {
 }
 
 TEST_CASE("a large host buffer is resident in every page once constructed") {
-  // Large enough for the faulting team (docs/experiments.md, "Node start-up"), and not a multiple of its chunk.
+  // Large enough for the faulting team of four (docs/experiments.md, "Node start-up"), and not a multiple of its chunk.
   const uint64_t bytes = (uint64_t(197) << 20) + 12345;
   host_buffer buf(bytes);
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
