@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -26,8 +27,15 @@ void fault_in(std::byte* p, uint64_t bytes) {
   if (threads < 2) return static_cast<void>(std::memset(p, 0, bytes));
   const uint64_t chunk = huge_page_rounded(bytes / threads);
   std::vector<std::thread> team;
-  for (uint64_t off = 0; off < bytes; off += chunk)
-    team.emplace_back([p, off, n = std::min(chunk, bytes - off)] { std::memset(p + off, 0, n); });
+  team.reserve(threads);  // chunks are at least bytes / threads: no reallocation while threads run
+  for (uint64_t off = 0; off < bytes; off += chunk) {
+    const uint64_t n = std::min(chunk, bytes - off);
+    try {
+      team.emplace_back([p, off, n] { std::memset(p + off, 0, n); });
+    } catch (const std::system_error&) {  // no thread to be had: this one touches the chunk itself
+      std::memset(p + off, 0, n);
+    }
+  }
   for (auto& t : team) t.join();
 }
 
