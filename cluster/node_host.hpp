@@ -32,8 +32,7 @@ run_base prepare_run(const cluster_config& c, const std::string& origin, bool ad
 // The view every actor of this process reads; actor handles are filled in by the caller. `node_processes`:
 // the run's nodes are processes of their own (`hardware.de_fetch = "auto"` resolves to pull there, and a
 // client holds a failed turn for the node-loss grace).
-cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const run_mode& mode,
-                           bool node_processes = false);
+cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const run_mode& mode, bool node_processes);
 
 // Node `node`'s data plane (bypass: the oracle's in-process I/O, its hit KV from `dram`, shared by the nodes).
 // `provider_lock`: shared by the nodes of one process (transport::fabric_options::provider_lock).

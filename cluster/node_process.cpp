@@ -85,7 +85,7 @@ node_control_actor::behavior_type node_control(node_control_actor::pointer self,
                                 const envelope<schema::FabricDirectory>& e) -> caf::result<uint32_t> {
         if (h.node > io->node() || h.link_port == 0) return rejoined(*view, *io, h, decode(e));
         auto rp = self->make_response_promise<uint32_t>();
-        dial_then(self, h, std::min(timeout, dial_timeout), [rp, io, view, h, entries = decode(e)](status s) mutable {
+        dial_then(self, h, timeout, [rp, io, view, h, entries = decode(e)](status s) mutable {
           if (!s.ok()) spdlog::warn("node {}: {}; its messages go through the launcher", io->node(), s.message());
           rp.deliver(rejoined(*view, *io, h, std::move(entries)));
         });
@@ -243,7 +243,7 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   // Before ready: no message between two nodes travels through the launcher and is then overtaken.
   for (const auto& n : cluster.nodes)
     if (dials_at_wiring(node, n))
-      if (auto s = dial(sys, n, std::min(timeout, dial_timeout)); !s.ok())
+      if (auto s = dial(sys, n, timeout); !s.ok())
         spdlog::warn("node {}: {}; its messages go through the launcher", node, s.message());
   caf::anon_send(mine.leader, atom::tick_v);
   self->send(registry, atom::ready_v, node, proof);

@@ -60,10 +60,11 @@ status dial_failed(const protocol::node_handles& peer, const caf::error& e) {
                                                peer.link_port, describe(e)));
 }
 
-status dial(caf::actor_system& sys, const protocol::node_handles& peer, std::chrono::milliseconds timeout) {
+status dial(caf::actor_system& sys, const protocol::node_handles& peer, std::chrono::milliseconds budget) {
   caf::scoped_actor self{sys};
   status out;
-  self->request(sys.middleman().actor_handle(), timeout, caf::connect_atom::value, peer.link_host, peer.link_port)
+  self->request(sys.middleman().actor_handle(), dial_wait(budget), caf::connect_atom::value, peer.link_host,
+                peer.link_port)
       .receive([](const caf::node_id&, const caf::strong_actor_ptr&, const std::set<std::string>&) {},
                [&](const caf::error& e) { out = dial_failed(peer, e); });
   return out;

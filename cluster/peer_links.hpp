@@ -10,6 +10,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/io/middleman_actor.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <set>
@@ -30,20 +31,21 @@ result<uint16_t> open_link(caf::actor_system& sys, const std::string& host);
 // The status of a dial that CAF refused or that timed out, naming the peer.
 status dial_failed(const protocol::node_handles& peer, const caf::error& e);
 
-// How long a dial waits: a live peer answers a connect on its host's network within milliseconds, and a
-// node's start-up or the launcher's `rejoin` must not wait on one that does not.
+// The longest a dial waits, whatever its caller's budget: a live peer answers a connect on its host's network
+// within milliseconds, and a node's start-up or the launcher's `rejoin` must not wait on one that does not.
 inline constexpr std::chrono::milliseconds dial_timeout{2000};
+inline std::chrono::milliseconds dial_wait(std::chrono::milliseconds budget) { return std::min(budget, dial_timeout); }
 
 // Whether this node (index `self_node`) dials `peer` at wiring: peers of lower index that named a link.
 bool dials_at_wiring(uint32_t self_node, const protocol::node_handles& peer);
 
-// Connects this process's middleman to `peer`'s link, waiting at most `timeout` (a thread outside actors).
-status dial(caf::actor_system& sys, const protocol::node_handles& peer, std::chrono::milliseconds timeout);
+// Connects this process's middleman to `peer`'s link, waiting at most dial_wait(budget) (a thread outside actors).
+status dial(caf::actor_system& sys, const protocol::node_handles& peer, std::chrono::milliseconds budget);
 
 // The same from inside an actor, without blocking it: `done(status)` runs in `self`'s context.
 template <class Self, class Done>
-void dial_then(Self* self, const protocol::node_handles& peer, std::chrono::milliseconds timeout, Done done) {
-  self->request(self->system().middleman().actor_handle(), timeout, caf::connect_atom::value, peer.link_host,
+void dial_then(Self* self, const protocol::node_handles& peer, std::chrono::milliseconds budget, Done done) {
+  self->request(self->system().middleman().actor_handle(), dial_wait(budget), caf::connect_atom::value, peer.link_host,
                 peer.link_port)
       .then([done](const caf::node_id&, const caf::strong_actor_ptr&,
                    const std::set<std::string>&) mutable { done(status::success()); },

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "core/huge_pages.hpp"
 #include "core/status.hpp"
 #include "transport/arbiter.hpp"
 #include "transport/token_bucket.hpp"
@@ -161,7 +162,7 @@ TEST_CASE("a large host buffer is resident in every page once constructed") {
   const uint64_t bytes = (uint64_t(197) << 20) + 12345;
   host_buffer buf(bytes);
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
-  const size_t span = (bytes + (2 << 20) - 1) / (2 << 20) * (2 << 20);
+  const size_t span = dualpath::huge_page_rounded(bytes);
   std::vector<unsigned char> resident(span / page);
   REQUIRE(mincore(buf.data(), span, resident.data()) == 0);
   size_t missing = 0;
