@@ -25,6 +25,9 @@ void setup(CLI::App& root) {
   cmd->add_option("--gather", opt->gather, "Layer Blocks from separate slots each write gathers (1 = one a write)")
       ->capture_default_str();
   cmd->add_option("--max-inflight", opt->max_inflight, "Slices posted to the provider at once")->capture_default_str();
+  cmd->add_option("--local-copies", opt->local_copies,
+                  "shm: endpoints copy to peers of their own process themselves, not through the provider")
+      ->capture_default_str();
   cmd->add_option("--kv-guard-bytes", opt->kv_guard_bytes,
                   "kv slice and window next to model traffic (0 = 32 KiB on tcp, off on shm)")
       ->capture_default_str();

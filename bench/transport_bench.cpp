@@ -88,6 +88,7 @@ fabric_options fabric_for(const transport_bench_options& o, bool isolation) {
   f.kv_share = o.kv_share;
   f.max_inflight = o.max_inflight;
   f.kv_guard_bytes = o.kv_guard_bytes;
+  f.local_copies = o.local_copies;
   return f;
 }
 
@@ -325,6 +326,7 @@ std::string transport_bench_result::to_json() const {
   j["block_bytes"] = options.block_bytes;
   j["depth"] = options.depth;
   j["gather"] = options.gather;
+  j["local_copies"] = options.local_copies;
   j["rate_gb_per_s"] = options.rate_gb_per_s;
   if (options.mode == transport_bench_mode::throughput) {
     j["total_bytes"] = options.total_bytes;

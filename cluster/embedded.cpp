@@ -17,7 +17,8 @@ std::vector<std::unique_ptr<runtime::node_io>> embedded_data_planes(const run_ba
   // time (docs/design.md §13), so that no node spins on a lock another node's preempted thread holds.
   auto provider_lock = transport::make_process_call_lock();
   for (uint32_t n = 0; n < c.total_nodes(); ++n)
-    ios.push_back(make_node_io(c, base.geometry, n, mode.bypass(), *base.store, dram, provider_lock));
+    ios.push_back(make_node_io(c, base.geometry, n, mode.bypass(), *base.store, dram, provider_lock,
+                               transport::host_memory::private_pages));
   runtime::fabric_directory directory(c.total_nodes() * c.engines_per_node);
   for (auto& io : ios)
     for (auto& e : io->entries()) directory[e.engine] = e;

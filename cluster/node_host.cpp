@@ -74,7 +74,8 @@ cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const 
 std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const kv_geometry& geo, uint32_t node,
                                                bool bypass, storage::block_store& store,
                                                std::shared_ptr<runtime::dram_blocks> dram,
-                                               std::shared_ptr<transport::call_lock> provider_lock) {
+                                               std::shared_ptr<transport::call_lock> provider_lock,
+                                               transport::host_memory buffers) {
   runtime::node_io_options no;
   no.node = node;
   for (uint32_t i = 0; i < c.engines_per_node; ++i) no.engines.push_back(node * c.engines_per_node + i);
@@ -90,6 +91,7 @@ std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const kv
   no.fabric.kv_share = c.kv_share;
   no.fabric.timeout = std::chrono::milliseconds(int64_t(c.timeout_s * 1000));
   no.fabric.provider_lock = std::move(provider_lock);
+  no.fabric.buffers = buffers;
   no.timeout = no.fabric.timeout;
   no.bypass = bypass;
   no.write_queue_bytes = uint64_t(c.write_queue_gb * 1e9);

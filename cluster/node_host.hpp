@@ -35,11 +35,13 @@ run_base prepare_run(const cluster_config& c, const std::string& origin, bool ad
 cluster_view_ptr make_view(const run_base& base, const cluster_config& c, const run_mode& mode, bool node_processes);
 
 // Node `node`'s data plane (bypass: the oracle's in-process I/O, its hit KV from `dram`, shared by the nodes).
-// `provider_lock`: shared by the nodes of one process (transport::fabric_options::provider_lock).
+// `provider_lock`: shared by the nodes of one process (transport::fabric_options::provider_lock). `buffers`:
+// shared_file for a node process, whose peers on the host copy into its buffers (transport::local_copy).
 std::unique_ptr<runtime::node_io> make_node_io(const cluster_config& c, const kv_geometry& geo, uint32_t node,
                                                bool bypass, storage::block_store& store,
-                                               std::shared_ptr<runtime::dram_blocks> dram = nullptr,
-                                               std::shared_ptr<transport::call_lock> provider_lock = nullptr);
+                                               std::shared_ptr<runtime::dram_blocks> dram,
+                                               std::shared_ptr<transport::call_lock> provider_lock,
+                                               transport::host_memory buffers);
 
 struct node_actors {
   traffic_queue_actor traffic_queue;

@@ -193,7 +193,8 @@ void run_node_process(const std::string& host, uint16_t port, uint32_t node, std
   base = prepare_run(config, origin, true);
   auto view = make_view(base, config, run_mode_of(policy), true);
   io = make_node_io(config, base.geometry, node, false, *base.store, nullptr,
-                    host_lock.empty() ? nullptr : transport::try_host_call_lock(host_lock, false));
+                    host_lock.empty() ? nullptr : transport::try_host_call_lock(host_lock, false),
+                    transport::host_memory::shared_file);
   node_actors mine = spawn_node_actors(sys, base, view, *io, node, base.first);
   auto control = sys.spawn(node_control, io.get(), caf::actor_cast<caf::actor>(self), view, timeout);
   mine.all.push_back(caf::actor_cast<caf::actor>(control));

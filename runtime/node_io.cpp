@@ -26,7 +26,8 @@ node_io::node_io(const node_io_options& options, storage::block_store& store)
     : options_(options),
       store_(store),
       slot_stride_(store.read_buffer_bytes()),
-      buffer_memory_(std::make_unique<transport::host_buffer>(uint64_t(checked_slots(options, store)) * slot_stride_)),
+      buffer_memory_(std::make_unique<transport::host_buffer>(uint64_t(checked_slots(options, store)) * slot_stride_,
+                                                              options.fabric.buffers)),
       slots_(options.node, uint32_t(buffer_memory_->size() / slot_stride_), options.timeout),
       blocks_(options.bypass ? make_dram_path(store, options.geometry, options.dram, writer_)
                              : make_snic_path(store, options.snic_gb_per_s)),
@@ -38,7 +39,7 @@ node_io::node_io(const node_io_options& options, storage::block_store& store)
   fabric_.hbm_bytes = region;
   hbm_memory_.reserve(options_.engines.size());
   for (size_t i = 0; i < options_.engines.size(); ++i) {
-    hbm_memory_.emplace_back(region);
+    hbm_memory_.emplace_back(region, options_.fabric.buffers);
     hbm_.push_back(std::make_unique<gpu::hbm_arena>(hbm_memory_.back().data(), options_.hbm_bytes));
     fabric_.hbm.push_back(hbm_.back()->base());
     fabric_.endpoints.push_back(transport::endpoint::open(options_.fabric));

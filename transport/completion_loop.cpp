@@ -19,7 +19,9 @@ completion_loop::~completion_loop() {
   }
 }
 
-void completion_loop::drain() {
+void completion_loop::drain(bool provider) {
+  for (const uint64_t id : port_.take_copied()) finished(id);
+  if (!provider && port_.posted() == 0) return;
   constexpr int batch = 64;
   fi_cq_data_entry entries[batch];
   for (;;) {
@@ -57,19 +59,21 @@ void completion_loop::drain() {
         arrivals_++;
         continue;
       }
-      if (!e.op_context) continue;
-      const uint64_t id = port_.release(e.op_context);
-      if (!table_.find_slice(id)) continue;  // its transfer failed already
-      if (faults::fire(faults::point::fabric_completion)) {
-        on_error(id, FI_EIO,
-                 fmt::format("{} [injected fault: {}]", fi_strerror(FI_EIO),
-                             faults::name(faults::point::fabric_completion)));
-        continue;
-      }
-      sched_.completed(id);
+      if (e.op_context) finished(port_.release(e.op_context));
     }
     if (n < batch) return;
   }
+}
+
+void completion_loop::finished(uint64_t slice_id) {
+  if (!table_.find_slice(slice_id)) return;  // its transfer failed already
+  if (faults::fire(faults::point::fabric_completion)) {
+    on_error(
+        slice_id, FI_EIO,
+        fmt::format("{} [injected fault: {}]", fi_strerror(FI_EIO), faults::name(faults::point::fabric_completion)));
+    return;
+  }
+  sched_.completed(slice_id);
 }
 
 void completion_loop::on_error(uint64_t slice_id, int err, const std::string& why) {

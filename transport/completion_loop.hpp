@@ -21,8 +21,9 @@ class completion_loop {
   completion_loop(const completion_loop&) = delete;
   completion_loop& operator=(const completion_loop&) = delete;
 
-  // Reads the completion queue until it is empty. Never blocks.
-  void drain();
+  // Reaps the slices copied without the provider, then reads the completion queue until it is empty (with
+  // `provider` false only when nothing is posted to the provider). Never blocks.
+  void drain(bool provider = true);
   // Fails the transfers of slices posted longer than the timeout ago: a peer that vanished without a
   // word (a crashed process on shm) produces no completion at all.
   void check_timeouts();
@@ -31,6 +32,8 @@ class completion_loop {
   uint64_t arrivals() const { return arrivals_; }
 
  private:
+  // A slice that completed without error: its transfer goes on (or a fault injected here fails it).
+  void finished(uint64_t slice_id);
   void on_error(uint64_t slice_id, int err, const std::string& why);
 
   const fabric_options& opts_;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "transport/call_lock.hpp"
+#include "transport/host_buffer.hpp"
 
 namespace dualpath::transport {
 
@@ -49,6 +50,13 @@ struct fabric_options {
   // one process, or node processes on one host; transport/call_lock.hpp, docs/design.md §13). Only shm takes
   // them; a stream provider's socket calls would only queue behind each other. Null: no lock.
   std::shared_ptr<call_lock> provider_lock;
+  // shm: copies to peers on this host are memcpy by the poster where their memory is in reach (a peer of this
+  // process, or a peer process's shared_file buffer), not a provider operation; remote completion data still
+  // goes through the provider (transport/local_copy.hpp). False: every copy through the provider.
+  bool local_copies = true;
+  // The memory a node allocates for registration: node processes on one host use shared_file, so that their
+  // peers can copy into it directly.
+  host_memory buffers = host_memory::private_pages;
 };
 
 // A peer's view of a registered region: plain data, travels in Cap'n Proto messages.
@@ -109,6 +117,7 @@ struct transfer_stats {
   uint64_t arrivals = 0;
   uint64_t queued_slices = 0;    // waiting in the arbiter now
   uint64_t inflight_slices = 0;  // posted to the provider now
+  uint64_t local_copies = 0;     // slices the poster copied itself (fabric_options::local_copies)
 };
 
 // A piece of a gathered write's source: [offset, +length) of the local region.

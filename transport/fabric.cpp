@@ -19,6 +19,7 @@
 #include "core/status.hpp"
 #include "core/faults.hpp"
 #include "core/stop_signals.hpp"
+#include "transport/local_copy.hpp"
 
 namespace dualpath::transport {
 
@@ -102,6 +103,7 @@ fabric_core::~fabric_core() {
 }
 
 memory_region::impl::~impl() {
+  if (!owner_address.empty()) local_copy::remove(owner_address, remote.key);
   if (mr) fi_close(&mr->fid);
 }
 
@@ -124,6 +126,8 @@ fabric_port::fabric_port(const fabric_options& opts) : opts_(opts), serial_(next
     call_lock_ = opts_.provider_lock.get();
     own_slot_ = call_lock_slot(address());
   }
+  local_copies_ = opts_.local_copies && std::strcmp(provider_name(), "shm") == 0;
+  foreign_copies_ = local_copies_ && (mr_mode_ & FI_MR_VIRT_ADDR);
 }
 
 void fabric_port::open() {
@@ -268,6 +272,10 @@ std::unique_ptr<memory_region> fabric_port::register_memory(void* base, uint64_t
   r->remote.addr = (mr_mode_ & FI_MR_VIRT_ADDR) ? reinterpret_cast<uint64_t>(base) : 0;
   r->remote.key = fi_mr_key(r->mr);
   r->remote.length = length;
+  if (local_copies_) {
+    r->owner_address = address();
+    local_copy::add(r->owner_address, r->remote.key, r->remote.addr, r->base, length);
+  }
   return std::make_unique<memory_region>(std::move(r));
 }
 
@@ -291,9 +299,22 @@ post_result fabric_port::post(const slice& s) {
     return {post_result::refused,
             fabric_error(verb, -FI_EIO) + " [injected fault: " + faults::name(faults::point::fabric_post) + "]"};
   }
+  const auto& peer = peers_.at(s.peer);
+  if (local_copies_ && !s.carries_data) {
+    const local_piece whole{s.local, s.length};
+    const bool foreign = foreign_copies_ && !peer.local_alive;
+    const bool copied = !s.is_write ? local_copy::read(peer.address, s.key, s.remote_addr, s.local, s.length, foreign)
+                        : s.pieces.empty() ? local_copy::write(peer.address, s.key, s.remote_addr, &whole, 1, foreign)
+                                           : local_copy::write(peer.address, s.key, s.remote_addr, s.pieces.data(),
+                                                               s.pieces.size(), foreign);
+    if (copied) {
+      copied_.push_back(s.id);
+      local_copies_done_++;
+      return {post_result::accepted, {}};
+    }
+  }
   auto& c = contexts_[s.id];
   c.slice = s.id;
-  const auto& peer = peers_.at(s.peer);
   const fi_addr_t dest = peer.fi_addr;
   ssize_t rc;
   const held_call serial(call_lock_, peer.lock_slot);
@@ -317,6 +338,12 @@ post_result fabric_port::post(const slice& s) {
   contexts_.erase(s.id);  // not posted: the provider keeps no reference to it
   if (rc == -FI_EAGAIN) return {post_result::try_again, {}};
   return {post_result::refused, fabric_error(verb, rc)};
+}
+
+std::vector<uint64_t> fabric_port::take_copied() {
+  std::vector<uint64_t> out;
+  out.swap(copied_);
+  return out;
 }
 
 uint64_t fabric_port::release(void* context) {

@@ -44,6 +44,7 @@ struct memory_region::impl {
   std::byte* base = nullptr;
   uint64_t length = 0;
   remote_region remote;
+  address_bytes owner_address;  // non-empty: known to local_copy under it and remote.key
   ~impl();
 };
 
@@ -86,6 +87,11 @@ class fabric_port {
   void mark_down(uint32_t peer, const std::string& why);
 
   post_result post(const slice& s);
+  // Slices copied inside post() (local_copy): complete, waiting to be reaped like the provider's completions.
+  std::vector<uint64_t> take_copied();
+  // Operations the provider holds now (posted, not yet reaped).
+  size_t posted() const { return contexts_.size(); }
+  uint64_t local_copies() const { return local_copies_done_; }
   // Frees the context a completion handed back and returns the slice id it was posted for.
   uint64_t release(void* context);
 
@@ -111,6 +117,10 @@ class fabric_port {
   size_t cq_data_size_ = 0;
   uint64_t next_key_ = 1;
   std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
+  bool local_copies_ = false;    // shm with fabric_options::local_copies: copies by local_copy where it can
+  bool foreign_copies_ = false;  // ... also to peer processes (remote addresses are virtual addresses)
+  std::vector<uint64_t> copied_;
+  uint64_t local_copies_done_ = 0;
   std::vector<peer_state> peers_;
   std::map<address_bytes, uint32_t> peer_index_;
   // Node-based: a context keeps its address while the provider holds it, whatever else is inserted.

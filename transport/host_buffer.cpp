@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <system_error>
@@ -41,23 +45,57 @@ void fault_in(std::byte* p, uint64_t bytes) {
 
 }  // namespace
 
-host_buffer::host_buffer(uint64_t bytes) : size_(bytes) {
+host_buffer::host_buffer(uint64_t bytes, host_memory kind) : size_(bytes) {
   if (bytes == 0) throw user_error("transport: host_buffer of zero bytes");
-  data_ = static_cast<std::byte*>(allocate_huge_pages(bytes));  // advisory: without THP it is plain memory
-  if (!data_) throw user_error(fmt::format("transport: cannot allocate a host buffer of {} bytes", bytes));
-  fault_in(data_, huge_page_rounded(bytes));
+  if (kind == host_memory::private_pages) {
+    data_ = static_cast<std::byte*>(allocate_huge_pages(bytes));  // advisory: without THP it is plain memory
+    if (!data_) throw user_error(fmt::format("transport: cannot allocate a host buffer of {} bytes", bytes));
+    fault_in(data_, huge_page_rounded(bytes));
+    return;
+  }
+  mapped_ = huge_page_rounded(bytes);
+  fd_ = memfd_create("dualpath-buffer", MFD_CLOEXEC);
+  void* p = MAP_FAILED;
+  if (fd_ >= 0 && ftruncate(fd_, off_t(mapped_)) == 0)
+    p = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    release();
+    throw user_error(
+        fmt::format("transport: cannot make a shared host buffer of {} bytes: {}", bytes, std::strerror(err)));
+  }
+  data_ = static_cast<std::byte*>(p);
+  madvise(data_, mapped_, MADV_HUGEPAGE);  // advisory: shmem's own setting decides
+  fault_in(data_, mapped_);
 }
 
-host_buffer::~host_buffer() { std::free(data_); }
+void host_buffer::release() {
+  if (fd_ >= 0) {
+    if (data_) munmap(data_, mapped_);
+    close(fd_);
+  } else {
+    std::free(data_);
+  }
+  data_ = nullptr;
+  fd_ = -1;
+  mapped_ = 0;
+}
+
+host_buffer::~host_buffer() { release(); }
 
 host_buffer::host_buffer(host_buffer&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      fd_(std::exchange(other.fd_, -1)),
+      mapped_(std::exchange(other.mapped_, 0)) {}
 
 host_buffer& host_buffer::operator=(host_buffer&& other) noexcept {
   if (this != &other) {
-    std::free(data_);
+    release();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    fd_ = std::exchange(other.fd_, -1);
+    mapped_ = std::exchange(other.mapped_, 0);
   }
   return *this;
 }

@@ -1,12 +1,15 @@
 // Two processes (fork): Layer Blocks cross a real process boundary, and a peer process that exits
-// turns later transfers into error completions within the timeout.
+// turns later transfers into error completions within the timeout. Over shm, into a peer's anonymous memory
+// (the provider copies) and into its shared_file buffer (this process maps it and copies: local_copy).
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <thread>
 
 #include "tests/transport/transport_helpers.hpp"
+#include "transport/host_buffer.hpp"
 
 using namespace dualpath::transport;
 using namespace dualpath::transport::testing;
@@ -51,14 +54,14 @@ constexpr size_t block_bytes = 16 << 10;
 
 // The receiving process: registers a buffer, hands out its address and region, waits for every
 // notification, replies with the checksum of what landed and exits. Never returns.
-[[noreturn]] void child(const std::string& provider, int to_parent, int from_parent) {
+[[noreturn]] void child(const std::string& provider, host_memory memory, int to_parent, int from_parent) {
   int rc = 1;
   try {
     fabric_options o;
     o.provider = provider;
     auto ep = endpoint::open(o);
-    aligned_buffer buf(blocks * block_bytes);
-    auto mr = ep->register_memory(buf.ptr, buf.size);
+    host_buffer buf(blocks * block_bytes, memory);
+    auto mr = ep->register_memory(buf.data(), buf.size());
     const auto remote = mr->remote();
     address_bytes parent;
     if (send_bytes(to_parent, ep->address()) && write_all(to_parent, &remote, sizeof(remote)) &&
@@ -69,7 +72,7 @@ constexpr size_t block_bytes = 16 << 10;
       const bool ok = pump(
           {ep.get()}, [&] { return got.size() >= blocks; }, 20s, nullptr, &got);
       arrived = got.size();
-      const uint64_t sum = ok ? fnv1a(buf.ptr, buf.size) : 0;
+      const uint64_t sum = ok ? fnv1a(buf.data(), blocks * block_bytes) : 0;
       write_all(to_parent, &arrived, sizeof(arrived));
       write_all(to_parent, &sum, sizeof(sum));
       rc = 0;
@@ -82,8 +85,16 @@ constexpr size_t block_bytes = 16 << 10;
 }  // namespace
 
 TEST_CASE("Layer Blocks cross a process boundary; a peer process that exits yields error completions") {
-  for (const std::string provider : {"shm", "tcp"}) {
+  struct variant {
+    std::string provider;
+    host_memory memory;
+  };
+  for (const auto& [provider, memory] :
+       {variant{"shm", host_memory::private_pages}, variant{"shm", host_memory::shared_file},
+        variant{"tcp", host_memory::private_pages}}) {
+    const bool shared = memory == host_memory::shared_file;
     CAPTURE(provider);
+    CAPTURE(shared);
     int up[2], down[2];
     REQUIRE(pipe(up) == 0);
     REQUIRE(pipe(down) == 0);
@@ -92,7 +103,7 @@ TEST_CASE("Layer Blocks cross a process boundary; a peer process that exits yiel
     if (pid == 0) {
       close(up[0]);
       close(down[1]);
-      child(provider, up[1], down[0]);
+      child(provider, memory, up[1], down[0]);
     }
     close(up[1]);
     close(down[0]);
@@ -124,6 +135,8 @@ TEST_CASE("Layer Blocks cross a process boundary; a peer process that exits yiel
     REQUIRE(read_all(up[0], &child_sum, sizeof(child_sum)));
     CHECK(child_arrivals == blocks);
     CHECK(child_sum == fnv1a(src.ptr, src.size));
+    // Each block's first three slices: copied here into the mapped buffer; the fourth carries remote data.
+    CHECK(ep->stats().local_copies == (shared ? 3u * blocks : 0u));
     int status = 0;
     REQUIRE(waitpid(pid, &status, 0) == pid);
     CHECK(WIFEXITED(status));
@@ -131,7 +144,9 @@ TEST_CASE("Layer Blocks cross a process boundary; a peer process that exits yiel
     close(up[0]);
     close(down[1]);
 
-    // The peer process is gone: every further transfer must fail, bounded by the timeout.
+    // The peer process is gone: every further transfer must fail, bounded by the timeout. (Past local_copy's
+    // liveness interval of a millisecond, so its buffer counts as gone from the first copy on.)
+    std::this_thread::sleep_for(2ms);
     done.clear();
     for (int i = 0; i < 8; ++i) ep->write(traffic_class::kv, *mr, 0, peer, remote, 0, block_bytes, 100 + i, i);
     REQUIRE(pump(
@@ -140,6 +155,8 @@ TEST_CASE("Layer Blocks cross a process boundary; a peer process that exits yiel
       CHECK_FALSE(c.ok);
       CHECK(c.error.find("peer") != std::string::npos);
     }
+    // Nothing more was copied into the dead peer's buffer: it was unmapped once the peer was found gone.
+    CHECK(ep->stats().local_copies == (shared ? 3u * blocks : 0u));
   }
 }
 
