@@ -26,8 +26,11 @@ void setup(CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--max-inflight", opt->max_inflight, "Slices posted to the provider at once")->capture_default_str();
   cmd->add_option("--local-copies", opt->local_copies,
-                  "shm: endpoints copy to peers of their own process themselves, not through the provider")
+                  "shm: the writer copies into its peer itself, not through the provider")
       ->capture_default_str();
+  cmd->add_flag("--peer-process", opt->peer_process,
+                "Throughput: the peer endpoint in a child process with its buffer in a memfd, as node processes on "
+                "one host have them");
   cmd->add_option("--kv-guard-bytes", opt->kv_guard_bytes,
                   "kv slice and window next to model traffic (0 = 32 KiB on tcp, off on shm)")
       ->capture_default_str();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/status.hpp"
+#include "bench/peer_process.hpp"
 #include "transport/endpoint.hpp"
 #include "transport/host_buffer.hpp"
 
@@ -47,10 +48,11 @@ struct buffer {
   std::byte* ptr;
 };
 
-// Two endpoints of one provider in this process, A writing into B.
+// A writing into B: two endpoints of one provider in this process, or B in a peer process.
 struct link {
   std::unique_ptr<endpoint> a, b;
   std::unique_ptr<memory_region> src, dst;
+  remote_region remote;  // B's region
   uint32_t to_b = 0;
 
   link(const fabric_options& o, buffer& s, buffer& d) : a(endpoint::open(o)), b(endpoint::open(o)) {
@@ -58,12 +60,21 @@ struct link {
     b->connect(a->address());
     src = a->register_memory(s.ptr, s.size);
     dst = b->register_memory(d.ptr, d.size);
+    remote = dst->remote();
+  }
+  link(const fabric_options& o, buffer& s, const peer_process& peer) : a(endpoint::open(o)) {
+    to_b = a->connect(peer.address());
+    src = a->register_memory(s.ptr, s.size);
+    remote = peer.remote();
   }
 
-  // Progress on both sides; returns A's completions (B must poll too: shm targets do the copy).
+  // Progress on both sides (a peer process makes its own); returns A's completions (B must poll too: shm
+  // targets do the copy).
   std::vector<completion> poll() {
-    b->poll_completions();
-    b->poll_arrivals();
+    if (b) {
+      b->poll_completions();
+      b->poll_arrivals();
+    }
     return a->poll_completions();
   }
 };
@@ -109,11 +120,11 @@ double write_blocks(link& l, const transport_bench_options& o, uint64_t span, st
       const uint64_t first = (submitted % runs) * g, off = first * o.block_bytes;
       started[submitted] = clock::now();
       if (g == 1) {
-        l.a->write(traffic_class::kv, *l.src, off, l.to_b, l.dst->remote(), off, o.block_bytes, submitted);
+        l.a->write(traffic_class::kv, *l.src, off, l.to_b, l.remote, off, o.block_bytes, submitted);
       } else {
         pieces.clear();
         for (uint64_t k = 0; k < g; ++k) pieces.push_back({(slots - 1 - first - k) * o.block_bytes, o.block_bytes});
-        l.a->write_gather(traffic_class::kv, *l.src, pieces, l.to_b, l.dst->remote(), off, submitted);
+        l.a->write_gather(traffic_class::kv, *l.src, pieces, l.to_b, l.remote, off, submitted);
       }
       submitted++;
     }
@@ -162,8 +173,10 @@ double cma_rate(const transport_bench_options& o, buffer& s, buffer& d) {
 void run_throughput(const transport_bench_options& o, transport_bench_result& r) {
   const uint64_t span =
       std::max(o.block_bytes, std::min<uint64_t>(o.total_bytes, o.span_bytes) / o.block_bytes * o.block_bytes);
+  // Forked first, before this process opens an endpoint.
+  const auto peer = o.peer_process ? std::make_unique<peer_process>(fabric_for(o, true), span) : nullptr;
   buffer src(span), dst(span);
-  link l(fabric_for(o, true), src, dst);
+  link l = peer ? link(fabric_for(o, true), src, *peer) : link(fabric_for(o, true), src, dst);
   r.fabric_provider = l.a->provider_name();
   if (o.gather > l.a->gather_limit())
     throw user_error(fmt::format("bench transport: --gather {}: {} gathers at most {} pieces a write", o.gather,
@@ -327,6 +340,7 @@ std::string transport_bench_result::to_json() const {
   j["depth"] = options.depth;
   j["gather"] = options.gather;
   j["local_copies"] = options.local_copies;
+  j["peer_process"] = options.peer_process;
   j["rate_gb_per_s"] = options.rate_gb_per_s;
   if (options.mode == transport_bench_mode::throughput) {
     j["total_bytes"] = options.total_bytes;

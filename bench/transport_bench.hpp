@@ -23,7 +23,8 @@ struct transport_bench_options {
   uint32_t depth = 16;          // Layer Blocks submitted and not yet completed
   uint32_t gather = 1;          // Layer Blocks a write gathers from separate slots (endpoint::write_gather)
   uint32_t max_inflight = 4;    // slices posted to the provider at once
-  bool local_copies = true;     // shm: the two endpoints (one process) copy to each other themselves
+  bool local_copies = true;     // shm: the writer copies into its peer itself (transport::fabric_options)
+  bool peer_process = false;    // throughput: the peer endpoint in a child process, its buffer a memfd
   uint64_t kv_guard_bytes = 0;  // kv slice and window next to model traffic; 0 = the transport's default
   uint32_t repeats = 3;         // throughput runs; the median is reported
   double rate_gb_per_s = 0;     // emulated CNIC cap; 0 = uncapped
