@@ -20,7 +20,7 @@ completion_loop::~completion_loop() {
 }
 
 void completion_loop::drain(bool provider) {
-  for (const uint64_t id : port_.take_copied()) finished(id);
+  port_.reap_copied([this](uint64_t id) { finished(id); });
   if (!provider && port_.posted() == 0) return;
   constexpr int batch = 64;
   fi_cq_data_entry entries[batch];

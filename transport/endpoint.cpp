@@ -165,7 +165,7 @@ std::vector<completion> endpoint::poll_completions() {
   s.loop.drain();
   s.loop.check_timeouts();
   s.sched.schedule();
-  s.loop.drain();
+  s.loop.drain(false);  // what schedule() posted to the provider; arrivals wait for poll_arrivals
   return s.table.take_completions();
 }
 

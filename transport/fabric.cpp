@@ -340,12 +340,6 @@ post_result fabric_port::post(const slice& s) {
   return {post_result::refused, fabric_error(verb, rc)};
 }
 
-std::vector<uint64_t> fabric_port::take_copied() {
-  std::vector<uint64_t> out;
-  out.swap(copied_);
-  return out;
-}
-
 uint64_t fabric_port::release(void* context) {
   const uint64_t id = static_cast<op_context*>(context)->slice;
   contexts_.erase(id);

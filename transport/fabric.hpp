@@ -87,8 +87,13 @@ class fabric_port {
   void mark_down(uint32_t peer, const std::string& why);
 
   post_result post(const slice& s);
-  // Slices copied inside post() (local_copy): complete, waiting to be reaped like the provider's completions.
-  std::vector<uint64_t> take_copied();
+  // Hands each slice copied inside post() (local_copy) to `f`, then forgets them: complete, reaped like the
+  // provider's completions. `f` must not post.
+  template <class F>
+  void reap_copied(F&& f) {
+    for (size_t i = 0; i < copied_.size(); ++i) f(copied_[i]);
+    copied_.clear();  // keeps its capacity: no allocation a slice
+  }
   // Operations the provider holds now (posted, not yet reaped).
   size_t posted() const { return contexts_.size(); }
   uint64_t local_copies() const { return local_copies_done_; }
