@@ -11,6 +11,9 @@
 //   checked there (the peer's registrations are not visible here); the range must lie inside that buffer.
 //   Whether the peer still runs is checked at most once a millisecond (a pidfd); once it is gone its buffers
 //   are unmapped and the provider answers for it (an error, as for any dead peer).
+//   A mapping is kept for the peer's life, so a shared_file buffer must stay where it is for its process's
+//   life (node_io allocates its buffers once: a role switch lays them out again in place, a rejoin is a new
+//   process); a buffer freed and another mapped at the same address would not be seen here.
 // Everything else (memory that is not a dualpath buffer, a range outside one) goes to the provider. A region
 // being deregistered or unmapped waits for the copies under way into or out of it.
 #include <cstddef>
