@@ -2,6 +2,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "core/huge_pages.hpp"
@@ -157,17 +159,40 @@ TEST_CASE("host buffers are huge-page aligned, zeroed and refuse zero bytes") {
   CHECK_THROWS_AS(host_buffer(0), dualpath::user_error);
 }
 
-TEST_CASE("a large host buffer is resident in every page once constructed") {
-  // Large enough for the faulting team of four (docs/experiments.md, "Node start-up"), and not a multiple of its chunk.
-  const uint64_t bytes = (uint64_t(197) << 20) + 12345;
-  host_buffer buf(bytes);
-  const size_t page = size_t(sysconf(_SC_PAGESIZE));
-  const size_t span = dualpath::huge_page_rounded(bytes);
-  std::vector<unsigned char> resident(span / page);
-  REQUIRE(mincore(buf.data(), span, resident.data()) == 0);
-  size_t missing = 0;
-  for (unsigned char r : resident) missing += (r & 1) ? 0 : 1;
-  CHECK(missing == 0);
+namespace {
+
+// Mappings of this process whose path names a node's shared buffer (transport::host_memory::shared_file).
+size_t shared_buffer_mappings() {
+  std::ifstream maps("/proc/self/maps");
+  size_t n = 0;
+  for (std::string line; std::getline(maps, line);) n += line.find("/memfd:dualpath-buffer") != std::string::npos;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a large host buffer is resident in every page once constructed, private or shared") {
+  for (const auto kind : {host_memory::private_pages, host_memory::shared_file}) {
+    CAPTURE(int(kind));
+    const size_t mapped_before = shared_buffer_mappings();
+    {
+      // Large enough for the faulting team of four (docs/experiments.md, "Node start-up"), and not a multiple of
+      // its chunk.
+      const uint64_t bytes = (uint64_t(197) << 20) + 12345;
+      host_buffer buf(bytes, kind);
+      const size_t page = size_t(sysconf(_SC_PAGESIZE));
+      const size_t span = dualpath::huge_page_rounded(bytes);
+      std::vector<unsigned char> resident(span / page);
+      REQUIRE(mincore(buf.data(), span, resident.data()) == 0);
+      size_t missing = 0;
+      for (unsigned char r : resident) missing += (r & 1) ? 0 : 1;
+      CHECK(missing == 0);
+      // A shared buffer is a memfd mapping its peers can find; moving it hands the mapping over, not a copy.
+      host_buffer moved(std::move(buf));
+      CHECK(shared_buffer_mappings() == mapped_before + (kind == host_memory::shared_file ? 1 : 0));
+    }
+    CHECK(shared_buffer_mappings() == mapped_before);  // unmapped with its last owner: nothing leaks
+  }
 }
 
 TEST_CASE("token bucket lets a priority class go ahead of a bounded debt only") {
