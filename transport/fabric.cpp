@@ -240,7 +240,8 @@ uint32_t fabric_port::connect(const address_bytes& peer) {
                     peer.size(), provider_name()));
   }
   const auto index = static_cast<uint32_t>(peers_.size());
-  peers_.push_back(peer_state{peer, addr, {}, local_flag(), call_lock_slot(peer)});
+  peers_.push_back(peer_state{
+      peer, addr, {}, local_flag(), call_lock_slot(peer), foreign_copies_ ? local_copy::address_pid(peer) : 0});
   peer_index_.emplace(peer, index);
   return index;
 }
@@ -302,11 +303,11 @@ post_result fabric_port::post(const slice& s) {
   const auto& peer = peers_.at(s.peer);
   if (local_copies_ && !s.carries_data) {
     const local_piece whole{s.local, s.length};
-    const bool foreign = foreign_copies_ && !peer.local_alive;
-    const bool copied = !s.is_write ? local_copy::read(peer.address, s.key, s.remote_addr, s.local, s.length, foreign)
-                        : s.pieces.empty() ? local_copy::write(peer.address, s.key, s.remote_addr, &whole, 1, foreign)
-                                           : local_copy::write(peer.address, s.key, s.remote_addr, s.pieces.data(),
-                                                               s.pieces.size(), foreign);
+    const local_piece* pieces = s.pieces.empty() ? &whole : s.pieces.data();
+    const size_t count = s.pieces.empty() ? 1 : s.pieces.size();
+    const int pid = peer.foreign_pid;  // 0 for a peer of this process: found by its registration
+    const bool copied = s.is_write ? local_copy::write(peer.address, s.key, s.remote_addr, pieces, count, pid)
+                                   : local_copy::read(peer.address, s.key, s.remote_addr, s.local, s.length, pid);
     if (copied) {
       copied_.push_back(s.id);
       local_copies_done_++;

@@ -54,6 +54,7 @@ struct peer_state {
   std::string dead_reason;                         // non-empty: transfers to it fail at once
   std::shared_ptr<std::atomic<bool>> local_alive;  // set when the peer is an endpoint of this process
   uint32_t lock_slot = 0;                          // its region's call lock (call_lock_slot)
+  int foreign_pid = 0;                             // local_copy: its process, where copies may map it; else 0
 };
 
 // The fabric objects of one endpoint: opened once, then used to register memory, reach peers and post

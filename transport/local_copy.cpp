@@ -89,7 +89,7 @@ bool alive(foreign_process& fp) {
   return up;
 }
 
-enum class lookup { copied, unmapped, refused };
+enum class lookup { copied, unmapped, refused, gone };
 
 // Under the shared lock: runs `copy` on the peer's bytes at [addr, +length) where they are mapped.
 template <class Copy>
@@ -98,7 +98,7 @@ lookup copy_foreign(int pid, uint64_t addr, uint64_t length, Copy&& copy) {
   const auto it = regs().foreign.find(pid);
   if (it == regs().foreign.end()) return lookup::unmapped;
   foreign_process& fp = *it->second;
-  if (!alive(fp)) return lookup::unmapped;  // the caller forgets it
+  if (!alive(fp)) return lookup::gone;
   for (const auto& s : fp.segments) {
     if (inside(s.start, s.length, addr, length)) {
       copy(s.local + (addr - s.start));
@@ -206,32 +206,22 @@ void forget_foreign(int pid) {
 }
 
 template <class Copy>
-bool copy_to_peer(const std::vector<uint8_t>& address, uint64_t key, uint64_t addr, uint64_t length, bool foreign,
+bool copy_to_peer(const std::vector<uint8_t>& address, uint64_t key, uint64_t addr, uint64_t length, int foreign_pid,
                   Copy&& copy) {
-  {
+  if (foreign_pid <= 0) {
     std::shared_lock lock(regs().mutex);
-    if (std::byte* at = find_local(address, key, addr, length)) {
-      copy(at);
-      return true;
-    }
+    std::byte* at = find_local(address, key, addr, length);
+    if (at) copy(at);
+    return at != nullptr;
   }
-  const int pid = foreign ? address_pid(address) : 0;
-  if (pid <= 0 || pid == getpid()) return false;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    switch (copy_foreign(pid, addr, length, copy)) {
+    switch (copy_foreign(foreign_pid, addr, length, copy)) {
       case lookup::copied: return true;
       case lookup::refused: return false;
+      case lookup::gone: forget_foreign(foreign_pid); return false;
       case lookup::unmapped: break;
     }
-    std::shared_lock check(regs().mutex);
-    const auto it = regs().foreign.find(pid);
-    const bool gone = it != regs().foreign.end() && it->second->gone;
-    check.unlock();
-    if (gone) {
-      forget_foreign(pid);
-      return false;
-    }
-    if (attempt == 1 || !map_foreign(pid, addr)) return false;
+    if (attempt == 1 || !map_foreign(foreign_pid, addr)) return false;
   }
   return false;
 }
@@ -241,7 +231,8 @@ bool copy_to_peer(const std::vector<uint8_t>& address, uint64_t key, uint64_t ad
 int address_pid(const std::vector<uint8_t>& address) {
   const std::string text(address.begin(), address.end());
   int pid = 0;
-  return std::sscanf(text.c_str(), "fi_shm://%d:", &pid) == 1 ? pid : 0;
+  if (std::sscanf(text.c_str(), "fi_shm://%d:", &pid) != 1 || pid == getpid()) return 0;
+  return pid;
 }
 
 void add(const std::vector<uint8_t>& address, uint64_t key, uint64_t origin, std::byte* base, uint64_t length) {
@@ -255,10 +246,10 @@ void remove(const std::vector<uint8_t>& address, uint64_t key) {
 }
 
 bool write(const std::vector<uint8_t>& address, uint64_t key, uint64_t remote_addr, const local_piece* pieces,
-           size_t count, bool foreign) {
+           size_t count, int foreign_pid) {
   uint64_t length = 0;
   for (size_t i = 0; i < count; ++i) length += pieces[i].length;
-  return copy_to_peer(address, key, remote_addr, length, foreign, [&](std::byte* at) {
+  return copy_to_peer(address, key, remote_addr, length, foreign_pid, [&](std::byte* at) {
     for (size_t i = 0; i < count; ++i) {
       std::memcpy(at, pieces[i].at, pieces[i].length);
       at += pieces[i].length;
@@ -267,8 +258,8 @@ bool write(const std::vector<uint8_t>& address, uint64_t key, uint64_t remote_ad
 }
 
 bool read(const std::vector<uint8_t>& address, uint64_t key, uint64_t remote_addr, std::byte* local, uint64_t length,
-          bool foreign) {
-  return copy_to_peer(address, key, remote_addr, length, foreign,
+          int foreign_pid) {
+  return copy_to_peer(address, key, remote_addr, length, foreign_pid,
                       [&](const std::byte* at) { std::memcpy(local, at, length); });
 }
 

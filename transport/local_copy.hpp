@@ -33,15 +33,16 @@ void add(const std::vector<uint8_t>& address, uint64_t key, uint64_t origin, std
 void remove(const std::vector<uint8_t>& address, uint64_t key);
 
 // Copies `pieces` (in order, back to back) to the peer's [remote_addr, +their sum) when it can (see above);
-// otherwise copies nothing and returns false, and the caller posts to the provider. `foreign`: a peer in
-// another process may be copied to (remote addresses are virtual addresses).
+// otherwise copies nothing and returns false, and the caller posts to the provider. `foreign_pid`: 0 for a peer
+// of this process (its region registered under `key`), else the peer process (address_pid), whose remote
+// addresses are virtual addresses.
 bool write(const std::vector<uint8_t>& address, uint64_t key, uint64_t remote_addr, const local_piece* pieces,
-           size_t count, bool foreign);
+           size_t count, int foreign_pid);
 // Copies the peer's [remote_addr, +length) to `local` under the same conditions.
 bool read(const std::vector<uint8_t>& address, uint64_t key, uint64_t remote_addr, std::byte* local, uint64_t length,
-          bool foreign);
+          int foreign_pid);
 
-// The process behind a shm endpoint address ("fi_shm://PID:..."), or 0.
+// The process behind a shm endpoint address ("fi_shm://PID:..."), or 0 (not such an address, or this process).
 int address_pid(const std::vector<uint8_t>& address);
 
 }  // namespace local_copy
